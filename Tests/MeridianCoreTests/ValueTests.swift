@@ -1,0 +1,61 @@
+import MeridianCore
+import Testing
+
+@Suite struct ValueTests {
+    @Test("integers and doubles compare numerically and exactly")
+    func numeric() {
+        #expect(Value.int(3) == .double(3.0))
+        #expect(Value.int(3) < .double(3.5))
+        #expect(Value.double(-0.5) < .int(0))
+        // 2^53 + 1 is not representable as a double; the comparison must still be exact.
+        #expect(Value.int(9_007_199_254_740_993) > .double(9_007_199_254_740_992.0))
+        #expect(Value.double(9.3e18) > .int(Int64.max))
+        #expect(Value.double(-.infinity) < .int(Int64.min))
+        #expect(Set<Value>([.int(1), .double(1.0)]).count == 1)
+    }
+
+    @Test("strings compare by UTF-8 bytes, not by canonical equivalence")
+    func strings() {
+        let precomposed = "\u{E9}"
+        let decomposed = "e\u{301}"
+        #expect(precomposed == decomposed)  // Swift's String ==
+        #expect(Value.string(precomposed) != .string(decomposed))
+        #expect(Value.string(decomposed) < .string(precomposed))  // 0x65 < 0xC3
+        #expect(Value.string("Z") < .string("a"))
+        #expect(Value.string("") < .string("a"))
+        #expect(Set<Value>([.string(precomposed), .string(decomposed)]).count == 2)
+    }
+
+    @Test("storage classes order as SQLite does: null, numbers, text, blobs")
+    func storageClasses() {
+        let ordered: [Value] = [.null, .int(-5), .bool(true), .double(2.5), .string(""), .string("a"), .bytes([0])]
+        #expect(ordered.sorted() == ordered)
+    }
+
+    @Test(
+        "timestamps round-trip through ISO-8601",
+        arguments: [
+            ("1970-01-01T00:00:00Z", Int64(0)),
+            ("2024-02-29T12:30:05.25Z", Int64(1_709_209_805_250_000)),
+            ("2024-02-29T14:30:05.25+02:00", Int64(1_709_209_805_250_000)),
+            ("1969-12-31T23:59:59.999999Z", Int64(-1)),
+        ]
+    )
+    func timestamps(text: String, micros: Int64) throws {
+        let t = try #require(Timestamp(iso8601: text))
+        #expect(t.microseconds == micros)
+        #expect(Timestamp(iso8601: t.iso8601) == t)
+    }
+
+    @Test("invalid timestamps are rejected", arguments: ["2023-02-29", "2024-13-01", "2024-01-01T25:00:00Z", "x", ""])
+    func badTimestamps(text: String) {
+        #expect(Timestamp(iso8601: text) == nil)
+    }
+
+    @Test("changed attributes treat absent as null and distinguish types")
+    func changedAttributes() {
+        let a = Row(id: "1", values: ["x": .int(1), "y": .null, "z": .string("a")])
+        let b = Row(id: "1", values: ["x": .double(1), "z": .string("b"), "w": .int(2)])
+        #expect(b.changedAttributes(from: a) == ["w", "x", "z"])
+    }
+}

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Meridian's one entry script.
+#   ./meridian.sh demo    install what is missing, build, run the demo
+#   ./meridian.sh test    install what is missing, build, run every test
+#   ./meridian.sh setup   only install what is missing
+#   ./meridian.sh bench   build in release mode and run the benchmarks
+set -euo pipefail
+cd "$(dirname "$0")"
+
+APT_PACKAGES=(libsqlite3-dev sqlite3)
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+setup() {
+    local missing=()
+    for pkg in "${APT_PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+    done
+    if ((${#missing[@]})); then
+        log "installing ${missing[*]}"
+        local sudo=""
+        [ "$(id -u)" -eq 0 ] || sudo="sudo"
+        $sudo apt-get update
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y "${missing[@]}"
+    fi
+    command -v swift >/dev/null || { echo "error: swift is not on PATH (expected Swift 6.1 or later)" >&2; exit 1; }
+}
+
+run_tests() {
+    setup
+    log "building (debug, with tests)"
+    swift build --build-tests
+    log "running every test"
+    swift test --skip-build --parallel
+}
+
+demo() {
+    setup
+    log "building"
+    swift build --product meridian-demo
+    "$(swift build --show-bin-path)/meridian-demo" "$@"
+}
+
+bench() {
+    setup
+    log "building benchmarks (release)"
+    swift build -c release --product meridian-bench
+    "$(swift build -c release --show-bin-path)/meridian-bench" "$@"
+}
+
+cmd="${1:-help}"
+shift || true
+case "$cmd" in
+    setup) setup ;;
+    test) run_tests ;;
+    demo) demo "$@" ;;
+    bench) bench "$@" ;;
+    *)
+        sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'
+        [ "$cmd" = help ] || exit 2
+        ;;
+esac
