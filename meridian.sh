@@ -31,7 +31,7 @@ run_tests() {
     log "building (debug, with tests)"
     swift build --build-tests
     log "running every test"
-    swift test --skip-build --parallel
+    swift test --skip-build
 }
 
 demo() {

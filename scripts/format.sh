@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Formats every Swift file with the toolchain's swift-format and the committed .swift-format,
+# skipping what .swiftformatignore lists (generated code). `--lint` only reports.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=format
+[ "${1:-}" = "--lint" ] && mode=lint
+files=$(git ls-files '*.swift' | grep -v -F -f .swiftformatignore || true)
+[ -n "$files" ] || exit 0
+if [ "$mode" = lint ]; then
+    swift format lint --strict $files
+else
+    swift format --in-place $files
+fi
