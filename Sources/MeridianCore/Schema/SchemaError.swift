@@ -9,7 +9,7 @@ public struct SchemaError: Error, Sendable, Hashable, CustomStringConvertible {
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Wrapped: String, Sendable, Hashable {
             case syntax, invalidName, duplicateName, unknownEntity, unknownAttribute, unknownKey, missingKey
-            case typeMismatch, invalidDefault, invalidIndex, unreadable
+            case typeMismatch, invalidDefault, invalidIndex, unreadable, unknownType
         }
 
         private let wrapped: Wrapped
@@ -37,6 +37,8 @@ public struct SchemaError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let invalidIndex = Code(.invalidIndex)
         /// The file could not be read.
         public static let unreadable = Code(.unreadable)
+        /// An attribute type that does not exist was named.
+        public static let unknownType = Code(.unknownType)
 
         public var description: String { self.wrapped.rawValue }
     }
@@ -71,7 +73,9 @@ public struct SchemaError: Error, Sendable, Hashable, CustomStringConvertible {
             }
             location += ": "
         } else if let line = self.line {
-            location = "line \(line): "
+            location = "line \(line)"
+            if let column = self.column { location += ", column \(column)" }
+            location += ": "
         }
         return "\(location)\(self.code): \(self.message)"
     }
