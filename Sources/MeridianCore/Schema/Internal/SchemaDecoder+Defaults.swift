@@ -104,8 +104,12 @@ extension SchemaDecoder {
         }
     }
 
-    /// "an int", "a string", …
+    /// "an int", "a string", "valid bytes", …
     static func article(_ type: AttributeType) -> String {
-        type == .int ? "an int" : "a \(type)"
+        switch type {
+        case .int: "an int"
+        case .bytes: "valid bytes"
+        default: "a \(type)"
+        }
     }
 }

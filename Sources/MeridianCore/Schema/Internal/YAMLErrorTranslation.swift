@@ -22,7 +22,7 @@ enum YAMLErrorTranslation {
         case .duplicatedKeysInMapping(let duplicates, let context):
             let key = duplicates.first ?? "?"
             let first = context.mark
-            let message = "key '\(key)' appears twice in the same mapping"
+            let message = "key '\(key)' is declared twice in the same mapping"
             if let second = Self.secondOccurrence(of: key, after: first, in: text) {
                 return SchemaError(
                     .duplicateName,
