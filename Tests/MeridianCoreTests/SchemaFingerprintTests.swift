@@ -126,7 +126,8 @@ private let mutations: [(String, String, String)] = [
     func mutationsDistinct() throws {
         var fingerprints: Set<String> = [try Schema.parse(yaml: baseText).fingerprint]
         for (_, original, replacement) in mutations {
-            fingerprints.insert(try Schema.parse(yaml: baseText.replacingFirst(original, with: replacement)).fingerprint)
+            let changed = try Schema.parse(yaml: baseText.replacingFirst(original, with: replacement))
+            fingerprints.insert(changed.fingerprint)
         }
         #expect(fingerprints.count == mutations.count + 1)
     }

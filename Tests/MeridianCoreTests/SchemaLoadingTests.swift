@@ -149,6 +149,19 @@ import Testing
         #expect(schema.entities[0].attributes.map(\.name) == ["z", "a", "m"])
     }
 
+    @Test("empty 'indexes' and 'derived' mean none")
+    func emptyOptionalSections() throws {
+        let schema = try Schema.parse(yaml: """
+            version: 1
+            entities:
+              A:
+                attributes: {}
+                indexes:
+                derived: {}
+            """)
+        #expect(schema.entities == [EntitySchema(name: "A", attributes: [])])
+    }
+
     @Test("YAML anchors and aliases are followed")
     func aliases() throws {
         let schema = try Schema.parse(yaml: """

@@ -33,7 +33,10 @@ enum SchemaFixtures {
                     Index(name: "by_updated", attributes: ["updatedAt"]),
                 ],
                 derived: [
-                    DerivedAttribute(name: "coordinate", kind: .coordinate(latitude: "latitude", longitude: "longitude"))
+                    DerivedAttribute(
+                        name: "coordinate",
+                        kind: .coordinate(latitude: "latitude", longitude: "longitude")
+                    )
                 ],
                 idPolicy: .auto
             ),
@@ -47,7 +50,10 @@ enum SchemaFixtures {
                 ],
                 indexes: [Index(attributes: ["name"])],
                 derived: [
-                    DerivedAttribute(name: "coordinate", kind: .coordinate(latitude: "latitude", longitude: "longitude"))
+                    DerivedAttribute(
+                        name: "coordinate",
+                        kind: .coordinate(latitude: "latitude", longitude: "longitude")
+                    )
                 ]
             ),
             EntitySchema(

@@ -56,7 +56,11 @@ extension Schema {
             throw SchemaError(.unreadable, "cannot read schema file '\(path)': it is a directory", file: path)
         }
         guard let data = manager.contents(atPath: path) else {
-            throw SchemaError(.unreadable, "cannot read schema file '\(path)': permission denied or I/O error", file: path)
+            throw SchemaError(
+                .unreadable,
+                "cannot read schema file '\(path)': permission denied or I/O error",
+                file: path
+            )
         }
         guard let text = String(validating: data, as: UTF8.self) else {
             throw SchemaError(.unreadable, "cannot read schema file '\(path)': it is not UTF-8 text", file: path)

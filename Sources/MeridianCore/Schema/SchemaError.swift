@@ -3,7 +3,8 @@
 /// An error in a schema: its file, the line and column where the format allows, and what is wrong.
 ///
 /// Printed as `file:line:column: code: message`, e.g.
-/// `schema.yaml:12:7: typeMismatch: Point.latitude: default "north" is not a double`.
+/// `schema.yaml:5:42: invalidDefault: Point.latitude: default 'north' is not a double`. Without a file:
+/// `line 5, column 42: invalidDefault: …`.
 public struct SchemaError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A category of schema error; compare with the static members (`SchemaError.Code.unknownEntity`).
     public struct Code: Sendable, Hashable, CustomStringConvertible {

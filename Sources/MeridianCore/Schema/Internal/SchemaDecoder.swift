@@ -111,7 +111,7 @@ struct SchemaDecoder {
         let types = Dictionary(uniqueKeysWithValues: attributes.map { ($0.name, $0.type) })
 
         var indexes: [Index] = []
-        if let indexesEntry = fields["indexes"] {
+        if let indexesEntry = fields["indexes"], indexesEntry.value.kind != .null {
             guard case .sequence(let items) = indexesEntry.value else {
                 throw self.error(
                     .typeMismatch,
@@ -129,7 +129,7 @@ struct SchemaDecoder {
         }
 
         var derived: [DerivedAttribute] = []
-        if let derivedEntry = fields["derived"] {
+        if let derivedEntry = fields["derived"], derivedEntry.value.kind != .null {
             let derivedFields = try self.fields(
                 derivedEntry.value,
                 of: "\(name): 'derived'",
@@ -474,8 +474,11 @@ struct SchemaDecoder {
     }
 
     func integer(_ node: Yams.Node, what: String) throws(SchemaError) -> Int {
-        guard node.kind == .int, let text = node.scalarText, let value = Int(text) else {
+        guard node.kind == .int, let text = node.scalarText else {
             throw self.error(.typeMismatch, "\(what) must be an integer, not \(node.kind.phrase)", at: node)
+        }
+        guard let value = Int(text) else {
+            throw self.error(.typeMismatch, "\(what) must be a plain decimal integer, not '\(text)'", at: node)
         }
         return value
     }
