@@ -2,8 +2,8 @@
 
 /// The data model a store serves: a version and a set of entities.
 ///
-/// A schema is usually loaded from a human-written YAML file (see `Schema.load(contentsOf:)` and the README's
-/// "Schema file" section); it can also be built in code:
+/// A schema is usually loaded from a human-written YAML or JSON file (see ``Schema/load(contentsOf:)`` and
+/// `docs/schema.md`); it can also be built in code:
 ///
 /// ```swift
 /// let schema = try Schema(version: 1, entities: [

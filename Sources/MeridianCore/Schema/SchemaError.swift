@@ -3,13 +3,14 @@
 /// An error in a schema: its file, the line and column where the format allows, and what is wrong.
 ///
 /// Printed as `file:line:column: code: message`, e.g.
-/// `schema.yaml:12:7: typeMismatch: Point.latitude: default "north" is not a double`.
+/// `schema.yaml:5:42: invalidDefault: Point.latitude: default 'north' is not a double`. Without a file:
+/// `line 5, column 42: invalidDefault: …`.
 public struct SchemaError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A category of schema error; compare with the static members (`SchemaError.Code.unknownEntity`).
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Wrapped: String, Sendable, Hashable {
             case syntax, invalidName, duplicateName, unknownEntity, unknownAttribute, unknownKey, missingKey
-            case typeMismatch, invalidDefault, invalidIndex, unreadable
+            case typeMismatch, invalidDefault, invalidIndex, unreadable, unknownType
         }
 
         private let wrapped: Wrapped
@@ -37,6 +38,8 @@ public struct SchemaError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let invalidIndex = Code(.invalidIndex)
         /// The file could not be read.
         public static let unreadable = Code(.unreadable)
+        /// An attribute type that does not exist was named.
+        public static let unknownType = Code(.unknownType)
 
         public var description: String { self.wrapped.rawValue }
     }
@@ -71,7 +74,9 @@ public struct SchemaError: Error, Sendable, Hashable, CustomStringConvertible {
             }
             location += ": "
         } else if let line = self.line {
-            location = "line \(line): "
+            location = "line \(line)"
+            if let column = self.column { location += ", column \(column)" }
+            location += ": "
         }
         return "\(location)\(self.code): \(self.message)"
     }
