@@ -29,7 +29,8 @@ extension SectionedList {
             guard self.contains(from) else {
                 throw ChangeSetError(
                     .indexPathOutOfRange,
-                    "attempt to reload row \(from.row) from section \(from.section), which does not exist before the update"
+                    "attempt to reload row \(from.row) from section \(from.section), which does not exist before "
+                        + "the update"
                 )
             }
             guard self[from].id == id else {
@@ -44,7 +45,8 @@ extension SectionedList {
             guard result[to].id == id, element.id == id else {
                 throw ChangeSetError(
                     .idMismatch,
-                    "update of id \(id) to \(to), but the row there has id \(result[to].id) and the element id \(element.id)"
+                    "update of id \(id) to \(to), but the row there has id \(result[to].id) and the element id "
+                        + "\(element.id)"
                 )
             }
             result[to] = element
@@ -60,7 +62,8 @@ extension SectionedList {
         for change in changeSet.rowChanges where change.removesRow {
             let from = change.oldPath!
             guard self.contains(from) else {
-                throw ChangeSetError(.indexPathOutOfRange, Self.outOfOldRange(from, change.operation, self.sectionCounts))
+                throw ChangeSetError(
+                    .indexPathOutOfRange, Self.outOfOldRange(from, change.operation, self.sectionCounts))
             }
             guard self[from].id == change.id else {
                 throw ChangeSetError(
@@ -114,7 +117,8 @@ extension SectionedList {
             guard sections[s].elements.isEmpty else {
                 throw ChangeSetError(
                     .incompleteSection,
-                    "section \(s) is deleted but \(sections[s].elements.count) of its rows are neither deleted nor moved out"
+                    "section \(s) is deleted but \(sections[s].elements.count) of its rows are neither deleted nor "
+                        + "moved out"
                 )
             }
             isDeleted[s] = true
@@ -134,7 +138,8 @@ extension SectionedList {
             guard (0..<total).contains(insertion.index) else {
                 throw ChangeSetError(
                     .sectionOutOfRange,
-                    "attempt to insert section \(insertion.index), but there are only \(total) sections after the update"
+                    "attempt to insert section \(insertion.index), but there are only \(total) sections after "
+                        + "the update"
                 )
             }
             guard slots[insertion.index] == nil else {
@@ -173,7 +178,8 @@ extension SectionedList {
                 )
             }
             guard element.id == change.id else {
-                throw ChangeSetError(.idMismatch, "\(change.operation) of id \(change.id) carries element id \(element.id)")
+                throw ChangeSetError(
+                    .idMismatch, "\(change.operation) of id \(change.id) carries element id \(element.id)")
             }
             added[to.section].append((to.row, element))
         }

@@ -165,6 +165,7 @@ extension ChangeSet where Element == Row {
     /// - Returns: The change set, in canonical order.
     /// - Throws: ``ChangeSetError/Code/invalidList`` when either list repeats a row id or a section key.
     public static func between(old: SectionedList<Row>, new: SectionedList<Row>) throws(ChangeSetError) -> ChangeSet {
-        try Self.between(old: old, new: new, changedAttributes: { before, after in after.changedAttributes(from: before) })
+        try Self.between(
+            old: old, new: new, changedAttributes: { before, after in after.changedAttributes(from: before) })
     }
 }
