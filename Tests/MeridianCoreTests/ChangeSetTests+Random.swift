@@ -2,9 +2,9 @@ import MeridianCore
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 // MARK: - Seeded randomness
@@ -229,15 +229,19 @@ extension ChangeSetTests {
             case 2:
                 switch change {
                 case .delete(let id, let from): changes.rowChanges[k] = .delete(id: id, from: shifted(from))
-                case .insert(let id, let to, let e): changes.rowChanges[k] = .insert(id: id, to: shifted(to), element: e)
+                case .insert(let id, let to, let e):
+                    changes.rowChanges[k] = .insert(id: id, to: shifted(to), element: e)
                 case .move(let id, let from, let to, let e, let c):
                     changes.rowChanges[k] = .move(id: id, from: from, to: shifted(to), element: e, changed: c)
                 case .update(let id, let from, let to, let e, let c):
                     changes.rowChanges[k] = .update(id: id, from: shifted(from), to: to, element: e, changed: c)
                 }
             default:
-                if !changes.deletedSections.isEmpty { changes.deletedSections.removeLast() }
-                else { changes.insertedSections.append(SectionInsertion(index: 0, key: .int(99))) }
+                if !changes.deletedSections.isEmpty {
+                    changes.deletedSections.removeLast()
+                } else {
+                    changes.insertedSections.append(SectionInsertion(index: 0, key: .int(99)))
+                }
             }
             do {
                 try changes.validate(oldSectionCounts: old.sectionCounts, newSectionCounts: new.sectionCounts)
@@ -264,13 +268,14 @@ extension ChangeSetTests {
         var rng = SplitMix64(seed: 42)
         let sectionCount = 10
         let perSection = 10_000
-        var old = SectionedList<Item>(sections: (0..<sectionCount).map { s in
-            ListSection(
-                key: .int(Int64(s)),
-                name: "\(s)",
-                elements: (0..<perSection).map { Item(s * perSection + $0) }
-            )
-        })
+        var old = SectionedList<Item>(
+            sections: (0..<sectionCount).map { s in
+                ListSection(
+                    key: .int(Int64(s)),
+                    name: "\(s)",
+                    elements: (0..<perSection).map { Item(s * perSection + $0) }
+                )
+            })
         var new = old
         var nextID = sectionCount * perSection
         for _ in 0..<100 {  // deletes

@@ -206,7 +206,8 @@ extension ChangeSetTests {
             try ChangeSet<Item>().validate(old: old, new: new)
         } throws: { error in
             guard let error = error as? ChangeSetError else { return false }
-            return error.code == .resultMismatch && error.message == "the row at [0,0] after applying is 1:0, expected 2:0"
+            return error.code == .resultMismatch
+                && error.message == "the row at [0,0] after applying is 1:0, expected 2:0"
         }
     }
 }

@@ -77,7 +77,9 @@ func path(_ section: Int, _ row: Int) -> IndexPath {
             before.value == after.value ? [] : ["value"]
         }
         #expect(
-            changes.rowChanges == [.move(id: 1, from: path(0, 0), to: path(0, 2), element: Item(1, 9), changed: ["value"])]
+            changes.rowChanges == [
+                .move(id: 1, from: path(0, 0), to: path(0, 2), element: Item(1, 9), changed: ["value"])
+            ]
         )
         try changes.validate(old: old, new: new)
     }
@@ -97,11 +99,13 @@ func path(_ section: Int, _ row: Int) -> IndexPath {
         try changes.validate(old: old, new: new)
     }
 
-    @Test("an unchanged list gives an empty change set", arguments: [
-        list(),
-        list(section("", [])),
-        list(section("A", [Item(1), Item(2)]), section("B", [Item(3)])),
-    ])
+    @Test(
+        "an unchanged list gives an empty change set",
+        arguments: [
+            list(),
+            list(section("", [])),
+            list(section("A", [Item(1), Item(2)]), section("B", [Item(3)])),
+        ])
     func emptyTransition(_ same: SectionedList<Item>) throws {
         let changes = try ChangeSet.between(old: same, new: same)
         #expect(changes.isEmpty)

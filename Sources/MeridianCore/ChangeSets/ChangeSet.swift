@@ -21,6 +21,7 @@ public struct SectionInsertion: Sendable, Hashable, CustomStringConvertible {
         self.name = name
     }
 
+    /// The insertion as `section 2 (key 7, name "7")`.
     public var description: String { "section \(self.index) (key \(self.key), name \(Value.quote(self.name)))" }
 }
 
@@ -133,6 +134,7 @@ where Element.ID: Sendable {
             }
         }
 
+        /// The change as `move 7 from [0,1] to [1,0] changed ["title"]`.
         public var description: String {
             var text = "\(self.operation) \(self.id)"
             if let from = self.oldPath { text += " from \(from)" }

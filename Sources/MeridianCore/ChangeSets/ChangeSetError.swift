@@ -41,6 +41,7 @@ public struct ChangeSetError: Error, Sendable, Hashable, CustomStringConvertible
         /// A list given to the diff repeats an element id or a section key.
         public static let invalidList = Code(.invalidList)
 
+        /// The code's name, e.g. `rowCountMismatch`.
         public var description: String { self.wrapped.rawValue }
     }
 
@@ -59,5 +60,6 @@ public struct ChangeSetError: Error, Sendable, Hashable, CustomStringConvertible
         self.message = message
     }
 
+    /// The error as `code: message`.
     public var description: String { "\(self.code): \(self.message)" }
 }
