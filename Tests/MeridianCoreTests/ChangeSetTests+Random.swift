@@ -9,123 +9,125 @@ import Testing
 
 // MARK: - Seeded randomness
 
-/// SplitMix64: a small, fast, seedable generator, so that a failing case can be replayed from its seed.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
+extension ChangeSetTests {
+    /// SplitMix64: a small, fast, seedable generator, so that a failing case can be replayed from its seed.
+    struct SplitMix64: RandomNumberGenerator {
+        private var state: UInt64
 
-    init(seed: UInt64) { self.state = seed }
+        init(seed: UInt64) { self.state = seed }
 
-    mutating func next() -> UInt64 {
-        self.state &+= 0x9E37_79B9_7F4A_7C15
-        var z = self.state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// The seed from `MERIDIAN_SEED`, or a random one.
-    static func seed() -> UInt64 {
-        if let text = getenv("MERIDIAN_SEED"), let seed = UInt64(String(cString: text)) { return seed }
-        return UInt64.random(in: 0...UInt64.max)
-    }
-}
-
-/// Builds random lists and random transitions of them.
-struct ListGenerator {
-    var rng: SplitMix64
-    private var nextID = 0
-
-    init(seed: UInt64) { self.rng = SplitMix64(seed: seed) }
-
-    private static let keys: [Value] = [.null, .string("")] + (0..<8).map { Value.int(Int64($0)) }
-
-    mutating func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &self.rng) < p }
-
-    mutating func int(_ range: ClosedRange<Int>) -> Int { Int.random(in: range, using: &self.rng) }
-
-    mutating func freshItem() -> Item {
-        self.nextID += 1
-        return Item(self.nextID, self.int(0...2))
-    }
-
-    mutating func unusedKey(in list: [ListSection<Item>]) -> Value? {
-        let used = Set(list.map(\.key))
-        return Self.keys.filter { !used.contains($0) }.randomElement(using: &self.rng)
-    }
-
-    /// A random list of up to `maxSections` sections (some possibly empty) of up to `maxRows` rows each.
-    mutating func list(maxSections: Int = 5, maxRows: Int = 8) -> SectionedList<Item> {
-        var sections: [ListSection<Item>] = []
-        for _ in 0..<self.int(0...maxSections) {
-            guard let key = self.unusedKey(in: sections) else { break }
-            let rows = (0..<self.int(0...maxRows)).map { _ in self.freshItem() }
-            sections.append(ListSection(key: key, name: "\(key)", elements: rows))
+        mutating func next() -> UInt64 {
+            self.state &+= 0x9E37_79B9_7F4A_7C15
+            var z = self.state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
         }
-        return SectionedList(sections: sections)
+
+        /// The seed from `MERIDIAN_SEED`, or a random one.
+        static func seed() -> UInt64 {
+            if let text = getenv("MERIDIAN_SEED"), let seed = UInt64(String(cString: text)) { return seed }
+            return UInt64.random(in: 0...UInt64.max)
+        }
     }
 
-    /// A random successor of `old`: sections dropped, added, swapped or renamed; rows deleted, inserted, updated,
-    /// shuffled locally or moved across sections. Sometimes an unrelated list reusing some ids.
-    mutating func successor(of old: SectionedList<Item>) -> SectionedList<Item> {
-        if self.chance(0.05) {
-            var new = self.list()
-            let reused = old.allElements.shuffled(using: &self.rng)
-            for s in new.sections.indices {
-                for r in new.sections[s].elements.indices where self.chance(0.5) {
-                    if let item = reused.dropFirst(s * 8 + r).first { new.sections[s].elements[r] = item }
+    /// Builds random lists and random transitions of them.
+    struct ListGenerator {
+        var rng: SplitMix64
+        private var nextID = 0
+
+        init(seed: UInt64) { self.rng = SplitMix64(seed: seed) }
+
+        private static let keys: [Value] = [.null, .string("")] + (0..<8).map { Value.int(Int64($0)) }
+
+        mutating func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &self.rng) < p }
+
+        mutating func int(_ range: ClosedRange<Int>) -> Int { Int.random(in: range, using: &self.rng) }
+
+        mutating func freshItem() -> Item {
+            self.nextID += 1
+            return Item(self.nextID, self.int(0...2))
+        }
+
+        mutating func unusedKey(in list: [ListSection<Item>]) -> Value? {
+            let used = Set(list.map(\.key))
+            return Self.keys.filter { !used.contains($0) }.randomElement(using: &self.rng)
+        }
+
+        /// A random list of up to `maxSections` sections (some possibly empty) of up to `maxRows` rows each.
+        mutating func list(maxSections: Int = 5, maxRows: Int = 8) -> SectionedList<Item> {
+            var sections: [ListSection<Item>] = []
+            for _ in 0..<self.int(0...maxSections) {
+                guard let key = self.unusedKey(in: sections) else { break }
+                let rows = (0..<self.int(0...maxRows)).map { _ in self.freshItem() }
+                sections.append(ListSection(key: key, name: "\(key)", elements: rows))
+            }
+            return SectionedList(sections: sections)
+        }
+
+        /// A random successor of `old`: sections dropped, added, swapped or renamed; rows deleted, inserted, updated,
+        /// shuffled locally or moved across sections. Sometimes an unrelated list reusing some ids.
+        mutating func successor(of old: SectionedList<Item>) -> SectionedList<Item> {
+            if self.chance(0.05) {
+                var new = self.list()
+                let reused = old.allElements.shuffled(using: &self.rng)
+                for s in new.sections.indices {
+                    for r in new.sections[s].elements.indices where self.chance(0.5) {
+                        if let item = reused.dropFirst(s * 8 + r).first { new.sections[s].elements[r] = item }
+                    }
                 }
+                return new
             }
-            return new
-        }
-        var sections: [ListSection<Item>] = []
-        var homeless: [Item] = []
-        for section in old.sections {
-            if self.chance(0.2) { homeless += section.elements } else { sections.append(section) }
-        }
-        for _ in 0..<self.int(0...2) {
-            guard let key = self.unusedKey(in: sections) else { break }
-            let at = self.int(0...sections.count)
-            sections.insert(ListSection(key: key, name: "\(key)", elements: []), at: at)
-        }
-        if sections.count > 1, self.chance(0.3) {
-            sections.swapAt(self.int(0...sections.count - 1), self.int(0...sections.count - 1))
-        }
-        if !sections.isEmpty, self.chance(0.05) {
-            sections[self.int(0...sections.count - 1)].name += "'"
-        }
-        guard !sections.isEmpty else { return SectionedList(sections: []) }
-        let rate = Double(self.int(0...4)) / 10
-        for s in sections.indices {
-            var rows: [Item] = []
-            for var item in sections[s].elements where !self.chance(rate) {
-                if self.chance(rate) { item.value += 1 }
-                rows.append(item)
+            var sections: [ListSection<Item>] = []
+            var homeless: [Item] = []
+            for section in old.sections {
+                if self.chance(0.2) { homeless += section.elements } else { sections.append(section) }
             }
-            for _ in 0..<self.int(0...2) where self.chance(rate * 2) {
-                rows.insert(self.freshItem(), at: self.int(0...rows.count))
+            for _ in 0..<self.int(0...2) {
+                guard let key = self.unusedKey(in: sections) else { break }
+                let at = self.int(0...sections.count)
+                sections.insert(ListSection(key: key, name: "\(key)", elements: []), at: at)
             }
-            if rows.count > 1, self.chance(rate) {
-                rows.swapAt(self.int(0...rows.count - 1), self.int(0...rows.count - 1))
+            if sections.count > 1, self.chance(0.3) {
+                sections.swapAt(self.int(0...sections.count - 1), self.int(0...sections.count - 1))
             }
-            sections[s].elements = rows
+            if !sections.isEmpty, self.chance(0.05) {
+                sections[self.int(0...sections.count - 1)].name += "'"
+            }
+            guard !sections.isEmpty else { return SectionedList(sections: []) }
+            let rate = Double(self.int(0...4)) / 10
+            for s in sections.indices {
+                var rows: [Item] = []
+                for var item in sections[s].elements where !self.chance(rate) {
+                    if self.chance(rate) { item.value += 1 }
+                    rows.append(item)
+                }
+                for _ in 0..<self.int(0...2) where self.chance(rate * 2) {
+                    rows.insert(self.freshItem(), at: self.int(0...rows.count))
+                }
+                if rows.count > 1, self.chance(rate) {
+                    rows.swapAt(self.int(0...rows.count - 1), self.int(0...rows.count - 1))
+                }
+                sections[s].elements = rows
+            }
+            for item in homeless where self.chance(0.5) {
+                let s = self.int(0...sections.count - 1)
+                sections[s].elements.insert(item, at: self.int(0...sections[s].elements.count))
+            }
+            for _ in 0..<self.int(0...3) where self.chance(rate) {
+                let from = self.int(0...sections.count - 1)
+                guard !sections[from].elements.isEmpty else { continue }
+                let item = sections[from].elements.remove(at: self.int(0...sections[from].elements.count - 1))
+                let to = self.int(0...sections.count - 1)
+                sections[to].elements.insert(item, at: self.int(0...sections[to].elements.count))
+            }
+            return SectionedList(sections: sections)
         }
-        for item in homeless where self.chance(0.5) {
-            let s = self.int(0...sections.count - 1)
-            sections[s].elements.insert(item, at: self.int(0...sections[s].elements.count))
-        }
-        for _ in 0..<self.int(0...3) where self.chance(rate) {
-            let from = self.int(0...sections.count - 1)
-            guard !sections[from].elements.isEmpty else { continue }
-            let item = sections[from].elements.remove(at: self.int(0...sections[from].elements.count - 1))
-            let to = self.int(0...sections.count - 1)
-            sections[to].elements.insert(item, at: self.int(0...sections[to].elements.count))
-        }
-        return SectionedList(sections: sections)
     }
 }
 
 /// The length of a longest strictly increasing subsequence, by the quadratic textbook recurrence.
-func quadraticLISLength(_ values: [Int]) -> Int {
+private func quadraticLISLength(_ values: [Int]) -> Int {
     var best = [Int](repeating: 1, count: values.count)
     for i in values.indices {
         for j in 0..<i where values[j] < values[i] { best[i] = max(best[i], best[j] + 1) }
@@ -134,11 +136,11 @@ func quadraticLISLength(_ values: [Int]) -> Int {
 }
 
 /// A failed property, with what the failure report should show.
-struct PropertyFailure: Error, CustomStringConvertible {
+private struct PropertyFailure: Error, CustomStringConvertible {
     var description: String
 }
 
-func require(_ condition: Bool, _ message: @autoclosure () -> String) throws(PropertyFailure) {
+private func ensure(_ condition: Bool, _ message: @autoclosure () -> String) throws(PropertyFailure) {
     if !condition { throw PropertyFailure(description: message()) }
 }
 
@@ -150,8 +152,8 @@ extension ChangeSetTests {
         let changes = try ChangeSet.between(old: old, new: new)
         try changes.validate(oldSectionCounts: old.sectionCounts, newSectionCounts: new.sectionCounts)
         try changes.validate(old: old, new: new)
-        try require(changes == changes.canonicalized(), "the diff is not in canonical order: \(changes)")
-        try require(changes.isEmpty == (old == new), "isEmpty is \(changes.isEmpty) for old == new: \(old == new)")
+        try ensure(changes == changes.canonicalized(), "the diff is not in canonical order: \(changes)")
+        try ensure(changes.isEmpty == (old == new), "isEmpty is \(changes.isEmpty) for old == new: \(old == new)")
 
         // Sections: the survivors are a longest order-preserving run of the sections matched by key and name.
         let deleted = Set(changes.deletedSections)
@@ -164,7 +166,7 @@ extension ChangeSetTests {
                 matchable.append(i)
             }
         }
-        try require(oldSurvivors.count == quadraticLISLength(matchable), "too few surviving sections: \(changes)")
+        try ensure(oldSurvivors.count == quadraticLISLength(matchable), "too few surviving sections: \(changes)")
 
         // Rows: within each surviving pair, only rows off a longest order-preserving run move; updates changed.
         var oldPaths: [Int: IndexPath] = [:]
@@ -172,19 +174,19 @@ extension ChangeSetTests {
             for (r, item) in section.elements.enumerated() { oldPaths[item.id] = IndexPath(s, r) }
         }
         for (i, j) in zip(oldSurvivors, newSurvivors) {
-            try require(old.sections[i].key == new.sections[j].key, "sections \(i) and \(j) paired across keys")
+            try ensure(old.sections[i].key == new.sections[j].key, "sections \(i) and \(j) paired across keys")
             let stayers = new.sections[j].elements.compactMap { oldPaths[$0.id] }.filter { $0.section == i }.map(\.row)
             let moved = changes.rowChanges.filter {
                 if case .move(_, let from, let to, _, _) = $0 { return from.section == i && to.section == j }
                 return false
             }
-            try require(
+            try ensure(
                 moved.count == stayers.count - quadraticLISLength(stayers),
                 "section \(j): \(moved.count) moves where \(stayers.count - quadraticLISLength(stayers)) suffice"
             )
         }
         for case .update(_, let from, let to, let element, _) in changes.rowChanges {
-            try require(old[from] != element, "update of an unchanged row at \(from) → \(to)")
+            try ensure(old[from] != element, "update of an unchanged row at \(from) → \(to)")
         }
     }
 

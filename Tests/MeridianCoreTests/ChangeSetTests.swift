@@ -3,26 +3,28 @@ import Testing
 
 // MARK: - Fixtures
 
-/// A minimal list element: an integer id and a value that updates change.
-struct Item: Identifiable, Equatable, Sendable, CustomStringConvertible {
-    var id: Int
-    var value: Int
+extension ChangeSetTests {
+    /// A minimal list element: an integer id and a value that updates change.
+    struct Item: Identifiable, Equatable, Sendable, CustomStringConvertible {
+        var id: Int
+        var value: Int
 
-    init(_ id: Int, _ value: Int = 0) {
-        self.id = id
-        self.value = value
+        init(_ id: Int, _ value: Int = 0) {
+            self.id = id
+            self.value = value
+        }
+
+        var description: String { "\(self.id):\(self.value)" }
     }
-
-    var description: String { "\(self.id):\(self.value)" }
 }
 
 /// A section keyed by a string, named like its key.
-func section(_ key: String, _ items: [Item]) -> ListSection<Item> {
+func section(_ key: String, _ items: [ChangeSetTests.Item]) -> ListSection<ChangeSetTests.Item> {
     ListSection(key: .string(key), name: key, elements: items)
 }
 
 /// A list of items from sections.
-func list(_ sections: ListSection<Item>...) -> SectionedList<Item> {
+func list(_ sections: ListSection<ChangeSetTests.Item>...) -> SectionedList<ChangeSetTests.Item> {
     SectionedList(sections: sections)
 }
 
