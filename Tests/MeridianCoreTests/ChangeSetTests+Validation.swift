@@ -25,9 +25,9 @@ extension ChangeSetTests {
                 message:
                     "Invalid update: invalid number of rows in section 0. The number of rows contained in an "
                     + "existing section after the update (3) must be equal to the number of rows contained in that "
-                    + "section before the update (3), plus or minus the number of rows inserted or deleted from that section (1 "
-                    + "inserted, 0 deleted) and plus or minus the number of rows moved into or out of that section (0 "
-                    + "moved in, 0 moved out)."
+                    + "section before the update (3), plus or minus the number of rows inserted or deleted from "
+                    + "that section (1 inserted, 0 deleted) and plus or minus the number of rows moved into or out of "
+                    + "that section (0 moved in, 0 moved out)."
             ),
             Rejection(
                 label: "wrong row count after a section delete shifts the pairing",
