@@ -169,9 +169,9 @@ extension ChangeSetTests {
         try ensure(oldSurvivors.count == quadraticLISLength(matchable), "too few surviving sections: \(changes)")
 
         // Rows: within each surviving pair, only rows off a longest order-preserving run move; updates changed.
-        var oldPaths: [Int: IndexPath] = [:]
+        var oldPaths: [Int: ListIndexPath] = [:]
         for (s, section) in old.sections.enumerated() {
-            for (r, item) in section.elements.enumerated() { oldPaths[item.id] = IndexPath(s, r) }
+            for (r, item) in section.elements.enumerated() { oldPaths[item.id] = ListIndexPath(s, r) }
         }
         for (i, j) in zip(oldSurvivors, newSurvivors) {
             try ensure(old.sections[i].key == new.sections[j].key, "sections \(i) and \(j) paired across keys")
@@ -220,14 +220,14 @@ extension ChangeSetTests {
             let k = generator.int(0...changes.rowChanges.count - 1)
             let change = changes.rowChanges[k]
             let shift = generator.chance(0.5) ? 1 : -1
-            func shifted(_ p: IndexPath) -> IndexPath {
-                generator.chance(0.5) ? IndexPath(p.section, p.row + shift) : IndexPath(p.section + shift, p.row)
+            func shifted(_ p: ListIndexPath) -> ListIndexPath {
+                generator.chance(0.5) ? ListIndexPath(p.section, p.row + shift) : ListIndexPath(p.section + shift, p.row)
             }
             switch generator.int(0...3) {
             case 0:
                 changes.rowChanges.remove(at: k)
             case 1:
-                changes.rowChanges.append(.delete(id: -1, from: change.oldPath ?? IndexPath(0, 0)))
+                changes.rowChanges.append(.delete(id: -1, from: change.oldPath ?? ListIndexPath(0, 0)))
             case 2:
                 switch change {
                 case .delete(let id, let from): changes.rowChanges[k] = .delete(id: id, from: shifted(from))

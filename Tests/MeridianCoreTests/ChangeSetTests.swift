@@ -28,9 +28,9 @@ func list(_ sections: ListSection<ChangeSetTests.Item>...) -> SectionedList<Chan
     SectionedList(sections: sections)
 }
 
-/// Shorthand for `IndexPath(section, row)`.
-func path(_ section: Int, _ row: Int) -> IndexPath {
-    IndexPath(section, row)
+/// Shorthand for `ListIndexPath(section, row)`.
+func path(_ section: Int, _ row: Int) -> ListIndexPath {
+    ListIndexPath(section, row)
 }
 
 // MARK: - Hand-written transitions
@@ -38,7 +38,7 @@ func path(_ section: Int, _ row: Int) -> IndexPath {
 @Suite struct ChangeSetTests {
     @Test("index paths order by section then row and print as [s,r]")
     func indexPaths() {
-        #expect(IndexPath(section: 2, row: 7).description == "[2,7]")
+        #expect(ListIndexPath(section: 2, row: 7).description == "[2,7]")
         #expect(path(0, 9) < path(1, 0))
         #expect(path(1, 0) < path(1, 1))
         #expect([path(1, 1), path(0, 5), path(1, 0)].sorted() == [path(0, 5), path(1, 0), path(1, 1)])

@@ -85,7 +85,7 @@ extension SectionedList {
                     if next < removed[s].count, removed[s][next] == r {
                         throw ChangeSetError(
                             .duplicateIndexPath,
-                            "attempt to remove the same index path \(IndexPath(s, r)) twice"
+                            "attempt to remove the same index path \(ListIndexPath(s, r)) twice"
                         )
                     }
                 } else {
@@ -196,7 +196,7 @@ extension SectionedList {
                     merged.append(added[s][next].element)
                     next += 1
                     if next < added[s].count, added[s][next].row == r {
-                        throw ChangeSetError(.duplicateIndexPath, "attempt to fill \(IndexPath(s, r)) twice")
+                        throw ChangeSetError(.duplicateIndexPath, "attempt to fill \(ListIndexPath(s, r)) twice")
                     }
                 } else if let survivor = survivors.next() {
                     merged.append(survivor)
@@ -218,7 +218,7 @@ extension SectionedList {
     }
 
     /// The UIKit-style message for an old path outside the old list.
-    static func outOfOldRange(_ path: IndexPath, _ operation: String, _ counts: [Int]) -> String {
+    static func outOfOldRange(_ path: ListIndexPath, _ operation: String, _ counts: [Int]) -> String {
         guard counts.indices.contains(path.section) else {
             return "attempt to \(operation) row \(path.row) from section \(path.section), but there are only "
                 + "\(counts.count) sections before the update"

@@ -45,11 +45,11 @@ extension ChangeSet {
         }
 
         // Where each old row was, and which ids remain.
-        var oldPaths: [Element.ID: IndexPath] = [:]
+        var oldPaths: [Element.ID: ListIndexPath] = [:]
         oldPaths.reserveCapacity(old.count)
         for (s, section) in old.sections.enumerated() {
             for (r, element) in section.elements.enumerated()
-            where oldPaths.updateValue(IndexPath(s, r), forKey: element.id) != nil {
+            where oldPaths.updateValue(ListIndexPath(s, r), forKey: element.id) != nil {
                 throw ChangeSetError(.invalidList, "the old list holds id \(element.id) twice")
             }
         }
@@ -63,7 +63,7 @@ extension ChangeSet {
         var deletes: [RowChange] = []
         for (s, section) in old.sections.enumerated().reversed() {
             for (r, element) in section.elements.enumerated().reversed() where !newIDs.contains(element.id) {
-                deletes.append(.delete(id: element.id, from: IndexPath(s, r)))
+                deletes.append(.delete(id: element.id, from: ListIndexPath(s, r)))
             }
         }
 
@@ -73,7 +73,7 @@ extension ChangeSet {
         for (j, section) in new.sections.enumerated() {
             // Old paths of this section's rows, and the rows that were already in the matching old section.
             let pairedOld = newToOldSection[j]
-            var fromPaths: [IndexPath?] = []
+            var fromPaths: [ListIndexPath?] = []
             fromPaths.reserveCapacity(section.elements.count)
             var stayingCandidates: [Int] = []
             for element in section.elements {
@@ -85,7 +85,7 @@ extension ChangeSet {
 
             var candidate = 0
             for (r, element) in section.elements.enumerated() {
-                let to = IndexPath(j, r)
+                let to = ListIndexPath(j, r)
                 guard let from = fromPaths[r] else {
                     inserts.append(.insert(id: element.id, to: to, element: element))
                     continue

@@ -103,7 +103,7 @@ extension ChangeSet {
             for (r, (a, b)) in zip(got.elements, want.elements).enumerated() where a != b {
                 throw ChangeSetError(
                     .resultMismatch,
-                    "the row at \(IndexPath(j, r)) after applying is \(a), expected \(b)"
+                    "the row at \(ListIndexPath(j, r)) after applying is \(a), expected \(b)"
                 )
             }
         }
@@ -187,8 +187,8 @@ extension ChangeSet {
             inserts: [Int](repeating: 0, count: newSectionCounts.count),
             movesIn: [Int](repeating: 0, count: newSectionCounts.count)
         )
-        var oldUses: [IndexPath: RowChange] = [:]
-        var newUses: [IndexPath: RowChange] = [:]
+        var oldUses: [ListIndexPath: RowChange] = [:]
+        var newUses: [ListIndexPath: RowChange] = [:]
         for change in self.rowChanges {
             if let from = change.oldPath {
                 guard oldSectionCounts.indices.contains(from.section),
@@ -241,7 +241,7 @@ extension ChangeSet {
     }
 
     /// The message for two changes using the same path, e.g. "attempt to delete and reload the same index path [0,1]".
-    private static func reuse(_ first: RowChange, _ second: RowChange, _ path: IndexPath, side: String) -> String {
+    private static func reuse(_ first: RowChange, _ second: RowChange, _ path: ListIndexPath, side: String) -> String {
         func name(_ change: RowChange) -> String {
             if case .move = change { return "move \(side)" }
             return Self.verb(change)

@@ -49,8 +49,8 @@ public struct SectionInsertion: Sendable, Hashable, CustomStringConvertible {
 ///
 /// ```swift
 /// var changes = ChangeSet<Row>()
-/// changes.rowChanges.append(.delete(id: "a", from: IndexPath(0, 3)))
-/// changes.rowChanges.append(.insert(id: "b", to: IndexPath(0, 0), element: rowB))
+/// changes.rowChanges.append(.delete(id: "a", from: ListIndexPath(0, 3)))
+/// changes.rowChanges.append(.insert(id: "b", to: ListIndexPath(0, 0), element: rowB))
 /// try changes.validate(oldSectionCounts: [4], newSectionCounts: [4])
 /// ```
 public struct ChangeSet<Element: Identifiable & Equatable & Sendable>: Sendable, Equatable
@@ -58,15 +58,15 @@ where Element.ID: Sendable {
     /// One change to one row.
     public enum RowChange: Sendable, Equatable, CustomStringConvertible {
         /// The row with this id left; `from` is its path in the old list.
-        case delete(id: Element.ID, from: IndexPath)
+        case delete(id: Element.ID, from: ListIndexPath)
         /// The row with this id entered at `to` in the new list.
-        case insert(id: Element.ID, to: IndexPath, element: Element)
+        case insert(id: Element.ID, to: ListIndexPath, element: Element)
         /// The row moved from `from` (old list) to `to` (new list); `element` is its new value and `changed` the
         /// attributes that changed (empty when its value did not change or nobody computed them).
-        case move(id: Element.ID, from: IndexPath, to: IndexPath, element: Element, changed: [String])
+        case move(id: Element.ID, from: ListIndexPath, to: ListIndexPath, element: Element, changed: [String])
         /// The row changed value without moving relative to its section's other survivors; `from` is its path in the
         /// old list, `to` in the new list, `element` its new value and `changed` the attributes that changed.
-        case update(id: Element.ID, from: IndexPath, to: IndexPath, element: Element, changed: [String])
+        case update(id: Element.ID, from: ListIndexPath, to: ListIndexPath, element: Element, changed: [String])
 
         /// The id of the row.
         public var id: Element.ID {
@@ -77,7 +77,7 @@ where Element.ID: Sendable {
         }
 
         /// The row's path in the old list (`nil` for an insert).
-        public var oldPath: IndexPath? {
+        public var oldPath: ListIndexPath? {
             switch self {
             case .delete(_, let from), .move(_, let from, _, _, _), .update(_, let from, _, _, _): from
             case .insert: nil
@@ -85,7 +85,7 @@ where Element.ID: Sendable {
         }
 
         /// The row's path in the new list (`nil` for a delete).
-        public var newPath: IndexPath? {
+        public var newPath: ListIndexPath? {
             switch self {
             case .insert(_, let to, _), .move(_, _, let to, _, _), .update(_, _, let to, _, _): to
             case .delete: nil

@@ -40,7 +40,7 @@ where Element.ID: Sendable {
 ///     ListSection(key: .int(1), name: "1", elements: [rowA, rowB]),
 ///     ListSection(key: .int(2), name: "2", elements: [rowC]),
 /// ])
-/// list[IndexPath(1, 0)]       // rowC
+/// list[ListIndexPath(1, 0)]       // rowC
 /// list.sectionCounts          // [2, 1]
 /// ```
 public struct SectionedList<Element: Identifiable & Equatable & Sendable>: Sendable, Equatable
@@ -80,13 +80,13 @@ where Element.ID: Sendable {
     /// The row at an index path.
     ///
     /// - Precondition: `indexPath` is within the list.
-    public subscript(indexPath: IndexPath) -> Element {
+    public subscript(indexPath: ListIndexPath) -> Element {
         get { self.sections[indexPath.section].elements[indexPath.row] }
         set { self.sections[indexPath.section].elements[indexPath.row] = newValue }
     }
 
     /// Whether an index path addresses a row of this list.
-    public func contains(_ indexPath: IndexPath) -> Bool {
+    public func contains(_ indexPath: ListIndexPath) -> Bool {
         self.sections.indices.contains(indexPath.section)
             && self.sections[indexPath.section].elements.indices.contains(indexPath.row)
     }

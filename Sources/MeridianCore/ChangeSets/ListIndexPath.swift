@@ -1,4 +1,4 @@
-// MARK: - IndexPath
+// MARK: - ListIndexPath
 
 /// The position of one row in a sectioned list: a section index and a row index within that section.
 ///
@@ -6,14 +6,13 @@
 /// in its JSON output. They encode to and decode from a two-element array.
 ///
 /// ```swift
-/// let path = IndexPath(section: 1, row: 4)
+/// let path = ListIndexPath(section: 1, row: 4)
 /// print(path)                                        // [1,4]
-/// IndexPath(0, 9) < IndexPath(1, 0)                  // true
+/// ListIndexPath(0, 9) < ListIndexPath(1, 0)          // true
 /// ```
 ///
-/// - Note: Foundation also declares an `IndexPath`. A file that imports both Foundation and MeridianCore must write
-///   `MeridianCore.IndexPath`.
-public struct IndexPath: Sendable, Hashable, Comparable, CustomStringConvertible {
+/// - Note: It is not named `IndexPath` so that it never clashes with Foundation's type in files that import both.
+public struct ListIndexPath: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// The index of the section, 0-based.
     public var section: Int
     /// The index of the row within its section, 0-based.
@@ -39,7 +38,7 @@ public struct IndexPath: Sendable, Hashable, Comparable, CustomStringConvertible
     }
 
     /// Orders by section, then by row.
-    public static func < (lhs: IndexPath, rhs: IndexPath) -> Bool {
+    public static func < (lhs: ListIndexPath, rhs: ListIndexPath) -> Bool {
         (lhs.section, lhs.row) < (rhs.section, rhs.row)
     }
 
@@ -49,7 +48,7 @@ public struct IndexPath: Sendable, Hashable, Comparable, CustomStringConvertible
 
 // MARK: - Codable
 
-extension IndexPath: Codable {
+extension ListIndexPath: Codable {
     /// Decodes an index path from a two-element array `[section, row]`.
     ///
     /// - Throws: `DecodingError` when the array does not hold exactly two integers.
