@@ -17,9 +17,7 @@ internal import MeridianCore
 package enum MeridianFunctions {
     /// `meridian_fold(text, flags)`.
     package static let fold = DatabaseFunction(Predicate.foldFunctionName, argumentCount: 2, pure: true) { args in
-        guard let text = String.fromDatabaseValue(args[0]), case .string = args[0].storage else {
-            return args[0]
-        }
+        guard case .string(let text) = args[0].storage else { return args[0] }
         let flags = Int.fromDatabaseValue(args[1]) ?? 0
         return Folding.fold(text, StringOptions(rawValue: flags))
     }

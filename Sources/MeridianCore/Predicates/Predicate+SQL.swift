@@ -20,7 +20,7 @@ extension Predicate {
     ///
     /// ```swift
     /// try PredicateExpression.parse(#"NOT (rating > 3) AND title BEGINSWITH[c] "w""#).bind(to: e).sql()
-    /// // NOT (("rating" > ?) IS 1) AND meridian_match('beginswith', 1, "title", ?) -- 3, "w"
+    /// // (NOT (("rating" > ?) IS 1) AND meridian_match('beginswith', 1, "title", ?)) -- 3, "w"
     /// ```
     ///
     /// - Returns: The clause and its arguments.

@@ -106,7 +106,7 @@ struct PredicateBinder {
             }
         }
         func convert(_ value: Value, _ range: SourceRange) throws(PredicateError) -> Value {
-            try self.convert(value, to: type, attribute: c.attribute, options: c.options, op: opName, range: range)
+            try self.convert(value, to: type, attribute: c.attribute, options: c.options, range: range)
         }
         if type == .bool, c.op != .equal, c.op != .notEqual {
             throw mismatch("\(opName) does not apply to the bool attribute '\(c.attribute)' (use == or !=)", c.opRange)
@@ -199,7 +199,6 @@ struct PredicateBinder {
         to type: AttributeType,
         attribute: String,
         options: StringOptions,
-        op: String,
         range: SourceRange
     ) throws(PredicateError) -> Value {
         guard value.isValid else {
