@@ -31,7 +31,8 @@ package enum MeridianFunctions {
             return nil
         }
         let flags = Int.fromDatabaseValue(args[1]) ?? 0
-        let matched = StringMatcher.matches(op, options: StringOptions(rawValue: flags), value: value, foldedPattern: pattern)
+        let matched = StringMatcher.matches(
+            op, options: StringOptions(rawValue: flags), value: value, foldedPattern: pattern)
         return matched ? 1 : 0
     }
 }

@@ -25,7 +25,10 @@ import Testing
         ("category == {1, 2}", .typeMismatch, 12, "== takes one value, not a list (use IN)"),
         ("category == $list", .typeMismatch, 12, "== takes one value, not a list (use IN)"),
         ("category IN {$list}", .typeMismatch, 13, "variable $list holds a list, which cannot be an element of a list"),
-        (#"title LIKE "ab\\""#, .invalidValue, 11, #"the LIKE pattern ends with an unpaired '\' (write \\ for a backslash)"#),
+        (
+            #"title LIKE "ab\\""#, .invalidValue, 11,
+            #"the LIKE pattern ends with an unpaired '\' (write \\ for a backslash)"#
+        ),
         ("latitude == $nan", .invalidValue, 12, "NaN is not a valid value"),
         ("title CONTAINS nil", .invalidValue, 15, "CONTAINS cannot match nil"),
     ]
@@ -97,7 +100,10 @@ import Testing
     @Test("the compiled SQL binds values, wraps comparisons under NOT, and calls Meridian's functions")
     func sql() throws {
         let p = try PredicateExpression.parse(#"category == 3 AND title BEGINSWITH[c] "W""#).bind(to: Fixtures.point)
-        #expect(p.sql() == SQLFragment(#"("category" = ? AND meridian_match('beginswith', 1, "title", ?))"#, arguments: [3, "w"]))
+        #expect(
+            p.sql()
+                == SQLFragment(
+                    #"("category" = ? AND meridian_match('beginswith', 1, "title", ?))"#, arguments: [3, "w"]))
         #expect(p.usesMeridianFunctions)
         let n = try PredicateExpression.parse(#"NOT (latitude > 3 OR note ==[cd] "É") AND visible == true"#)
             .bind(to: Fixtures.point)

@@ -94,7 +94,9 @@ struct CaseGenerator {
         if roll < 62 { return self.chance(50) ? "TRUEPREDICATE" : self.keyword("FALSEPREDICATE") }
         let lhs = self.expression(depth: depth + 1)
         let rhs = self.expression(depth: depth + 1)
-        let op = self.chance(50) ? (self.chance(50) ? self.keyword("AND") : "&&") : (self.chance(50) ? self.keyword("OR") : "||")
+        let op =
+            self.chance(50)
+            ? (self.chance(50) ? self.keyword("AND") : "&&") : (self.chance(50) ? self.keyword("OR") : "||")
         return "(\(lhs) \(op) \(rhs))"
     }
 
@@ -167,7 +169,9 @@ struct CaseGenerator {
                 let hi = self.numberLiteral(preferInt: preferInt)
                 return "\(attribute) BETWEEN {\(lo), \(hi)}"
             case 2:
-                let items = (0..<self.int(4)).map { _ in self.chance(15) ? "nil" : self.numberLiteral(preferInt: preferInt) }
+                let items = (0..<self.int(4)).map { _ in
+                    self.chance(15) ? "nil" : self.numberLiteral(preferInt: preferInt)
+                }
                 return "\(attribute) IN {\(items.joined(separator: ", "))}"
             case 3:
                 let v: Value = self.chance(50) ? .int(self.pick(Self.ints)) : .double(self.pick(Self.doubles))
@@ -178,7 +182,8 @@ struct CaseGenerator {
         case "flag":
             return "flag \(self.pick(["==", "!=", "="])) \(self.pick(["true", "false", "nil", "TRUE"]))"
         case "at":
-            let t = { (g: inout CaseGenerator) in Value.quote(Timestamp(microseconds: g.pick(Self.timestamps)).iso8601) }
+            let t = { (g: inout CaseGenerator) in Value.quote(Timestamp(microseconds: g.pick(Self.timestamps)).iso8601)
+            }
             switch self.int(5) {
             case 0: return "at \(self.pick(["==", "!="])) nil"
             case 1: return "at BETWEEN {\(t(&self)), \(t(&self))}"

@@ -82,7 +82,10 @@ import Testing
         (#"title ==[] "a""#, .syntax, 8, "empty modifier (use [c], [d] or [cd])"),
         ("n # 3", .syntax, 2, ##"unexpected character "#""##),
         ("n > 3 AND", .syntax, 9, "expected a comparison, found the end of the text"),
-        ("title == other", .syntax, 9, "expected a value, found the attribute 'other' (comparing two attributes is not supported)"),
+        (
+            "title == other", .syntax, 9,
+            "expected a value, found the attribute 'other' (comparing two attributes is not supported)"
+        ),
         ("n IN {1, {2}}", .syntax, 9, "lists cannot be nested"),
         ("n IN {1 2}", .syntax, 8, "expected ',' or '}' in the list, found the number 2"),
         ("n 3", .syntax, 2, "expected an operator after 'n', found the number 3"),
@@ -139,11 +142,14 @@ import Testing
                 for k in 0..<Int(1 + rng.next() % 4) {
                     if k > 0 { words.append(["AND", "or", "&&", "||"][Int(rng.next() % 4)]) }
                     if rng.next() % 4 == 0 { words.append("NOT") }
-                    words += ["title", "==", "\"a\""].indices.map { _ in pieces[Int(rng.next() % UInt64(pieces.count))] }
+                    words += ["title", "==", "\"a\""].indices.map { _ in pieces[Int(rng.next() % UInt64(pieces.count))]
+                    }
                     words[words.count - 3] = ["title", "category", "latitude", "visible", "id"][Int(rng.next() % 5)]
-                    words[words.count - 2] = ["==", "<", "BETWEEN", "IN", "BEGINSWITH[c]", "LIKE", "!="][Int(rng.next() % 7)]
+                    words[words.count - 2] =
+                        ["==", "<", "BETWEEN", "IN", "BEGINSWITH[c]", "LIKE", "!="][Int(rng.next() % 7)]
                     if rng.next() % 2 == 0 {
-                        words[words.count - 1] = ["3", "\"w*\"", "{1, 2}", "nil", "true", "$v", "2.5"][Int(rng.next() % 7)]
+                        words[words.count - 1] =
+                            ["3", "\"w*\"", "{1, 2}", "nil", "true", "$v", "2.5"][Int(rng.next() % 7)]
                     }
                 }
                 if rng.next() % 2 == 0 {
@@ -162,7 +168,8 @@ import Testing
             } catch {
                 let count = text.count
                 if error.position < 0 || error.position > count || error.length < 0 {
-                    Issue.record("seed \(seed): position \(error.position) outside 0...\(count) for \(Value.quote(text))")
+                    Issue.record(
+                        "seed \(seed): position \(error.position) outside 0...\(count) for \(Value.quote(text))")
                     return
                 }
             }

@@ -71,15 +71,30 @@ import Testing
     @Test("the builder yields the same expression as the text form")
     func sameAsText() throws {
         let cases: [(TypedPredicate<Point>, String)] = [
-            (A.category == 3 && A.title.beginsWith("w", options: .caseInsensitive), #"category == 3 AND title BEGINSWITH[c] "w""#),
+            (
+                A.category == 3 && A.title.beginsWith("w", options: .caseInsensitive),
+                #"category == 3 AND title BEGINSWITH[c] "w""#
+            ),
             (A.latitude.between(40.0, 41.0), "latitude BETWEEN {40.0, 41.0}"),
             (A.id.in(["a", "b"]), #"id IN {"a", "b"}"#),
             (!(A.category > 5), "NOT (category > 5)"),
-            (A.note == nil || A.note.contains("x", options: [.caseInsensitive, .diacriticInsensitive]), #"note == nil OR note CONTAINS[cd] "x""#),
-            (A.visible != true && A.latitude.isNotNil && A.title.like("a*?"), #"visible != true AND latitude != nil AND title LIKE "a*?""#),
+            (
+                A.note == nil || A.note.contains("x", options: [.caseInsensitive, .diacriticInsensitive]),
+                #"note == nil OR note CONTAINS[cd] "x""#
+            ),
+            (
+                A.visible != true && A.latitude.isNotNil && A.title.like("a*?"),
+                #"visible != true AND latitude != nil AND title LIKE "a*?""#
+            ),
             (A.updatedAt >= Self.t, #"updatedAt >= "2024-05-01T12:30:00.25Z""#),
-            (A.category < 1 || A.category >= 10 && A.title.endsWith("z"), #"category < 1 OR category >= 10 AND title ENDSWITH "z""#),
-            (A.title.equals("É", options: .diacriticInsensitive) && A.latitude <= 2.5, #"title ==[d] "É" AND latitude <= 2.5"#),
+            (
+                A.category < 1 || A.category >= 10 && A.title.endsWith("z"),
+                #"category < 1 OR category >= 10 AND title ENDSWITH "z""#
+            ),
+            (
+                A.title.equals("É", options: .diacriticInsensitive) && A.latitude <= 2.5,
+                #"title ==[d] "É" AND latitude <= 2.5"#
+            ),
             (A.note.isNil, "note = NULL"),
         ]
         for (typed, text) in cases {

@@ -202,7 +202,8 @@ struct PredicateBinder {
         range: SourceRange
     ) throws(PredicateError) -> Value {
         guard value.isValid else {
-            throw PredicateError(.invalidValue, "NaN is not a valid value", position: range.position, length: range.length)
+            throw PredicateError(
+                .invalidValue, "NaN is not a valid value", position: range.position, length: range.length)
         }
         let ok: Bool
         var converted = value

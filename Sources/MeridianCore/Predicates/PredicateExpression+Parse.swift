@@ -113,7 +113,8 @@ struct PredicateParser {
             try self.enter(token)
             let inner = try self.parseOr()
             guard self.isSymbol(")") else {
-                throw self.error("expected ')' to close the '(' at position \(token.position), found \(self.current.display)")
+                throw self.error(
+                    "expected ')' to close the '(' at position \(token.position), found \(self.current.display)")
             }
             _ = self.advance()
             self.depth -= 1

@@ -149,7 +149,8 @@ public struct PredicateComparison: Sendable, Hashable {
     }
 
     var withoutPositions: PredicateComparison {
-        PredicateComparison(attribute: self.attribute, op: self.op, options: self.options, operand: self.operand.withoutPositions)
+        PredicateComparison(
+            attribute: self.attribute, op: self.op, options: self.options, operand: self.operand.withoutPositions)
     }
 }
 

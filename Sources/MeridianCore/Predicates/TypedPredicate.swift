@@ -30,7 +30,8 @@ public struct AttributeRef<Model, T: PredicateValueConvertible>: Sendable, Hasha
     func compare(_ op: ComparisonOperator, _ operand: PredicateOperand, _ options: StringOptions = [])
         -> TypedPredicate<Model>
     {
-        TypedPredicate(.comparison(PredicateComparison(attribute: self.name, op: op, options: options, operand: operand)))
+        TypedPredicate(
+            .comparison(PredicateComparison(attribute: self.name, op: op, options: options, operand: operand)))
     }
 
     /// `attribute == value` (`== nil` for optional attributes tests for null).

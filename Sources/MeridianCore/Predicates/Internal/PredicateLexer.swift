@@ -173,7 +173,8 @@ struct PredicateLexer {
             return .int(value)
         }
         guard let value = Double(text), value.isFinite else {
-            throw PredicateError(.invalidValue, "number \(text) is out of range", position: start, length: self.i - start)
+            throw PredicateError(
+                .invalidValue, "number \(text) is out of range", position: start, length: self.i - start)
         }
         return .double(value)
     }
@@ -262,7 +263,8 @@ struct PredicateLexer {
             self.i += 1
         }
         guard self.peek() == "]" else {
-            throw PredicateError(.syntax, "unterminated modifier (use [c], [d] or [cd])", position: start, length: self.i - start)
+            throw PredicateError(
+                .syntax, "unterminated modifier (use [c], [d] or [cd])", position: start, length: self.i - start)
         }
         self.i += 1
         guard !options.isEmpty else {
