@@ -1,0 +1,111 @@
+// MARK: - Compiling to SQL
+
+extension Predicate {
+    /// The name of the SQLite function that folds text: `meridian_fold(text, flags)`, flags being
+    /// ``StringOptions/rawValue``. It calls ``Folding/fold(_:_:)``; NULL in, NULL out.
+    public static let foldFunctionName = "meridian_fold"
+    /// The name of the SQLite function that matches strings: `meridian_match(op, flags, value, pattern)`, `op`
+    /// being a ``StringMatchOperator`` raw value and `pattern` already folded. It calls
+    /// ``StringMatcher/matches(_:options:value:foldedPattern:)`` and returns 1, 0, or NULL when `value` is NULL.
+    public static let matchFunctionName = "meridian_match"
+
+    /// Compiles the predicate to a SQLite `WHERE` clause (without the keyword) with exactly the semantics of
+    /// ``evaluate(_:)``.
+    ///
+    /// Values are bound as `?` arguments, never interpolated, in the storage form of the store's columns: bools
+    /// as the integers 0 and 1, timestamps as integer microseconds. Attribute names are quoted identifiers.
+    /// Outside any `NOT`, a comparison with NULL yields NULL, which `WHERE`, `AND` and `OR` treat as false, so
+    /// comparisons stay plain (and can use indexes); under a `NOT`, every comparison is wrapped in `(…) IS 1`
+    /// so NULL becomes false before it is negated, making `NOT` two-valued as in memory.
+    ///
+    /// ```swift
+    /// try PredicateExpression.parse(#"NOT (rating > 3) AND title BEGINSWITH[c] "w""#).bind(to: e).sql()
+    /// // (NOT (("rating" > ?) IS 1) AND meridian_match('beginswith', 1, "title", ?)) -- 3, "w"
+    /// ```
+    ///
+    /// - Returns: The clause and its arguments.
+    /// - Note: The connection must have Meridian's functions registered (`MeridianStore` does this when it opens
+    ///   a connection) whenever the predicate uses a modifier or a string-matching operator.
+    public func sql() -> SQLFragment {
+        Self.sql(self.node, negated: false)
+    }
+
+    /// Whether ``sql()`` calls `meridian_fold` or `meridian_match`.
+    public var usesMeridianFunctions: Bool {
+        func visit(_ node: Node) -> Bool {
+            switch node {
+            case .constant, .null: false
+            case .not(let n): visit(n)
+            case .and(let ns), .or(let ns): ns.contains(where: visit)
+            case .compare(_, _, let o, _), .between(_, let o, _, _), .in(_, let o, _): !o.isEmpty
+            case .match: true
+            }
+        }
+        return visit(self.node)
+    }
+
+    static func sql(_ node: Node, negated: Bool) -> SQLFragment {
+        func leaf(_ fragment: SQLFragment) -> SQLFragment {
+            negated ? SQLFragment("(\(fragment.sql)) IS 1", arguments: fragment.arguments) : fragment
+        }
+        func column(_ attribute: String, _ options: StringOptions) -> String {
+            let quoted = Identifier.quoted(attribute)
+            return options.isEmpty ? quoted : "\(foldFunctionName)(\(quoted), \(options.rawValue))"
+        }
+        switch node {
+        case .constant(let b):
+            return SQLFragment(b ? "1" : "0")
+        case .not(let n):
+            let inner = sql(n, negated: true)
+            return SQLFragment("NOT (\(inner.sql))", arguments: inner.arguments)
+        case .and(let ns):
+            let parts = ns.map { sql($0, negated: negated) }
+            let joined = SQLFragment.join(parts, separator: " AND ")
+            return SQLFragment("(\(joined.sql))", arguments: joined.arguments)
+        case .or(let ns):
+            let parts = ns.map { sql($0, negated: negated) }
+            let joined = SQLFragment.join(parts, separator: " OR ")
+            return SQLFragment("(\(joined.sql))", arguments: joined.arguments)
+        case .null(let a, let isNull):
+            return SQLFragment("\(Identifier.quoted(a)) IS \(isNull ? "" : "NOT ")NULL")
+        case .compare(let a, let op, let options, let value):
+            let sqlOp: String
+            switch op {
+            case .equal: sqlOp = "="
+            case .notEqual: sqlOp = "<>"
+            case .less: sqlOp = "<"
+            case .lessOrEqual: sqlOp = "<="
+            case .greater: sqlOp = ">"
+            case .greaterOrEqual: sqlOp = ">="
+            default: sqlOp = "="
+            }
+            return leaf(SQLFragment("\(column(a, options)) \(sqlOp) ?", arguments: [value.storageForm]))
+        case .between(let a, let options, let low, let high):
+            return leaf(
+                SQLFragment("\(column(a, options)) BETWEEN ? AND ?", arguments: [low.storageForm, high.storageForm])
+            )
+        case .in(let a, let options, let values):
+            if values.isEmpty { return SQLFragment("0") }
+            let marks = Array(repeating: "?", count: values.count).joined(separator: ", ")
+            return leaf(SQLFragment("\(column(a, options)) IN (\(marks))", arguments: values.map(\.storageForm)))
+        case .match(let a, let op, let options, let pattern):
+            return leaf(
+                SQLFragment(
+                    "\(matchFunctionName)('\(op.rawValue)', \(options.rawValue), \(Identifier.quoted(a)), ?)",
+                    arguments: [.string(pattern)]
+                )
+            )
+        }
+    }
+}
+
+extension Value {
+    /// The value as the store keeps it in SQLite: bools as 0/1 and timestamps as microseconds (integers).
+    package var storageForm: Value {
+        switch self {
+        case .bool(let b): .int(b ? 1 : 0)
+        case .timestamp(let t): .int(t.microseconds)
+        default: self
+        }
+    }
+}
