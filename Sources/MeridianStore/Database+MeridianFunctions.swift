@@ -16,16 +16,16 @@ internal import MeridianCore
 /// them: a process that has not registered them (the `sqlite3` shell) must still be able to write.
 package enum MeridianFunctions {
     /// `meridian_fold(text, flags)`.
-    package static let fold = DatabaseFunction(Predicate.foldFunctionName, argumentCount: 2, pure: true) { args in
+    package static let fold = DatabaseFunction(RowPredicate.foldFunctionName, argumentCount: 2, pure: true) { args in
         guard case .string(let text) = args[0].storage else { return args[0] }
         let flags = Int.fromDatabaseValue(args[1]) ?? 0
         return Folding.fold(text, StringOptions(rawValue: flags))
     }
 
     /// `meridian_match(op, flags, value, pattern)`.
-    package static let match = DatabaseFunction(Predicate.matchFunctionName, argumentCount: 4, pure: true) { args in
+    package static let match = DatabaseFunction(RowPredicate.matchFunctionName, argumentCount: 4, pure: true) { args in
         guard let opName = String.fromDatabaseValue(args[0]), let op = StringMatchOperator(rawValue: opName) else {
-            throw DatabaseError(message: "\(Predicate.matchFunctionName): unknown operator \(args[0])")
+            throw DatabaseError(message: "\(RowPredicate.matchFunctionName): unknown operator \(args[0])")
         }
         guard case .string(let value) = args[2].storage, case .string(let pattern) = args[3].storage else {
             return nil

@@ -55,15 +55,15 @@ struct CaseGenerator {
         return row
     }
 
-    mutating func sortOrder() -> SortOrder {
+    mutating func sortOrder() -> RowOrder {
         let names = ["title", "note", "n", "x", "flag", "at", "data", "id"]
         var used: Set<String> = []
-        var keys: [SortDescriptor] = []
+        var keys: [SortKey] = []
         for _ in 0..<self.int(4) {
             let name = self.pick(names)
             if used.insert(name).inserted { keys.append(.init(name, ascending: self.chance(50))) }
         }
-        return SortOrder(keys)
+        return RowOrder(keys)
     }
 
     // MARK: Predicates

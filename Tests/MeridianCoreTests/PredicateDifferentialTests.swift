@@ -55,7 +55,7 @@ import Testing
                 cases += 1
                 let (text, variables) = generator.predicateText()
                 let order = generator.sortOrder()
-                let predicate: MeridianCore.Predicate
+                let predicate: MeridianCore.RowPredicate
                 do {
                     predicate = try PredicateExpression.parse(text).bind(to: Self.entity, variables: variables)
                 } catch {

@@ -3,7 +3,7 @@ import Testing
 
 @Suite struct SortOrderTests {
     static func sorted(_ rows: [Row], _ keys: String) throws -> [String] {
-        let order = try SortOrder(parsing: keys).checked(against: Fixtures.point)
+        let order = try RowOrder(parsing: keys).checked(against: Fixtures.point)
         return rows.sorted(by: order.areInIncreasingOrder).map(\.id)
     }
 
@@ -32,33 +32,33 @@ import Testing
 
     @Test("parsing, SQL and checking")
     func parsing() throws {
-        let order = try SortOrder(parsing: " title , -category ")
-        #expect(order.descriptors == [SortDescriptor("title"), SortDescriptor("category", ascending: false)])
+        let order = try RowOrder(parsing: " title , -category ")
+        #expect(order.descriptors == [SortKey("title"), SortKey("category", ascending: false)])
         #expect(order.description == "title,-category")
         #expect(order.sqlOrderBy() == #""title" ASC, "category" DESC, "id" ASC"#)
-        #expect(try SortOrder(parsing: "+visible,-id").sqlOrderBy() == #""visible" ASC, "id" DESC"#)
-        #expect(try SortOrder(parsing: "").sqlOrderBy() == #""id" ASC"#)
+        #expect(try RowOrder(parsing: "+visible,-id").sqlOrderBy() == #""visible" ASC, "id" DESC"#)
+        #expect(try RowOrder(parsing: "").sqlOrderBy() == #""id" ASC"#)
 
-        let empty = #expect(throws: PredicateError.self) { try SortOrder(parsing: "title,,x") }
+        let empty = #expect(throws: PredicateError.self) { try RowOrder(parsing: "title,,x") }
         #expect(empty?.code == .syntax)
         #expect(empty?.position == 6)
-        let bad = #expect(throws: PredicateError.self) { try SortOrder(parsing: "ti tle") }
+        let bad = #expect(throws: PredicateError.self) { try RowOrder(parsing: "ti tle") }
         #expect(bad?.message == "sort key 'ti tle' is not an attribute name")
 
         let unknown = #expect(throws: PredicateError.self) {
-            try SortOrder(parsing: "title,-rating").checked(against: Fixtures.point)
+            try RowOrder(parsing: "title,-rating").checked(against: Fixtures.point)
         }
         #expect(unknown?.code == .unknownAttribute)
         #expect(unknown?.position == 1)
         let section = #expect(throws: PredicateError.self) {
-            try SortOrder(parsing: "title,-category").checked(against: Fixtures.point, sectionKey: "category")
+            try RowOrder(parsing: "title,-category").checked(against: Fixtures.point, sectionKey: "category")
         }
         #expect(section?.code == .invalidSectionKey)
         #expect(
             section?.message == "the section key 'category' must be the first sort key; the first sort key is 'title'"
         )
         #expect(throws: Never.self) {
-            try SortOrder(parsing: "category,title").checked(against: Fixtures.point, sectionKey: "category")
+            try RowOrder(parsing: "category,title").checked(against: Fixtures.point, sectionKey: "category")
         }
     }
 }

@@ -1,7 +1,7 @@
 // MARK: - Binding and type checking
 
 extension PredicateExpression {
-    /// Checks the expression against an entity and substitutes its variables, giving a ``Predicate``.
+    /// Checks the expression against an entity and substitutes its variables, giving a ``RowPredicate``.
     ///
     /// Type rules:
     /// - the attribute must be `id` or a stored attribute of the entity;
@@ -28,13 +28,13 @@ extension PredicateExpression {
     public func bind(
         to entity: EntitySchema,
         variables: [String: PredicateVariable] = [:]
-    ) throws(PredicateError) -> Predicate {
+    ) throws(PredicateError) -> RowPredicate {
         var binder = PredicateBinder(entity: entity, variables: variables)
-        return Predicate(node: try binder.bind(self))
+        return RowPredicate(node: try binder.bind(self))
     }
 }
 
-/// Turns an expression into a checked ``Predicate/Node`` for one entity.
+/// Turns an expression into a checked ``RowPredicate/Node`` for one entity.
 struct PredicateBinder {
     let entity: EntitySchema
     let variables: [String: PredicateVariable]
@@ -45,18 +45,18 @@ struct PredicateBinder {
         case list([(Value, SourceRange)], SourceRange)
     }
 
-    mutating func bind(_ expression: PredicateExpression) throws(PredicateError) -> Predicate.Node {
+    mutating func bind(_ expression: PredicateExpression) throws(PredicateError) -> RowPredicate.Node {
         switch expression {
         case .constant(let b, _):
             return .constant(b)
         case .negation(let e, _):
             return .not(try self.bind(e))
         case .conjunction(let terms):
-            var nodes: [Predicate.Node] = []
+            var nodes: [RowPredicate.Node] = []
             for term in terms { nodes.append(try self.bind(term)) }
             return .and(nodes)
         case .disjunction(let terms):
-            var nodes: [Predicate.Node] = []
+            var nodes: [RowPredicate.Node] = []
             for term in terms { nodes.append(try self.bind(term)) }
             return .or(nodes)
         case .comparison(let c):
@@ -68,7 +68,7 @@ struct PredicateBinder {
         ([EntitySchema.idAttribute] + self.entity.attributes.map(\.name)).joined(separator: ", ")
     }
 
-    private func bind(_ c: PredicateComparison) throws(PredicateError) -> Predicate.Node {
+    private func bind(_ c: PredicateComparison) throws(PredicateError) -> RowPredicate.Node {
         guard let type = self.entity.typeOfAttribute(named: c.attribute) else {
             throw PredicateError(
                 .unknownAttribute,

@@ -3,7 +3,7 @@
 /// A parsed, not yet checked predicate: the syntax tree of the predicate language, with source positions.
 ///
 /// Parse text with ``parse(_:)``, then check it against an entity with ``bind(to:variables:)`` to get a
-/// ``Predicate`` that can be evaluated and compiled to SQL. The typed builder (``AttributeRef``) produces the same
+/// ``RowPredicate`` that can be evaluated and compiled to SQL. The typed builder (``AttributeRef``) produces the same
 /// tree, without positions.
 ///
 /// ```swift

@@ -143,7 +143,7 @@ public struct TypedPredicate<Model>: Sendable, Hashable, CustomStringConvertible
     public func bind(
         to entity: EntitySchema,
         variables: [String: PredicateVariable] = [:]
-    ) throws(PredicateError) -> Predicate {
+    ) throws(PredicateError) -> RowPredicate {
         try self.expression.bind(to: entity, variables: variables)
     }
 

@@ -20,7 +20,7 @@ public enum StringMatchOperator: String, Sendable, Hashable, CaseIterable {
 /// and registered with SQLite as `meridian_match(op, flags, value, pattern)`.
 ///
 /// The value is folded with ``Folding/fold(_:_:)``; the pattern must already be folded with the same options (a
-/// bound ``Predicate`` folds its literals once). Matching is on UTF-8 bytes for the first three operators and on
+/// bound ``RowPredicate`` folds its literals once). Matching is on UTF-8 bytes for the first three operators and on
 /// Unicode scalars for `LIKE`, so `?` matches exactly one scalar: a decomposed `"e\u{301}"` is two.
 public enum StringMatcher {
     /// Whether `value` matches `foldedPattern` under `op`.

@@ -1,10 +1,9 @@
-// MARK: - SortDescriptor
+// MARK: - SortKey
 
 /// One sort key: an attribute and a direction.
 ///
-/// - Note: Foundation also declares a `SortDescriptor` type; in a file that imports both modules, write
-///   `MeridianCore.SortDescriptor`.
-public struct SortDescriptor: Sendable, Hashable, CustomStringConvertible {
+/// - Note: Not named `SortDescriptor`, so that it never clashes with Foundation's type of that name.
+public struct SortKey: Sendable, Hashable, CustomStringConvertible {
     /// The attribute to sort by (`id` or a stored attribute).
     public var attribute: String
     /// `true` for ascending (nulls first), `false` for descending (nulls last).

@@ -1,6 +1,6 @@
 // MARK: - Compiling to SQL
 
-extension Predicate {
+extension RowPredicate {
     /// The name of the SQLite function that folds text: `meridian_fold(text, flags)`, flags being
     /// ``StringOptions/rawValue``. It calls ``Folding/fold(_:_:)``; NULL in, NULL out.
     public static let foldFunctionName = "meridian_fold"

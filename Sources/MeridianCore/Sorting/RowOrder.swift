@@ -1,4 +1,4 @@
-// MARK: - SortOrder
+// MARK: - RowOrder
 
 /// The order of a result: sort keys, then the id ascending as the implicit final tie-break, so the order is total.
 ///
@@ -10,24 +10,23 @@
 /// - `bool` attributes may be sort keys: they order as 0 and 1 (`false` first ascending).
 ///
 /// ```swift
-/// let order = try SortOrder(parsing: "title,-category").checked(against: point)
+/// let order = try RowOrder(parsing: "title,-category").checked(against: point)
 /// rows.sort { order.compare($0, $1) < 0 }
 /// order.sqlOrderBy()   // "title" ASC, "category" DESC, "id" ASC
 /// ```
 ///
-/// - Note: Foundation also declares a `SortOrder` type; in a file that imports both modules, write
-///   `MeridianCore.SortOrder`.
-public struct SortOrder: Sendable, Hashable, CustomStringConvertible {
+/// - Note: Not named `SortOrder`, so that it never clashes with Foundation's type of that name.
+public struct RowOrder: Sendable, Hashable, CustomStringConvertible {
     /// The explicit sort keys, most significant first (the id tie-break is implicit).
-    public var descriptors: [SortDescriptor]
+    public var descriptors: [SortKey]
 
     /// Creates an order from sort keys.
-    public init(_ descriptors: [SortDescriptor] = []) {
+    public init(_ descriptors: [SortKey] = []) {
         self.descriptors = descriptors
     }
 
     /// The order by id only.
-    public static let byID = SortOrder()
+    public static let byID = RowOrder()
 
     /// Parses sort-key syntax: `"title,-category"`; spaces around names are ignored, `+` is allowed for ascending,
     /// and the empty string means "by id only".
@@ -35,7 +34,7 @@ public struct SortOrder: Sendable, Hashable, CustomStringConvertible {
     /// - Parameter text: The sort keys.
     /// - Throws: ``PredicateError`` with code `syntax` and the character position of a malformed key.
     public init(parsing text: String) throws(PredicateError) {
-        var descriptors: [SortDescriptor] = []
+        var descriptors: [SortKey] = []
         let chars = Array(text)
         if chars.allSatisfy(\.isWhitespace) {
             self.init([])
@@ -66,7 +65,7 @@ public struct SortOrder: Sendable, Hashable, CustomStringConvertible {
                     length: b - a
                 )
             }
-            descriptors.append(SortDescriptor(name, ascending: ascending))
+            descriptors.append(SortKey(name, ascending: ascending))
             start = end + 1
         }
         self.init(descriptors)
@@ -79,13 +78,13 @@ public struct SortOrder: Sendable, Hashable, CustomStringConvertible {
 
     /// The keys actually compared: the explicit keys up to and including an explicit `id` key, then `id`
     /// ascending unless it was already given.
-    public var effectiveDescriptors: [SortDescriptor] {
-        var keys: [SortDescriptor] = []
+    public var effectiveDescriptors: [SortKey] {
+        var keys: [SortKey] = []
         for descriptor in self.descriptors {
             keys.append(descriptor)
             if descriptor.attribute == EntitySchema.idAttribute { return keys }
         }
-        keys.append(SortDescriptor(EntitySchema.idAttribute))
+        keys.append(SortKey(EntitySchema.idAttribute))
         return keys
     }
 
@@ -101,7 +100,7 @@ public struct SortOrder: Sendable, Hashable, CustomStringConvertible {
     /// - Returns: `self`, checked.
     /// - Throws: ``PredicateError`` with code `unknownAttribute`, `syntax` (a key given twice) or
     ///   `invalidSectionKey`. Positions count keys (0 for the first key), since the order may not come from text.
-    public func checked(against entity: EntitySchema, sectionKey: String? = nil) throws(PredicateError) -> SortOrder {
+    public func checked(against entity: EntitySchema, sectionKey: String? = nil) throws(PredicateError) -> RowOrder {
         var seen: Set<String> = []
         for (i, descriptor) in self.descriptors.enumerated() {
             guard entity.hasQueryableAttribute(descriptor.attribute) else {

@@ -1,4 +1,4 @@
-// MARK: - Predicate
+// MARK: - RowPredicate
 
 /// A checked predicate, bound to an entity with its variables substituted: ready to evaluate in memory and to
 /// compile to SQL, with identical semantics on both sides.
@@ -17,9 +17,8 @@
 /// let whereClause = predicate.sql()      // "rating" >= ? -- 3
 /// ```
 ///
-/// - Note: Foundation also declares a `Predicate` type; in a file that imports both modules, write
-///   `MeridianCore.Predicate`.
-public struct Predicate: Sendable, Hashable, CustomStringConvertible {
+/// - Note: Not named `Predicate`, so that it never clashes with Foundation's type of that name.
+public struct RowPredicate: Sendable, Hashable, CustomStringConvertible {
     /// The checked tree.
     indirect enum Node: Sendable, Hashable {
         case constant(Bool)
@@ -45,7 +44,7 @@ public struct Predicate: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// A predicate that every row matches (`TRUEPREDICATE`).
-    public static let all = Predicate(node: .constant(true))
+    public static let all = RowPredicate(node: .constant(true))
 
     /// The attributes the predicate reads; a change to any other attribute cannot change whether a row matches.
     public var referencedAttributes: Set<String> {
@@ -86,7 +85,7 @@ public struct Predicate: Sendable, Hashable, CustomStringConvertible {
 
 // MARK: - Evaluation
 
-extension Predicate {
+extension RowPredicate {
     /// Whether a row matches, with exactly the semantics of the compiled SQL (``sql()``).
     ///
     /// - Parameter row: The row; absent attributes read as null.
