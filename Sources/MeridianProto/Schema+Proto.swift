@@ -129,7 +129,9 @@ extension Attribute {
         if proto.hasDefaultValue {
             defaultValue = try Value(proto.defaultValue)
         }
-        self.init(name: proto.name, type: try AttributeType(proto.type), isOptional: proto.optional, defaultValue: defaultValue)
+        self.init(
+            name: proto.name, type: try AttributeType(proto.type), isOptional: proto.optional,
+            defaultValue: defaultValue)
     }
 }
 

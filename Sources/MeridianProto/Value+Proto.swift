@@ -1,11 +1,12 @@
 // MARK: - Value ↔ Meridian_V1_Value
 
-#if canImport(FoundationEssentials)
-internal import FoundationEssentials
-#else
-internal import Foundation
-#endif
 package import MeridianCore
+
+#if canImport(FoundationEssentials)
+    internal import FoundationEssentials
+#else
+    internal import Foundation
+#endif
 
 extension Meridian_V1_Value {
     /// The wire form of a value. Never fails: NaN is encoded as it is (Core entry points reject it earlier), and the

@@ -67,7 +67,10 @@ import Testing
         "malformed operations are rejected with the operation's index",
         arguments: [
             (Meridian_V1_Operation(kind: .unspecified, entity: "Point", id: "x"), "operation kind is not set"),
-            (Meridian_V1_Operation(kind: .update, entity: "Point", values: ["title": "A"]), "update of Point needs an id"),
+            (
+                Meridian_V1_Operation(kind: .update, entity: "Point", values: ["title": "A"]),
+                "update of Point needs an id"
+            ),
             (Meridian_V1_Operation(kind: .delete, entity: "Point"), "delete of Point needs an id"),
             (
                 Meridian_V1_Operation(kind: .delete, entity: "Point", id: "x", values: ["title": "A"]),
@@ -111,6 +114,32 @@ import Testing
         #expect(Meridian_V1_ErrorDetail(.notFound, "").rpcCode == .notFound)
     }
 
+    @Test("an ApplyRequest serialized by a Python client (grpcio-tools, from Protos/) decodes to the same operations")
+    func pythonBytesDecode() throws {
+        // m.ApplyRequest(operations=[
+        //     m.Operation(kind=KIND_INSERT, entity="Point", values={"title": "Café", "latitude": 48.85}),
+        //     m.Operation(kind=KIND_UPDATE, entity="Point", id="p1", values={"latitude": null}, expected_version=3),
+        // ]).SerializeToString()
+        let hex =
+            "0a3208011205506f696e7422150a086c61746974756465120919cdcccccccc6c484022100a057469746c6512072205436166c3a9"
+            + "0a1f08021205506f696e741a027031220e0a086c61746974756465120208002803"
+        var bytes: [UInt8] = []
+        var digits = hex.utf8.makeIterator()
+        while let high = digits.next(), let low = digits.next() {
+            bytes.append(UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16)!)
+        }
+        let operations = try Meridian_V1_ApplyRequest(serializedBytes: bytes).decodedOperations()
+        #expect(operations.count == 2)
+        #expect(operations[0].kind == .insert)
+        #expect(operations[0].id == nil)
+        #expect(Identical.values(try #require(operations[0].values["title"]), "Café"))
+        #expect(Identical.values(try #require(operations[0].values["latitude"]), .double(48.85)))
+        #expect(operations[1].kind == .update)
+        #expect(operations[1].id == "p1")
+        #expect(operations[1].expectedVersion == 3)
+        #expect(Identical.values(try #require(operations[1].values["latitude"]), .null))
+    }
+
     @Test("a sync conversation's messages survive their bytes")
     func syncMessages() throws {
         let subscribe = Meridian_V1_SyncRequest.with {
@@ -131,7 +160,9 @@ import Testing
                         $0.subscriptionID = "map"
                         $0.entered = [Meridian_V1_Row(Row(id: "a", values: ["title": "A"]), version: 1)]
                         $0.left = ["b"]
-                        $0.updated = [Meridian_V1_RowUpdate(Row(id: "c", values: ["title": "C"]), version: 2, changed: ["title"])]
+                        $0.updated = [
+                            Meridian_V1_RowUpdate(Row(id: "c", values: ["title": "C"]), version: 2, changed: ["title"])
+                        ]
                     }
                 ]
             }
