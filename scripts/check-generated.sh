@@ -11,7 +11,13 @@ committed="$root/Sources/MeridianProto/Generated"
 fresh="$(mktemp -d)"
 trap 'rm -rf "$fresh"' EXIT
 
-"$here/generate-protos.sh" --out "$fresh" 2>/dev/null || "$here/generate-protos.sh" --out "$fresh"
+if ! "$here/generate-protos.sh" --out "$fresh" 2>"$fresh.log"; then
+    cat "$fresh.log" >&2
+    rm -f "$fresh.log"
+    echo "error: generation failed" >&2
+    exit 1
+fi
+rm -f "$fresh.log"
 
 if diff -ru "$committed" "$fresh"; then
     echo "generated code is up to date"
