@@ -20,6 +20,9 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
+        .package(url: "https://github.com/grpc/grpc-swift-2", from: "2.4.3"),
+        .package(url: "https://github.com/grpc/grpc-swift-protobuf", from: "2.4.1"),
     ],
     targets: [
         // Schema, values, predicates, sort order and change-set algebra: pure Swift, no I/O.
@@ -54,6 +57,28 @@ let package = Package(
         .testTarget(
             name: "MeridianStoreTests",
             dependencies: ["MeridianStore", "MeridianCore"],
+            swiftSettings: swiftSettings
+        ),
+
+        // The wire contract: code generated from Protos/ (committed) and conversions to and from MeridianCore types.
+        .target(
+            name: "MeridianProto",
+            dependencies: [
+                "MeridianCore",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCProtobuf", package: "grpc-swift-protobuf"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Round trips of values, rows, schemas and operations through the wire types and their bytes.
+        .testTarget(
+            name: "MeridianProtoTests",
+            dependencies: [
+                "MeridianProto",
+                "MeridianCore",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

@@ -1,0 +1,78 @@
+// MARK: - ErrorDetail at the gRPC edge
+
+package import GRPCCore
+internal import SwiftProtobuf
+
+extension Meridian_V1_ErrorDetail {
+    /// The binary trailing-metadata key under which a call that ends with a non-OK status carries its serialized
+    /// `ErrorDetail` (`-bin` keys are base64-encoded on the wire by every gRPC library, and decoded for the reader).
+    package static let metadataKey = "meridian-error-bin"
+
+    /// An error detail.
+    package init(
+        _ code: Code,
+        _ message: String,
+        operationIndex: Int? = nil,
+        attributes: [String] = [],
+        position: Int? = nil,
+        length: Int? = nil,
+        entity: String = "",
+        id: String = "",
+        currentVersion: Int64? = nil
+    ) {
+        self.init()
+        self.code = code
+        self.message = message
+        if let operationIndex { self.operationIndex = Int32(clamping: operationIndex) }
+        self.attributes = attributes
+        if let position { self.position = Int32(clamping: position) }
+        if let length { self.length = Int32(clamping: length) }
+        self.entity = entity
+        self.id = id
+        if let currentVersion { self.currentVersion = currentVersion }
+    }
+
+    /// The detail for a wire message that could not be converted: `MALFORMED_REQUEST`, or `VALIDATION` for an
+    /// invalid value (NaN), with the operation index when there is one.
+    package init(_ error: ProtoConversionError) {
+        let code: Code = error.code == .invalidValue ? .validation : .malformedRequest
+        self.init(code, error.message, operationIndex: error.operationIndex)
+    }
+
+    /// The gRPC status code a call ends with when it fails with this detail (the table in meridian.proto).
+    package var rpcCode: RPCError.Code {
+        switch self.code {
+        case .validation, .badPredicate, .unknownEntity, .unknownAttribute, .malformedRequest,
+            .unknownSubscription, .duplicateSubscription:
+            .invalidArgument
+        case .conflict: .aborted
+        case .notFound: .notFound
+        case .alreadyExists: .alreadyExists
+        case .tooManySubscriptions, .messageTooLarge: .resourceExhausted
+        case .schemaMismatch: .failedPrecondition
+        case .shuttingDown: .unavailable
+        case .internal, .unspecified, .UNRECOGNIZED: .internalError
+        }
+    }
+}
+
+extension RPCError {
+    /// An error that ends a call with the detail's status code and message, and the serialized detail in the
+    /// trailing metadata under ``Meridian_V1_ErrorDetail/metadataKey``.
+    package init(_ detail: Meridian_V1_ErrorDetail, cause: (any Error)? = nil) {
+        var metadata: Metadata = [:]
+        if let bytes: [UInt8] = try? detail.serializedBytes() {
+            metadata.addBinary(bytes, forKey: Meridian_V1_ErrorDetail.metadataKey)
+        }
+        self.init(code: detail.rpcCode, message: detail.message, metadata: metadata, cause: cause)
+    }
+
+    /// The Meridian error detail this error carries in its metadata, or `nil` when it has none (a transport error,
+    /// a peer that is not a Meridian server).
+    package var errorDetail: Meridian_V1_ErrorDetail? {
+        for bytes in self.metadata[binaryValues: Meridian_V1_ErrorDetail.metadataKey] {
+            if let detail = try? Meridian_V1_ErrorDetail(serializedBytes: bytes) { return detail }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,48 @@
+// MARK: - Batches from pre-encoded deltas
+
+internal import SwiftProtobuf
+
+/// Builds the bytes of a `SyncResponse{batch}` from subscription deltas encoded once and shared by every client.
+///
+/// DESIGN's fan-out rule is that each distinct subscription's delta is encoded once per commit, whatever the number
+/// of clients holding it. A client's Batch holds the deltas of its own subscriptions, so Batches differ per client,
+/// but protobuf encodes a repeated message field as the concatenation of its elements (each a tag and a length
+/// prefix before the element's bytes): a client's Batch is its seq plus the shared delta bytes, copied, never
+/// re-encoded. The result decodes exactly as the message built field by field would (a test pins this).
+package enum SharedBatchEncoding {
+    /// The bytes of one `SubscriptionDelta`, to be shared between clients.
+    package static func encode(_ delta: Meridian_V1_SubscriptionDelta) throws -> [UInt8] {
+        try delta.serializedBytes()
+    }
+
+    /// The serialized `SyncResponse` whose `batch` has this `seq` and these deltas (each as ``encode(_:)`` gave it).
+    package static func syncResponse(seq: Int64, encodedDeltas: [[UInt8]]) -> [UInt8] {
+        // Batch: field 1 `seq` (varint, omitted when 0 as proto3 does), field 2 `deltas` (length-delimited, repeated).
+        var batch: [UInt8] = []
+        batch.reserveCapacity(encodedDeltas.reduce(11) { $0 + $1.count + 6 })
+        if seq != 0 {
+            batch.append(0x08)
+            appendVarint(UInt64(bitPattern: seq), to: &batch)
+        }
+        for delta in encodedDeltas {
+            batch.append(0x12)
+            appendVarint(UInt64(delta.count), to: &batch)
+            batch.append(contentsOf: delta)
+        }
+        // SyncResponse: field 3 `batch` (length-delimited).
+        var out: [UInt8] = [0x1A]
+        out.reserveCapacity(batch.count + 11)
+        appendVarint(UInt64(batch.count), to: &out)
+        out.append(contentsOf: batch)
+        return out
+    }
+
+    private static func appendVarint(_ value: UInt64, to bytes: inout [UInt8]) {
+        var v = value
+        while v >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        bytes.append(UInt8(v))
+    }
+}
