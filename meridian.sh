@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-APT_PACKAGES=(libsqlite3-dev sqlite3)
+APT_PACKAGES=(libsqlite3-dev sqlite3 protobuf-compiler)
 
 log() { printf '==> %s\n' "$*" >&2; }
 
