@@ -42,6 +42,38 @@ extension LiveResultsTests {
         }
     }
 
+    @Test("weighted tree: weight(where:) sums the weights before a bound, through inserts, removes and addWeight")
+    func weightedTree() {
+        let seed = SplitMix64.seed()
+        var rng = SplitMix64(seed: seed)
+        var tree = OrderStatisticTree<Int>(weighted: true) { $0 < $1 ? -1 : ($0 > $1 ? 1 : 0) }
+        var reference: [Int: Int] = [:]
+        for step in 0..<5_000 {
+            let key = Int.random(in: 0..<300, using: &rng)
+            let compareKey: (Int) -> Int = { key < $0 ? -1 : (key > $0 ? 1 : 0) }
+            if let weight = reference[key] {
+                if Bool.random(using: &rng) {
+                    tree.remove(key)
+                    reference[key] = nil
+                } else {
+                    let delta = Int.random(in: -weight...5, using: &rng)
+                    tree.addWeight(delta, ordering: compareKey)
+                    reference[key] = weight + delta
+                }
+            } else {
+                let weight = Int.random(in: 0...9, using: &rng)
+                tree.insert(key, weight: weight)
+                reference[key] = weight
+            }
+            let bound = Int.random(in: 0..<300, using: &rng)
+            let expected = reference.filter { $0.key < bound }.values.reduce(0, +)
+            guard tree.weight(where: { $0 < bound }) == expected else {
+                Issue.record("MERIDIAN_SEED=\(seed) step \(step): weight before \(bound)")
+                return
+            }
+        }
+    }
+
     @Test("order-statistic tree: appending sorted input builds the same set, and slots are reused")
     func treeAppend() {
         var tree = OrderStatisticTree<Int> { $0 < $1 ? -1 : ($0 > $1 ? 1 : 0) }

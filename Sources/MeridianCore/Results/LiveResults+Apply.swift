@@ -57,7 +57,7 @@ extension LiveResults {
         // Old state.
         let oldVisible = self.visibleCount
         for i in entries.indices {
-            if let old = entries[i].oldRow { entries[i].oldRank = self.tree.rank(of: old) }
+            if let old = entries[i].oldRow { entries[i].oldRank = self.rank(of: old) }
         }
         if self.limit != nil {
             entries += self.windowEdgeEntries(touched: Set(entries.map(\.id)), limit: touchedCount)
@@ -81,13 +81,13 @@ extension LiveResults {
         // Mutate.
         for entry in entries where entry.touched {
             guard let old = entry.oldRow else { continue }
-            self.tree.remove(old)
+            self.tree.remove(ordering: self.ordering(of: old))
             self.slots[entry.id] = nil
             self.removeFromSection(old)
         }
         for entry in entries where entry.touched {
             guard let new = entry.newRow else { continue }
-            self.slots[entry.id] = self.tree.insert(new)
+            self.slots[entry.id] = self.tree.insert(new, ordering: self.ordering(of: new))
             self.addToSection(new)
         }
 
@@ -96,7 +96,7 @@ extension LiveResults {
         for key in placements.keys { placements[key]!.new = self.sectionPlacement(key) }
         for i in entries.indices {
             guard let new = entries[i].newRow else { continue }
-            entries[i].newRank = self.tree.rank(of: new)
+            entries[i].newRank = self.rank(of: new)
             if entries[i].newRank < newVisible {
                 let placement = placements[self.sectionValue(of: new)]!.new
                 entries[i].newPath = ListIndexPath(placement.index, entries[i].newRank - placement.offset)

@@ -60,6 +60,8 @@ public struct LiveResults: Sendable {
     let compareRows: @Sendable (Row, Row) -> Int
     /// `1` when sections ascend, `-1` when they descend.
     let sectionDirection: Int
+    /// The attributes compared, most significant first, ending with the id.
+    let sortKeys: [SortKey]
 
     /// Every matching row, in order (the window is a prefix of it).
     var tree: OrderStatisticTree<Row>
@@ -104,7 +106,8 @@ public struct LiveResults: Sendable {
         self.limit = limit
         self.sectionName = sectionName
 
-        let keys = order.effectiveDescriptors.map { (attribute: $0.attribute, ascending: $0.ascending) }
+        let keys = order.effectiveDescriptors
+        self.sortKeys = keys
         let compareRows: @Sendable (Row, Row) -> Int = { a, b in
             for key in keys {
                 let c = Value.compare(a[key.attribute], b[key.attribute])
@@ -116,7 +119,9 @@ public struct LiveResults: Sendable {
         self.compareRows = compareRows
         self.sectionDirection = direction
         self.tree = OrderStatisticTree(compare: compareRows)
-        self.sectionValues = OrderStatisticTree(seed: 0x5EC7_1095) { a, b in direction * Value.compare(a, b) }
+        self.sectionValues = OrderStatisticTree(seed: 0x5EC7_1095, weighted: true) { a, b in
+            direction * Value.compare(a, b)
+        }
     }
 
     // MARK: - Reading
@@ -180,7 +185,7 @@ public struct LiveResults: Sendable {
     public func indexPath(for id: String) -> ListIndexPath? {
         guard let slot = self.slots[id] else { return nil }
         let row = self.tree[slot]
-        let rank = self.tree.rank(of: row)
+        let rank = self.rank(of: row)
         guard rank < self.visibleCount else { return nil }
         return self.path(of: row, rank: rank)
     }
@@ -190,7 +195,7 @@ public struct LiveResults: Sendable {
     public func row(id: String) -> Row? {
         guard let slot = self.slots[id] else { return nil }
         let row = self.tree[slot]
-        if let limit, limit < self.tree.count, self.tree.rank(of: row) >= limit { return nil }
+        if let limit, limit < self.tree.count, self.rank(of: row) >= limit { return nil }
         return row
     }
 
@@ -225,16 +230,25 @@ public struct LiveResults: Sendable {
         var latest: [String: Row] = [:]
         latest.reserveCapacity(rows.count)
         for row in rows { latest[row.id] = row }
-        var matching = latest.values.filter { self.predicate.evaluate($0) }
-        let compare = self.compareRows
-        matching.sort { compare($0, $1) < 0 }
+        // Sort on extracted key values: no dictionary lookups inside the O(n log n) comparisons.
+        let keys = self.sortKeys
+        var matching = latest.values.filter { self.predicate.evaluate($0) }.map { row in
+            (keys: keys.map { row[$0.attribute] }, row: row)
+        }
+        matching.sort { a, b in
+            for i in keys.indices {
+                let c = Value.compare(a.keys[i], b.keys[i])
+                if c != 0 { return keys[i].ascending ? c < 0 : c > 0 }
+            }
+            return false
+        }
 
         self.tree.removeAll()
         self.slots = [:]
         self.slots.reserveCapacity(matching.count)
         self.sectionValues.removeAll()
         self.sectionCounts = [:]
-        for row in matching {
+        for (_, row) in matching {
             self.slots[row.id] = self.tree.append(row)
             self.addToSection(row)
         }
@@ -243,6 +257,24 @@ public struct LiveResults: Sendable {
         } catch {
             preconditionFailure("results never repeat an id or a section: \(error)")
         }
+    }
+
+    /// The bytes the engine's own structures hold (tree, id index, sections), by capacity; the rows' ids and
+    /// attribute dictionaries, which the cache shares, are not counted. For benchmarks and memory reports.
+    package var indexBytes: Int {
+        // A native dictionary has a power-of-two bucket count with at most 3/4 of the buckets used; each bucket
+        // holds a key and a value, plus one bit of occupancy.
+        func dictionaryBytes(capacity: Int, bucket: Int) -> Int {
+            guard capacity > 0 else { return 0 }
+            var buckets = 1
+            while buckets * 3 / 4 < capacity { buckets *= 2 }
+            return buckets * bucket + buckets / 8
+        }
+        let slotBucket = MemoryLayout<String>.stride + MemoryLayout<OrderStatisticTree<Row>.Slot>.stride
+        let sectionBucket = MemoryLayout<Value>.stride + MemoryLayout<Int>.stride
+        return self.tree.storageBytes + self.sectionValues.storageBytes
+            + dictionaryBytes(capacity: self.slots.capacity, bucket: slotBucket)
+            + dictionaryBytes(capacity: self.sectionCounts.capacity, bucket: sectionBucket)
     }
 
     // MARK: - Helpers
@@ -259,11 +291,31 @@ public struct LiveResults: Sendable {
         return row[sectionKey]
     }
 
-    /// The number of matching rows in sections before `key`.
+    /// How `row` compares with another row (negative when `row` comes first), with `row`'s key values read once:
+    /// a search then reads only the other rows' attributes.
+    func ordering(of row: Row) -> (Row) -> Int {
+        let keys = self.sortKeys
+        let values = keys.map { row[$0.attribute] }
+        return { other in
+            for i in keys.indices {
+                let c = Value.compare(values[i], other[keys[i].attribute])
+                if c != 0 { return keys[i].ascending ? c : -c }
+            }
+            return 0
+        }
+    }
+
+    /// The rank a row has (or would have) among the matching rows.
+    func rank(of row: Row) -> Int {
+        let ordering = self.ordering(of: row)
+        return self.tree.partitionRank { ordering($0) > 0 }
+    }
+
+    /// The number of matching rows in sections before `key`: O(log sections), from the section index's weights.
     func sectionOffset(_ key: Value) -> Int {
-        guard let sectionKey else { return 0 }
+        guard self.sectionKey != nil else { return 0 }
         let direction = self.sectionDirection
-        return self.tree.partitionRank { direction * Value.compare($0[sectionKey], key) < 0 }
+        return self.sectionValues.weight { direction * Value.compare($0, key) < 0 }
     }
 
     /// The index of the section `key` among all sections (visible sections are a prefix).
@@ -291,7 +343,12 @@ public struct LiveResults: Sendable {
         guard self.sectionKey != nil else { return }
         let key = self.sectionValue(of: row)
         let count = self.sectionCounts[key, default: 0]
-        if count == 0 { self.sectionValues.insert(key) }
+        let direction = self.sectionDirection
+        if count == 0 {
+            self.sectionValues.insert(key, weight: 1)
+        } else {
+            self.sectionValues.addWeight(1) { direction * Value.compare(key, $0) }
+        }
         self.sectionCounts[key] = count + 1
     }
 
@@ -304,6 +361,8 @@ public struct LiveResults: Sendable {
             self.sectionCounts[key] = nil
             self.sectionValues.remove(key)
         } else {
+            let direction = self.sectionDirection
+            self.sectionValues.addWeight(-1) { direction * Value.compare(key, $0) }
             self.sectionCounts[key] = count - 1
         }
     }

@@ -36,6 +36,11 @@ struct OrderStatisticTree<Element: Sendable>: Sendable {
     private var right: [Int32] = []
     private var size: [Int32] = []
     private var freeSlots: [Int32] = []
+    /// Per-node weights and subtree weight sums, kept only by weighted trees (empty otherwise).
+    private var weights: [Int] = []
+    private var weightSums: [Int] = []
+    /// Whether the tree keeps weights (the section index weighs each section by its row count).
+    let isWeighted: Bool
     private var root: Int32 = -1
     private let seed: UInt64
     /// The order of the elements.
@@ -46,8 +51,10 @@ struct OrderStatisticTree<Element: Sendable>: Sendable {
     /// - Parameters:
     ///   - seed: Mixed into the node priorities; any value gives the same expected balance.
     ///   - compare: The total order of the elements.
-    init(seed: UInt64 = 0x5EED_0F_7EA9, compare: @escaping Comparator) {
+    ///   - weighted: Whether elements carry weights, summed by ``weight(where:)``.
+    init(seed: UInt64 = 0x5EED_0F_7EA9, weighted: Bool = false, compare: @escaping Comparator) {
         self.seed = seed
+        self.isWeighted = weighted
         self.compare = compare
     }
 
@@ -103,6 +110,24 @@ struct OrderStatisticTree<Element: Sendable>: Sendable {
         self.partitionRank { self.compare($0, element) < 0 }
     }
 
+    /// The sum of the weights of the leading elements for which `isBefore` holds (monotone, as in
+    /// ``partitionRank(where:)``). Only for weighted trees.
+    func weight(where isBefore: (Element) -> Bool) -> Int {
+        precondition(self.isWeighted, "weights are kept by weighted trees only")
+        var t = self.root
+        var sum = 0
+        while t != Self.none {
+            let l = self.left[Int(t)]
+            if isBefore(self.elements[Int(t)]!) {
+                sum += (l == Self.none ? 0 : self.weightSums[Int(l)]) + self.weights[Int(t)]
+                t = self.right[Int(t)]
+            } else {
+                t = l
+            }
+        }
+        return sum
+    }
+
     /// The first `n` elements in order (all of them when `n >= count`). O(n + log count).
     func prefix(_ n: Int) -> [Element] {
         var result: [Element] = []
@@ -121,14 +146,45 @@ struct OrderStatisticTree<Element: Sendable>: Sendable {
         return result
     }
 
+    /// The bytes the node pool holds (capacity, not count), beyond what the elements themselves point to.
+    var storageBytes: Int {
+        self.elements.capacity * MemoryLayout<Element?>.stride
+            + (self.left.capacity + self.right.capacity + self.size.capacity + self.freeSlots.capacity)
+            * MemoryLayout<Int32>.stride + (self.weights.capacity + self.weightSums.capacity) * MemoryLayout<Int>.stride
+    }
+
     // MARK: - Writing
 
     /// Inserts an element that compares different from every stored one, and returns its slot.
     @discardableResult
-    mutating func insert(_ element: Element) -> Slot {
-        let node = self.allocate(element)
-        self.root = self.insert(node, into: self.root)
+    mutating func insert(_ element: Element, weight: Int = 1) -> Slot {
+        let compare = self.compare
+        return self.insert(element, weight: weight) { compare(element, $0) }
+    }
+
+    /// Inserts an element, locating it with `ordering` (how `element` compares with a stored one), which may be
+    /// cheaper than the tree's comparator; returns its slot.
+    @discardableResult
+    mutating func insert(_ element: Element, weight: Int = 1, ordering: (Element) -> Int) -> Slot {
+        let node = self.allocate(element, weight: weight)
+        self.root = self.insert(node, into: self.root, ordering: ordering)
         return node
+    }
+
+    /// Adds `delta` to the weight of the stored element located by `ordering`. Only for weighted trees.
+    mutating func addWeight(_ delta: Int, ordering: (Element) -> Int) {
+        precondition(self.isWeighted, "weights are kept by weighted trees only")
+        var t = self.root
+        while t != Self.none {
+            let c = ordering(self.elements[Int(t)]!)
+            self.weightSums[Int(t)] += delta
+            if c == 0 {
+                self.weights[Int(t)] += delta
+                return
+            }
+            t = c < 0 ? self.left[Int(t)] : self.right[Int(t)]
+        }
+        preconditionFailure("addWeight: no such element")
     }
 
     /// Appends an element that comes after every stored one, in O(log n) expected without comparing anything.
@@ -142,8 +198,15 @@ struct OrderStatisticTree<Element: Sendable>: Sendable {
     /// Removes the stored element that compares equal to `element`, and returns it (`nil` if there is none).
     @discardableResult
     mutating func remove(_ element: Element) -> Element? {
+        let compare = self.compare
+        return self.remove { compare(element, $0) }
+    }
+
+    /// Removes the stored element located by `ordering` (how the element sought compares with a stored one).
+    @discardableResult
+    mutating func remove(ordering: (Element) -> Int) -> Element? {
         var removed: Int32 = Self.none
-        self.root = self.remove(element, from: self.root, removed: &removed)
+        self.root = self.remove(from: self.root, ordering: ordering, removed: &removed)
         guard removed != Self.none else { return nil }
         let value = self.elements[Int(removed)]
         self.elements[Int(removed)] = nil
@@ -158,6 +221,8 @@ struct OrderStatisticTree<Element: Sendable>: Sendable {
         self.right = []
         self.size = []
         self.freeSlots = []
+        self.weights = []
+        self.weightSums = []
         self.root = Self.none
     }
 
@@ -175,14 +240,22 @@ struct OrderStatisticTree<Element: Sendable>: Sendable {
         return z ^ (z >> 31)
     }
 
-    private mutating func allocate(_ element: Element) -> Int32 {
+    private mutating func allocate(_ element: Element, weight: Int = 1) -> Int32 {
         if let slot = self.freeSlots.popLast() {
             let i = Int(slot)
             self.elements[i] = element
             self.left[i] = Self.none
             self.right[i] = Self.none
             self.size[i] = 1
+            if self.isWeighted {
+                self.weights[i] = weight
+                self.weightSums[i] = weight
+            }
             return slot
+        }
+        if self.isWeighted {
+            self.weights.append(weight)
+            self.weightSums.append(weight)
         }
         precondition(self.elements.count < Int(Int32.max), "an order-statistic tree holds at most 2^31 - 1 elements")
         self.elements.append(element)
@@ -194,37 +267,45 @@ struct OrderStatisticTree<Element: Sendable>: Sendable {
 
     private mutating func update(_ t: Int32) {
         let i = Int(t)
-        self.size[i] = Int32(self.sizeOf(self.left[i]) + self.sizeOf(self.right[i]) + 1)
+        let l = self.left[i]
+        let r = self.right[i]
+        self.size[i] = Int32(self.sizeOf(l) + self.sizeOf(r) + 1)
+        if self.isWeighted {
+            self.weightSums[i] =
+                self.weights[i] + (l == Self.none ? 0 : self.weightSums[Int(l)])
+                + (r == Self.none ? 0 : self.weightSums[Int(r)])
+        }
     }
 
-    private mutating func insert(_ node: Int32, into t: Int32) -> Int32 {
+    private mutating func insert(_ node: Int32, into t: Int32, ordering: (Element) -> Int) -> Int32 {
         if t == Self.none { return node }
         if self.priority(node) > self.priority(t) {
-            let (l, r) = self.split(t, before: self.elements[Int(node)]!)
+            let (l, r) = self.split(t, ordering: ordering)
             self.left[Int(node)] = l
             self.right[Int(node)] = r
             self.update(node)
             return node
         }
-        if self.compare(self.elements[Int(node)]!, self.elements[Int(t)]!) < 0 {
-            self.left[Int(t)] = self.insert(node, into: self.left[Int(t)])
+        if ordering(self.elements[Int(t)]!) < 0 {
+            self.left[Int(t)] = self.insert(node, into: self.left[Int(t)], ordering: ordering)
         } else {
-            self.right[Int(t)] = self.insert(node, into: self.right[Int(t)])
+            self.right[Int(t)] = self.insert(node, into: self.right[Int(t)], ordering: ordering)
         }
         self.update(t)
         return t
     }
 
-    /// Splits `t` into the elements before `pivot` and the elements from `pivot` on.
-    private mutating func split(_ t: Int32, before pivot: Element) -> (Int32, Int32) {
+    /// Splits `t` into the elements before the pivot and the elements from the pivot on; `ordering` tells how the
+    /// pivot compares with an element.
+    private mutating func split(_ t: Int32, ordering: (Element) -> Int) -> (Int32, Int32) {
         if t == Self.none { return (Self.none, Self.none) }
-        if self.compare(self.elements[Int(t)]!, pivot) < 0 {
-            let (l, r) = self.split(self.right[Int(t)], before: pivot)
+        if ordering(self.elements[Int(t)]!) > 0 {
+            let (l, r) = self.split(self.right[Int(t)], ordering: ordering)
             self.right[Int(t)] = l
             self.update(t)
             return (t, r)
         } else {
-            let (l, r) = self.split(self.left[Int(t)], before: pivot)
+            let (l, r) = self.split(self.left[Int(t)], ordering: ordering)
             self.left[Int(t)] = r
             self.update(t)
             return (l, t)
@@ -246,17 +327,17 @@ struct OrderStatisticTree<Element: Sendable>: Sendable {
         }
     }
 
-    private mutating func remove(_ element: Element, from t: Int32, removed: inout Int32) -> Int32 {
+    private mutating func remove(from t: Int32, ordering: (Element) -> Int, removed: inout Int32) -> Int32 {
         if t == Self.none { return t }
-        let c = self.compare(element, self.elements[Int(t)]!)
+        let c = ordering(self.elements[Int(t)]!)
         if c == 0 {
             removed = t
             return self.merge(self.left[Int(t)], self.right[Int(t)])
         }
         if c < 0 {
-            self.left[Int(t)] = self.remove(element, from: self.left[Int(t)], removed: &removed)
+            self.left[Int(t)] = self.remove(from: self.left[Int(t)], ordering: ordering, removed: &removed)
         } else {
-            self.right[Int(t)] = self.remove(element, from: self.right[Int(t)], removed: &removed)
+            self.right[Int(t)] = self.remove(from: self.right[Int(t)], ordering: ordering, removed: &removed)
         }
         if removed != Self.none { self.update(t) }
         return t
