@@ -1,5 +1,6 @@
-@testable import MeridianCore
 import Testing
+
+@testable import MeridianCore
 
 #if canImport(Glibc)
     import Glibc
@@ -52,7 +53,9 @@ extension LiveResultsTests {
         mutating func freshRow(id: String) -> Row {
             Row(
                 id: id,
-                values: ["title": self.title(), "category": self.category(), "score": self.score(), "flag": self.flag()]
+                values: [
+                    "title": self.title(), "category": self.category(), "score": self.score(), "flag": self.flag(),
+                ]
             )
         }
 
@@ -119,7 +122,8 @@ extension LiveResultsTests {
         var sectionKey: String?
         var limit: Int?
         var description: String {
-            "\(self.predicate) by \(self.order) section \(self.sectionKey ?? "-") limit \(self.limit.map(String.init) ?? "-")"
+            let limit = self.limit.map(String.init) ?? "-"
+            return "\(self.predicate) by \(self.order) section \(self.sectionKey ?? "-") limit \(limit)"
         }
     }
 
@@ -127,10 +131,13 @@ extension LiveResultsTests {
         Configuration(predicate: "score < 30 OR flag == true", order: "score,-title", sectionKey: nil, limit: nil),
         Configuration(predicate: "flag != false", order: "category,-score", sectionKey: "category", limit: nil),
         Configuration(predicate: "score >= 5", order: "-category,title", sectionKey: "category", limit: 12),
-        Configuration(predicate: "title BEGINSWITH[cd] \"b\" OR score > 10", order: "-score", sectionKey: nil, limit: 7),
+        Configuration(
+            predicate: "title BEGINSWITH[cd] \"b\" OR score > 10", order: "-score", sectionKey: nil, limit: 7),
     ]
 
-    @Test("random batches: results equal a from-scratch query, and each change set validates and applies", arguments: 0..<4)
+    @Test(
+        "random batches: results equal a from-scratch query, and each change set validates and applies",
+        arguments: 0..<4)
     func randomBatches(configurationIndex: Int) throws {
         let configuration = Self.configurations[configurationIndex]
         let seed = SplitMix64.seed() &+ UInt64(configurationIndex)
@@ -167,7 +174,8 @@ extension LiveResultsTests {
             let after = results.snapshot
             let expected = Self.expected(data, like: results)
             guard after == expected else {
-                Issue.record("\(context) batch \(index): results differ\nbatch: \(batch)\ngot: \(after)\nwant: \(expected)")
+                Issue.record(
+                    "\(context) batch \(index): results differ\nbatch: \(batch)\ngot: \(after)\nwant: \(expected)")
                 return
             }
             do {
@@ -189,7 +197,8 @@ extension LiveResultsTests {
             seen.sectionInserts += changes.insertedSections.count
             seen.sectionDeletes += changes.deletedSections.count
             try Self.checkMinimality(changes, old: shown, batch: batch, context: "\(context) batch \(index)")
-            try Self.checkReads(results, expected: expected, generator: &generator, context: "\(context) batch \(index)")
+            try Self.checkReads(
+                results, expected: expected, generator: &generator, context: "\(context) batch \(index)")
             shown = after
         }
         #expect(seen.deletes > 100 && seen.inserts > 100 && seen.moves > 100 && seen.updates > 100, "\(seen)")

@@ -1,5 +1,6 @@
-@testable import MeridianCore
 import Testing
+
+@testable import MeridianCore
 
 // MARK: - The order-statistic tree alone
 

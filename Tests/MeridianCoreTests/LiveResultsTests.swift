@@ -72,10 +72,15 @@ import Testing
     @Test("a matching row enters at its path; a row that stops matching leaves")
     func enterAndLeave() throws {
         var results = try Self.results("score >= 10", order: "score")
-        _ = results.reset(rows: [Self.row("a", "A", category: 1, score: 10), Self.row("b", "B", category: 1, score: 30)])
+        _ = results.reset(rows: [
+            Self.row("a", "A", category: 1, score: 10), Self.row("b", "B", category: 1, score: 30),
+        ])
 
         let enter = try Self.step(&results, [.upsert(Self.row("c", "C", category: 1, score: 20))])
-        #expect(enter.rowChanges == [.insert(id: "c", to: ListIndexPath(0, 1), element: Self.row("c", "C", category: 1, score: 20))])
+        #expect(
+            enter.rowChanges == [
+                .insert(id: "c", to: ListIndexPath(0, 1), element: Self.row("c", "C", category: 1, score: 20))
+            ])
 
         let leave = try Self.step(&results, [.upsert(Self.row("a", "A", category: 1, score: 5))])
         #expect(leave.rowChanges == [.delete(id: "a", from: ListIndexPath(0, 0))])
@@ -101,7 +106,11 @@ import Testing
         var retitled = shown
         retitled["title"] = .string("0")
         let moved = try Self.step(&results, [.upsert(retitled)])
-        #expect(moved.rowChanges == [.move(id: "b", from: ListIndexPath(0, 1), to: ListIndexPath(0, 0), element: retitled, changed: ["title"])])
+        #expect(
+            moved.rowChanges == [
+                .move(
+                    id: "b", from: ListIndexPath(0, 1), to: ListIndexPath(0, 0), element: retitled, changed: ["title"])
+            ])
 
         var gone = retitled
         gone["flag"] = .null
@@ -125,7 +134,11 @@ import Testing
 
         let retitled = Self.row("b", "Bee", category: 1, score: 2)
         let update = try Self.step(&results, [.upsert(retitled)])
-        #expect(update.rowChanges == [.update(id: "b", from: ListIndexPath(0, 1), to: ListIndexPath(0, 1), element: retitled, changed: ["title"])])
+        #expect(
+            update.rowChanges == [
+                .update(
+                    id: "b", from: ListIndexPath(0, 1), to: ListIndexPath(0, 1), element: retitled, changed: ["title"])
+            ])
 
         // Order kept relative to the others, even though the score changed: still an update.
         let rescored = Self.row("b", "Bee", category: 1, score: 2, flag: true)
@@ -133,11 +146,19 @@ import Testing
 
         let last = Self.row("a", "A", category: 1, score: 9)
         let within = try Self.step(&results, [.upsert(last)])
-        #expect(within.rowChanges == [.move(id: "a", from: ListIndexPath(0, 0), to: ListIndexPath(0, 2), element: last, changed: ["score"])])
+        #expect(
+            within.rowChanges == [
+                .move(id: "a", from: ListIndexPath(0, 0), to: ListIndexPath(0, 2), element: last, changed: ["score"])
+            ])
 
         let across = Self.row("c", "C", category: 2, score: 0)
         let moved = try Self.step(&results, [.upsert(across)])
-        #expect(moved.rowChanges == [.move(id: "c", from: ListIndexPath(0, 1), to: ListIndexPath(1, 0), element: across, changed: ["category", "score"])])
+        #expect(
+            moved.rowChanges == [
+                .move(
+                    id: "c", from: ListIndexPath(0, 1), to: ListIndexPath(1, 0), element: across,
+                    changed: ["category", "score"])
+            ])
         #expect(results.object(at: ListIndexPath(1, 0)) == across)
         #expect(results.indexPath(for: "d") == ListIndexPath(1, 1))
     }
@@ -150,7 +171,12 @@ import Testing
         let retitled = Self.row("r1", "renamed", category: 1, score: 10)
         let moved = Self.row("r1", "renamed", category: 1, score: 35)
         let changes = try Self.step(&results, [.upsert(retitled), .upsert(moved)])
-        #expect(changes.rowChanges == [.move(id: "r1", from: ListIndexPath(0, 1), to: ListIndexPath(0, 3), element: moved, changed: ["score", "title"])])
+        #expect(
+            changes.rowChanges == [
+                .move(
+                    id: "r1", from: ListIndexPath(0, 1), to: ListIndexPath(0, 3), element: moved,
+                    changed: ["score", "title"])
+            ])
     }
 
     @Test("several changed rows: only those off the longest increasing run move; unchanged rows never move")
@@ -158,11 +184,13 @@ import Testing
         var results = try Self.results(order: "score")
         _ = results.reset(rows: (0..<6).map { Self.row("r\($0)", "T", category: 1, score: $0 * 10) })
         // r0 jumps to the end; r1..r3 shift within their gaps; r4, r5 untouched.
-        let changes = try Self.step(&results, [
-            .upsert(Self.row("r0", "T", category: 1, score: 99)),
-            .upsert(Self.row("r1", "T", category: 1, score: 11)),
-            .upsert(Self.row("r2", "T", category: 1, score: 21)),
-        ])
+        let changes = try Self.step(
+            &results,
+            [
+                .upsert(Self.row("r0", "T", category: 1, score: 99)),
+                .upsert(Self.row("r1", "T", category: 1, score: 11)),
+                .upsert(Self.row("r2", "T", category: 1, score: 21)),
+            ])
         #expect(changes.counts.moves == 1)
         #expect(changes.counts.updates == 2)
         #expect(changes.rowChanges.allSatisfy { ["r0", "r1", "r2"].contains($0.id) })
@@ -173,7 +201,9 @@ import Testing
     @Test("the first row of a value creates its section, the last one deletes it")
     func sectionLifecycle() throws {
         var results = try Self.results(order: "-category,title", sectionKey: "category")
-        _ = results.reset(rows: [Self.row("a", "A", category: 1, score: 0), Self.row("n", "N", category: nil, score: 0)])
+        _ = results.reset(rows: [
+            Self.row("a", "A", category: 1, score: 0), Self.row("n", "N", category: nil, score: 0),
+        ])
         #expect(results.sections.map(\.key) == [.int(1), .null])
 
         let first = Self.row("b", "B", category: 5, score: 0)
@@ -190,7 +220,12 @@ import Testing
         let both = try Self.step(&results, [.upsert(renumbered)])
         #expect(both.deletedSections == [0])
         #expect(both.insertedSections == [SectionInsertion(index: 0, key: .int(3), name: "3")])
-        #expect(both.rowChanges == [.move(id: "b", from: ListIndexPath(0, 0), to: ListIndexPath(0, 0), element: renumbered, changed: ["category"])])
+        #expect(
+            both.rowChanges == [
+                .move(
+                    id: "b", from: ListIndexPath(0, 0), to: ListIndexPath(0, 0), element: renumbered,
+                    changed: ["category"])
+            ])
         #expect(results.sections.map(\.name) == ["3", ""])
     }
 
@@ -205,7 +240,10 @@ import Testing
 
         let top = Self.row("t", "T", category: 1, score: -1)
         let pushed = try Self.step(&results, [.upsert(top)])
-        #expect(pushed.rowChanges == [.delete(id: "r2", from: ListIndexPath(0, 2)), .insert(id: "t", to: ListIndexPath(0, 0), element: top)])
+        #expect(
+            pushed.rowChanges == [
+                .delete(id: "r2", from: ListIndexPath(0, 2)), .insert(id: "t", to: ListIndexPath(0, 0), element: top),
+            ])
         #expect(results.row(id: "r2") == nil)
 
         let pulled = try Self.step(&results, [.delete(id: "t"), .delete(id: "r0")])
@@ -231,7 +269,9 @@ import Testing
         var subscription = try Self.results("score < 50", order: "score")
         var narrowed = try Self.results("flag == true", order: "category,title", sectionKey: "category")
         var cache: [String: Row] = [:]
-        let initial = (0..<8).map { Self.row("r\($0)", "T\(7 - $0)", category: $0 % 3, score: $0 * 10, flag: $0 % 2 == 0) }
+        let initial = (0..<8).map {
+            Self.row("r\($0)", "T\(7 - $0)", category: $0 % 3, score: $0 * 10, flag: $0 % 2 == 0)
+        }
         _ = subscription.reset(rows: initial)
         for row in subscription.rows { cache[row.id] = row }
         _ = narrowed.reset(rows: Array(cache.values))

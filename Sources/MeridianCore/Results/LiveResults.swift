@@ -4,12 +4,14 @@
 // sectioned and limited, turning each batch of row mutations into one fetched-results-controller change set.
 //
 // Structures, and what they cost per matching row (beyond the `Row` value itself, whose id and attribute dictionary
-// are shared, not copied):
-// - `rows`, an order-statistic treap over the rows (`OrderStatisticTree<Row>`): the `Row?` slot (24 bytes, the Row's
-//   own inline size) plus left/right/size links (12 bytes);
+// are shared with the cache, not copied):
+// - `tree`, an order-statistic treap over the rows (`OrderStatisticTree<Row>`): the `Row?` slot (24 bytes, the Row's
+//   own inline size) plus left/right/size links (12 bytes): 36 bytes;
 // - `slots`, id → slot (`[String: Int32]`): 20 bytes a bucket at a load factor of 3/8 to 3/4, so 27–53 bytes;
-// - sections: a treap of distinct section values and a value → count dictionary, per section, not per row.
-// So about 63–89 bytes per row plus array growth slack; the benchmark reports what the process really gained.
+// - sections: a treap of distinct section values weighted by their row counts (so a section's row offset is
+//   O(log sections)) and a value → count dictionary: per section, not per row.
+// So 63–89 bytes per row, plus array growth slack; `indexBytes` measures it by capacity (82–104 bytes per row in
+// the benchmark at 10^4–10^6 rows).
 //
 // Every read below is O(log n) except those that return O(n) things (`rows`, `snapshot`) or one entry per section
 // (`sections`).
@@ -76,7 +78,8 @@ public struct LiveResults: Sendable {
     ///
     /// - Parameters:
     ///   - predicate: Rows must match it to be in the results; defaults to every row.
-    ///   - order: The order of the rows, already checked against the entity (``RowOrder/checked(against:sectionKey:)``).
+    ///   - order: The order of the rows, already checked against the entity
+    ///     (``RowOrder/checked(against:sectionKey:)``).
     ///   - sectionKey: The attribute to section by; it must be the first sort key.
     ///   - limit: The most rows to show, or `nil` for all of them.
     ///   - sectionName: The display name of a section value; defaults to ``Value/displayText``.

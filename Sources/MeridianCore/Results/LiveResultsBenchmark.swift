@@ -125,8 +125,18 @@ package enum LiveResultsBenchmark {
         for _ in 0..<requeries {
             _ = makeMutations(1)
             requeryTime += clock.measure {
-                let order = results.order
-                let matching = data.filter { predicate.evaluate($0) }.sorted { order.compare($0, $1) < 0 }
+                // The fastest honest re-query: filter, then sort on extracted key values.
+                let keys = results.sortKeys
+                let matching = data.filter { predicate.evaluate($0) }
+                    .map { row in (keys: keys.map { row[$0.attribute] }, row: row) }
+                    .sorted { a, b in
+                        for i in keys.indices {
+                            let c = Value.compare(a.keys[i], b.keys[i])
+                            if c != 0 { return keys[i].ascending ? c < 0 : c > 0 }
+                        }
+                        return false
+                    }
+                    .map(\.row)
                 var sections: [ListSection<Row>] = []
                 for row in matching {
                     let key = row["category"]
