@@ -1,0 +1,252 @@
+// MARK: - Applying a batch
+//
+// One batch of k mutations becomes one change set in O(k log n + k log k), never by re-running the query:
+//
+// 1. Last mutation per id wins. Each id gets its old image (if it matched) and its new image (if the after-image
+//    matches the predicate); ids that neither matched nor match, and rows whose image did not change, drop out.
+// 2. Before touching the tree: the old rank of every touched row. With a limit, also up to k untouched rows on each
+//    side of the window's edge: untouched rows keep their relative order, so the only untouched rows that can enter
+//    or leave the window are the first k beyond it and the last k inside it.
+// 3. Mutate the tree and the section counts; then the new rank of every row gathered so far.
+// 4. Rows inside the old window only are deletes, inside the new window only inserts. Unchanged rows in both never
+//    move. A changed row in both stays in place (an update) when it kept its section and the same number of unchanged
+//    survivors before it ("its gap"), and is on a longest increasing subsequence of new ranks among such rows taken
+//    in old order; every other changed row in both windows is a move. Sections whose visible row count went from
+//    zero to more are inserted, from more to zero deleted; their rows are necessarily all inserts, deletes or moves,
+//    which is the completeness the validator checks.
+
+extension LiveResults {
+    /// A row whose position may change in this batch.
+    private struct Entry {
+        var id: String
+        /// The row before the batch, if it matched.
+        var oldRow: Row?
+        /// The row after the batch, if it matches.
+        var newRow: Row?
+        /// Whether the batch changed the row (otherwise it is an untouched row at the window's edge).
+        var touched: Bool
+        var oldRank = 0
+        var newRank = 0
+        var oldPath: ListIndexPath?
+        var newPath: ListIndexPath?
+
+        /// A row shown before and after whose value did not change.
+        var isUnchangedSurvivor: Bool { !self.touched && self.oldPath != nil && self.newPath != nil }
+    }
+
+    /// Applies one commit's mutations and returns the change set from the results before to the results after.
+    ///
+    /// Membership is decided from each after-image: an upsert of a row that matches the predicate inserts or
+    /// updates it, an upsert of a row that does not match removes it if it was there, and a delete removes it. When
+    /// one id appears more than once, the last mutation wins. All old paths in the change set address the results
+    /// before the call, all new paths the results after it.
+    ///
+    /// ```swift
+    /// let changes = results.apply([.upsert(row), .delete(id: "9")])
+    /// tableView.performBatchUpdates(changes)
+    /// ```
+    ///
+    /// - Parameter mutations: The changed rows of one commit, in commit order.
+    /// - Returns: The change set in canonical order (empty when nothing shown changed). Costs O(k log n) for k
+    ///   mutations and n matching rows.
+    public mutating func apply(_ mutations: [RowMutation]) -> ChangeSet<Row> {
+        var entries = self.touchedEntries(mutations)
+        guard !entries.isEmpty else { return ChangeSet() }
+        let touchedCount = entries.count
+
+        // Old state.
+        let oldVisible = self.visibleCount
+        for i in entries.indices {
+            if let old = entries[i].oldRow { entries[i].oldRank = self.rank(of: old) }
+        }
+        if self.limit != nil {
+            entries += self.windowEdgeEntries(touched: Set(entries.map(\.id)), limit: touchedCount)
+        }
+        var placements: [Value: (old: SectionPlacement, new: SectionPlacement)] = [:]
+        for entry in entries {
+            for row in [entry.oldRow, entry.newRow] {
+                guard let row else { continue }
+                let key = self.sectionValue(of: row)
+                if placements[key] == nil {
+                    let old = self.sectionPlacement(key)
+                    placements[key] = (old, old)
+                }
+            }
+        }
+        for i in entries.indices where entries[i].oldRow != nil && entries[i].oldRank < oldVisible {
+            let old = placements[self.sectionValue(of: entries[i].oldRow!)]!.old
+            entries[i].oldPath = ListIndexPath(old.index, entries[i].oldRank - old.offset)
+        }
+
+        // Mutate.
+        for entry in entries where entry.touched {
+            guard let old = entry.oldRow else { continue }
+            self.tree.remove(ordering: self.ordering(of: old))
+            self.slots[entry.id] = nil
+            self.removeFromSection(old)
+        }
+        for entry in entries where entry.touched {
+            guard let new = entry.newRow else { continue }
+            self.slots[entry.id] = self.tree.insert(new, ordering: self.ordering(of: new))
+            self.addToSection(new)
+        }
+
+        // New state.
+        let newVisible = self.visibleCount
+        for key in placements.keys { placements[key]!.new = self.sectionPlacement(key) }
+        for i in entries.indices {
+            guard let new = entries[i].newRow else { continue }
+            entries[i].newRank = self.rank(of: new)
+            if entries[i].newRank < newVisible {
+                let placement = placements[self.sectionValue(of: new)]!.new
+                entries[i].newPath = ListIndexPath(placement.index, entries[i].newRank - placement.offset)
+            }
+        }
+
+        var changes = ChangeSet<Row>()
+        if self.sectionKey != nil {
+            for (key, placement) in placements {
+                let wasShown = placement.old.visibleCount > 0
+                let isShown = placement.new.visibleCount > 0
+                if wasShown && !isShown { changes.deletedSections.append(placement.old.index) }
+                if isShown && !wasShown {
+                    changes.insertedSections.append(
+                        SectionInsertion(index: placement.new.index, key: key, name: self.sectionName(key)))
+                }
+            }
+        }
+        changes.rowChanges = self.rowChanges(entries)
+        return changes.canonicalized()
+    }
+
+    // MARK: - Steps
+
+    /// Step 1: the last mutation of each id, with its old and new images, dropping those that change nothing shown.
+    private func touchedEntries(_ mutations: [RowMutation]) -> [Entry] {
+        var position: [String: Int] = [:]
+        var latest: [RowMutation] = []
+        for mutation in mutations {
+            if let p = position[mutation.id] {
+                latest[p] = mutation
+            } else {
+                position[mutation.id] = latest.count
+                latest.append(mutation)
+            }
+        }
+        var entries: [Entry] = []
+        entries.reserveCapacity(latest.count)
+        for mutation in latest {
+            let old = self.slots[mutation.id].map { self.tree[$0] }
+            var new: Row?
+            if case .upsert(let row) = mutation, self.predicate.evaluate(row) { new = row }
+            switch (old, new) {
+            case (nil, nil):
+                continue
+            case (let old?, let new?) where old == new && new.changedAttributes(from: old).isEmpty:
+                continue
+            default:
+                entries.append(Entry(id: mutation.id, oldRow: old, newRow: new, touched: true))
+            }
+        }
+        return entries
+    }
+
+    /// Step 2: up to `limit` untouched rows just inside the window and up to `limit` just beyond it, with their old
+    /// ranks. Untouched rows keep their image, so their new image is their old one.
+    private func windowEdgeEntries(touched: Set<String>, limit: Int) -> [Entry] {
+        let edge = self.visibleCount
+        var result: [Entry] = []
+        var inside = 0
+        var rank = edge - 1
+        while inside < limit, rank >= 0 {
+            let row = self.tree.element(at: rank)
+            if !touched.contains(row.id) {
+                result.append(Entry(id: row.id, oldRow: row, newRow: row, touched: false, oldRank: rank))
+                inside += 1
+            }
+            rank -= 1
+        }
+        var beyond = 0
+        rank = edge
+        while beyond < limit, rank < self.tree.count {
+            let row = self.tree.element(at: rank)
+            if !touched.contains(row.id) {
+                result.append(Entry(id: row.id, oldRow: row, newRow: row, touched: false, oldRank: rank))
+                beyond += 1
+            }
+            rank += 1
+        }
+        return result
+    }
+
+    /// Step 4: deletes, inserts, moves and updates from the entries' old and new paths.
+    private func rowChanges(_ entries: [Entry]) -> [ChangeSet<Row>.RowChange] {
+        var changes: [ChangeSet<Row>.RowChange] = []
+        // Ranks of the rows shown before (after) that are not unchanged survivors, sorted: the rows that do not
+        // count towards a changed survivor's gap.
+        var oldOthers: [Int] = []
+        var newOthers: [Int] = []
+        var changedSurvivors: [Int] = []
+        for (i, entry) in entries.enumerated() {
+            switch (entry.oldPath, entry.newPath) {
+            case (let from?, nil):
+                changes.append(.delete(id: entry.id, from: from))
+                oldOthers.append(entry.oldRank)
+            case (nil, let to?):
+                changes.append(.insert(id: entry.id, to: to, element: entry.newRow!))
+                newOthers.append(entry.newRank)
+            case (_?, _?) where entry.touched:
+                changedSurvivors.append(i)
+                oldOthers.append(entry.oldRank)
+                newOthers.append(entry.newRank)
+            default:
+                break  // unchanged in both, or shown in neither
+            }
+        }
+        guard !changedSurvivors.isEmpty else { return changes }
+        oldOthers.sort()
+        newOthers.sort()
+
+        // Changed survivors that may stay in place: same section, same gap. Taken in old order, those whose new
+        // ranks increase stay; the rest move.
+        var candidates: [Int] = []
+        for i in changedSurvivors {
+            let entry = entries[i]
+            let sameSection =
+                self.sectionKey == nil
+                || Value.compare(self.sectionValue(of: entry.oldRow!), self.sectionValue(of: entry.newRow!)) == 0
+            let oldGap = entry.oldRank - Self.countLess(than: entry.oldRank, in: oldOthers)
+            let newGap = entry.newRank - Self.countLess(than: entry.newRank, in: newOthers)
+            if sameSection && oldGap == newGap { candidates.append(i) }
+        }
+        candidates.sort { entries[$0].oldRank < entries[$1].oldRank }
+        let stays = longestIncreasingSubsequenceMask(candidates.map { entries[$0].newRank })
+        var staying = Set<Int>()
+        for (k, i) in candidates.enumerated() where stays[k] { staying.insert(i) }
+
+        for i in changedSurvivors {
+            let entry = entries[i]
+            let new = entry.newRow!
+            let changed = new.changedAttributes(from: entry.oldRow!)
+            if staying.contains(i) {
+                changes.append(
+                    .update(id: entry.id, from: entry.oldPath!, to: entry.newPath!, element: new, changed: changed))
+            } else {
+                changes.append(
+                    .move(id: entry.id, from: entry.oldPath!, to: entry.newPath!, element: new, changed: changed))
+            }
+        }
+        return changes
+    }
+
+    /// The number of elements of a sorted array less than `value`.
+    private static func countLess(than value: Int, in sorted: [Int]) -> Int {
+        var low = 0
+        var high = sorted.count
+        while low < high {
+            let mid = (low + high) / 2
+            if sorted[mid] < value { low = mid + 1 } else { high = mid }
+        }
+        return low
+    }
+}

@@ -1,0 +1,254 @@
+import Testing
+
+@testable import MeridianCore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+// MARK: - Randomized batches against a from-scratch query
+
+extension LiveResultsTests {
+    /// SplitMix64: small, fast and seedable, so a failure replays from `MERIDIAN_SEED`.
+    struct SplitMix64: RandomNumberGenerator {
+        private var state: UInt64
+
+        init(seed: UInt64) { self.state = seed }
+
+        mutating func next() -> UInt64 {
+            self.state &+= 0x9E37_79B9_7F4A_7C15
+            var z = self.state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+
+        /// The seed from `MERIDIAN_SEED`, or a random one.
+        static func seed() -> UInt64 {
+            if let text = getenv("MERIDIAN_SEED"), let seed = UInt64(String(cString: text)) { return seed }
+            return UInt64.random(in: 0...UInt64.max)
+        }
+    }
+
+    /// Random `Item` rows and batches of mutations over a small pool of ids, so ids collide often.
+    struct Generator {
+        var rng: SplitMix64
+        let ids: [String]
+
+        init(seed: UInt64, idCount: Int) {
+            self.rng = SplitMix64(seed: seed)
+            self.ids = (0..<idCount).map { "r\($0)" }
+        }
+
+        mutating func int(_ range: ClosedRange<Int>) -> Int { Int.random(in: range, using: &self.rng) }
+        mutating func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &self.rng) < p }
+
+        mutating func category() -> Value { self.chance(0.15) ? .null : .int(Int64(self.int(0...4))) }
+        mutating func flag() -> Value { self.chance(0.2) ? .null : .bool(self.chance(0.5)) }
+        mutating func title() -> Value { .string(["", "a", "B", "b", "é", "zz"][self.int(0...5)]) }
+        mutating func score() -> Value { .int(Int64(self.int(0...40))) }
+
+        mutating func freshRow(id: String) -> Row {
+            Row(
+                id: id,
+                values: [
+                    "title": self.title(), "category": self.category(), "score": self.score(), "flag": self.flag(),
+                ]
+            )
+        }
+
+        /// One attribute of `row` changed at random (sometimes to the same value).
+        mutating func tweak(_ row: Row) -> Row {
+            var row = row
+            switch self.int(0...3) {
+            case 0: row["title"] = self.title()
+            case 1: row["category"] = self.category()
+            case 2: row["score"] = self.score()
+            default: row["flag"] = self.flag()
+            }
+            return row
+        }
+
+        /// A batch of 1 to 12 mutations over `data`: inserts, updates (tweaks and rewrites), deletes, no-op updates
+        /// and repeated ids.
+        mutating func batch(over data: [String: Row]) -> [RowMutation] {
+            var batch: [RowMutation] = []
+            var view = data
+            for _ in 0..<self.int(self.chance(0.1) ? 8...24 : 1...5) {
+                let id = self.ids[self.int(0...self.ids.count - 1)]
+                let mutation: RowMutation
+                if let existing = view[id] {
+                    switch self.int(0...9) {
+                    case 0...4: mutation = .upsert(self.tweak(existing))
+                    case 5: mutation = .upsert(self.freshRow(id: id))
+                    case 6: mutation = .upsert(existing)  // no-op
+                    default: mutation = .delete(id: id)
+                    }
+                } else {
+                    mutation = self.chance(0.9) ? .upsert(self.freshRow(id: id)) : .delete(id: id)
+                }
+                if case .upsert(let row) = mutation { view[id] = row } else { view[id] = nil }
+                batch.append(mutation)
+                if self.chance(0.1) { batch.append(mutation) }  // the same mutation twice
+            }
+            return batch
+        }
+    }
+
+    /// What the results must show: the data filtered, sorted, cut to the limit and sectioned, from scratch.
+    static func expected(_ data: [String: Row], like results: LiveResults) -> SectionedList<Row> {
+        let rows = data.values.filter { results.predicate.evaluate($0) }
+            .sorted { results.order.compare($0, $1) < 0 }
+            .prefix(results.limit ?? Int.max)
+        guard let sectionKey = results.sectionKey else { return SectionedList(unsectioned: Array(rows)) }
+        var sections: [ListSection<Row>] = []
+        for row in rows {
+            let key = row[sectionKey]
+            if let last = sections.last, Value.compare(last.key, key) == 0 {
+                sections[sections.count - 1].elements.append(row)
+            } else {
+                sections.append(ListSection(key: key, name: key.displayText, elements: [row]))
+            }
+        }
+        return SectionedList(sections: sections)
+    }
+
+    /// A results configuration for the randomized test.
+    struct Configuration: Sendable, CustomStringConvertible {
+        var predicate: String
+        var order: String
+        var sectionKey: String?
+        var limit: Int?
+        var description: String {
+            let limit = self.limit.map(String.init) ?? "-"
+            return "\(self.predicate) by \(self.order) section \(self.sectionKey ?? "-") limit \(limit)"
+        }
+    }
+
+    static let configurations: [Configuration] = [
+        Configuration(predicate: "score < 30 OR flag == true", order: "score,-title", sectionKey: nil, limit: nil),
+        Configuration(predicate: "flag != false", order: "category,-score", sectionKey: "category", limit: nil),
+        Configuration(predicate: "score >= 5", order: "-category,title", sectionKey: "category", limit: 12),
+        Configuration(
+            predicate: "title BEGINSWITH[cd] \"b\" OR score > 10", order: "-score", sectionKey: nil, limit: 7),
+    ]
+
+    @Test(
+        "random batches: results equal a from-scratch query, and each change set validates and applies",
+        arguments: 0..<4)
+    func randomBatches(configurationIndex: Int) throws {
+        let configuration = Self.configurations[configurationIndex]
+        let seed = SplitMix64.seed() &+ UInt64(configurationIndex)
+        var generator = Generator(seed: seed, idCount: 45)
+        var results = try Self.results(
+            configuration.predicate,
+            order: configuration.order,
+            sectionKey: configuration.sectionKey,
+            limit: configuration.limit
+        )
+        var data: [String: Row] = [:]
+        var shown = results.snapshot
+        let context = "MERIDIAN_SEED=\(seed &- UInt64(configurationIndex)) configuration \(configuration)"
+        // What the run exercised, so a generator that drifts into triviality fails the test.
+        var seen = (deletes: 0, inserts: 0, moves: 0, updates: 0, sectionInserts: 0, sectionDeletes: 0)
+
+        for index in 0..<10_000 {
+            // Occasionally a fresh snapshot, as after a reconnect.
+            if index % 1_000 == 999 {
+                data = [:]
+                for id in generator.ids where generator.chance(0.6) { data[id] = generator.freshRow(id: id) }
+                let changes = results.reset(rows: Array(data.values))
+                let after = results.snapshot
+                try #require(after == Self.expected(data, like: results), "\(context) reset \(index)")
+                try changes.validate(old: shown, new: after)
+                shown = after
+                continue
+            }
+            let batch = generator.batch(over: data)
+            for mutation in batch {
+                if case .upsert(let row) = mutation { data[row.id] = row } else { data[mutation.id] = nil }
+            }
+            let changes = results.apply(batch)
+            let after = results.snapshot
+            let expected = Self.expected(data, like: results)
+            guard after == expected else {
+                Issue.record(
+                    "\(context) batch \(index): results differ\nbatch: \(batch)\ngot: \(after)\nwant: \(expected)")
+                return
+            }
+            do {
+                try changes.validate(oldSectionCounts: shown.sectionCounts, newSectionCounts: after.sectionCounts)
+                let applied = try shown.applying(changes)
+                guard applied == after else {
+                    Issue.record("\(context) batch \(index): applying gives\n\(applied)\nnot\n\(after)\n\(changes)")
+                    return
+                }
+            } catch {
+                Issue.record("\(context) batch \(index): \(error)\nbatch: \(batch)\nchanges: \(changes)\nold: \(shown)")
+                return
+            }
+            let counts = changes.counts
+            seen.deletes += counts.deletes
+            seen.inserts += counts.inserts
+            seen.moves += counts.moves
+            seen.updates += counts.updates
+            seen.sectionInserts += changes.insertedSections.count
+            seen.sectionDeletes += changes.deletedSections.count
+            try Self.checkMinimality(changes, old: shown, batch: batch, context: "\(context) batch \(index)")
+            try Self.checkReads(
+                results, expected: expected, generator: &generator, context: "\(context) batch \(index)")
+            shown = after
+        }
+        #expect(seen.deletes > 100 && seen.inserts > 100 && seen.moves > 100 && seen.updates > 100, "\(seen)")
+        if configuration.sectionKey != nil {
+            #expect(seen.sectionInserts > 10 && seen.sectionDeletes > 10, "\(seen)")
+        }
+        print("LiveResults random \(configuration): \(seen)")
+    }
+
+    /// Only rows the batch changed move or update; a batch of no-ops changes nothing.
+    static func checkMinimality(
+        _ changes: ChangeSet<Row>,
+        old: SectionedList<Row>,
+        batch: [RowMutation],
+        context: String
+    ) throws {
+        let touched = Set(batch.map(\.id))
+        for change in changes.rowChanges {
+            switch change {
+            case .move(let id, let from, _, let element, _), .update(let id, let from, _, let element, _):
+                try #require(touched.contains(id), "\(context): untouched row \(id) reported as \(change)")
+                try #require(old[from] != element || !change.changed.isEmpty, "\(context): unchanged \(change)")
+            case .delete, .insert:
+                break
+            }
+        }
+    }
+
+    /// `count`, `sections`, `indexPath(for:)`, `object(at:)` and `row(id:)` agree with the expected list.
+    static func checkReads(
+        _ results: LiveResults,
+        expected: SectionedList<Row>,
+        generator: inout Generator,
+        context: String
+    ) throws {
+        try #require(results.count == expected.count, "\(context): count")
+        try #require(results.sections.map(\.count) == expected.sectionCounts, "\(context): section counts")
+        var paths: [String: ListIndexPath] = [:]
+        for (s, section) in expected.sections.enumerated() {
+            for (r, row) in section.elements.enumerated() { paths[row.id] = ListIndexPath(s, r) }
+        }
+        for _ in 0..<3 {
+            let id = generator.ids[generator.int(0...generator.ids.count - 1)]
+            try #require(results.indexPath(for: id) == paths[id], "\(context): indexPath(for: \(id))")
+            if let path = paths[id] {
+                try #require(results.object(at: path).id == id, "\(context): object(at: \(path))")
+                try #require(results.row(id: id) == expected[path], "\(context): row(id: \(id))")
+            } else {
+                try #require(results.row(id: id) == nil, "\(context): row(id: \(id)) beyond the results")
+            }
+        }
+    }
+}

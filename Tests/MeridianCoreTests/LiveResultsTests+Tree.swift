@@ -1,0 +1,106 @@
+import Testing
+
+@testable import MeridianCore
+
+// MARK: - The order-statistic tree alone
+
+extension LiveResultsTests {
+    @Test("order-statistic tree: random inserts and removes agree with a sorted array on rank and element(at:)")
+    func treeAgainstSortedArray() {
+        let seed = SplitMix64.seed()
+        var rng = SplitMix64(seed: seed)
+        var tree = OrderStatisticTree<Int> { $0 < $1 ? -1 : ($0 > $1 ? 1 : 0) }
+        var reference: [Int] = []
+        for step in 0..<20_000 {
+            let value = Int.random(in: 0..<2_000, using: &rng)
+            let index = reference.partitionPoint { $0 >= value }
+            let present = index < reference.count && reference[index] == value
+            if present {
+                #expect(tree.remove(value) == value)
+                reference.remove(at: index)
+            } else if Bool.random(using: &rng) || reference.isEmpty {
+                tree.insert(value)
+                reference.insert(value, at: index)
+            } else {
+                #expect(tree.remove(value) == nil)
+            }
+            guard tree.count == reference.count else {
+                Issue.record("MERIDIAN_SEED=\(seed) step \(step): count \(tree.count), want \(reference.count)")
+                return
+            }
+            #expect(tree.rank(of: value) == index, "MERIDIAN_SEED=\(seed) step \(step)")
+            if !reference.isEmpty {
+                let r = Int.random(in: 0..<reference.count, using: &rng)
+                #expect(tree.element(at: r) == reference[r], "MERIDIAN_SEED=\(seed) step \(step)")
+                #expect(tree.rank(of: reference[r]) == r, "MERIDIAN_SEED=\(seed) step \(step)")
+                let bound = Int.random(in: 0..<2_000, using: &rng)
+                #expect(tree.partitionRank { $0 < bound } == reference.partitionPoint { $0 >= bound })
+            }
+            if step % 1_000 == 0 {
+                #expect(tree.prefix(Int.max) == reference, "MERIDIAN_SEED=\(seed) step \(step)")
+                #expect(tree.prefix(3) == Array(reference.prefix(3)))
+            }
+        }
+    }
+
+    @Test("weighted tree: weight(where:) sums the weights before a bound, through inserts, removes and addWeight")
+    func weightedTree() {
+        let seed = SplitMix64.seed()
+        var rng = SplitMix64(seed: seed)
+        var tree = OrderStatisticTree<Int>(weighted: true) { $0 < $1 ? -1 : ($0 > $1 ? 1 : 0) }
+        var reference: [Int: Int] = [:]
+        for step in 0..<5_000 {
+            let key = Int.random(in: 0..<300, using: &rng)
+            let compareKey: (Int) -> Int = { key < $0 ? -1 : (key > $0 ? 1 : 0) }
+            if let weight = reference[key] {
+                if Bool.random(using: &rng) {
+                    tree.remove(key)
+                    reference[key] = nil
+                } else {
+                    let delta = Int.random(in: -weight...5, using: &rng)
+                    tree.addWeight(delta, ordering: compareKey)
+                    reference[key] = weight + delta
+                }
+            } else {
+                let weight = Int.random(in: 0...9, using: &rng)
+                tree.insert(key, weight: weight)
+                reference[key] = weight
+            }
+            let bound = Int.random(in: 0..<300, using: &rng)
+            let expected = reference.filter { $0.key < bound }.values.reduce(0, +)
+            guard tree.weight(where: { $0 < bound }) == expected else {
+                Issue.record("MERIDIAN_SEED=\(seed) step \(step): weight before \(bound)")
+                return
+            }
+        }
+    }
+
+    @Test("order-statistic tree: appending sorted input builds the same set, and slots are reused")
+    func treeAppend() {
+        var tree = OrderStatisticTree<Int> { $0 < $1 ? -1 : ($0 > $1 ? 1 : 0) }
+        for i in 0..<1_000 { tree.append(i * 2) }
+        #expect(tree.prefix(Int.max) == (0..<1_000).map { $0 * 2 })
+        #expect(tree.rank(of: 501) == 251)
+        let slot = tree.insert(501)
+        #expect(tree[slot] == 501)
+        tree.remove(501)
+        let reused = tree.insert(-1)
+        #expect(reused == slot)
+        #expect(tree.element(at: 0) == -1)
+        tree.removeAll()
+        #expect(tree.isEmpty && tree.count == 0)
+    }
+}
+
+extension Array {
+    /// The first index whose element satisfies `belongsInSecondPartition` (which must be monotone).
+    fileprivate func partitionPoint(where belongsInSecondPartition: (Element) -> Bool) -> Int {
+        var low = 0
+        var high = self.count
+        while low < high {
+            let mid = (low + high) / 2
+            if belongsInSecondPartition(self[mid]) { high = mid } else { low = mid + 1 }
+        }
+        return low
+    }
+}
