@@ -396,3 +396,23 @@ struct SectionPlacement {
     var offset: Int
     var visibleCount: Int
 }
+
+// MARK: - From a fetch request
+
+extension LiveResults {
+    /// Creates the engine for a bound fetch request: its predicate, order, section key and limit.
+    ///
+    /// - Throws: ``PredicateError`` when the limit is negative (binding already checked the section key).
+    public init(
+        _ request: BoundFetchRequest,
+        sectionName: @escaping @Sendable (Value) -> String = { $0.displayText }
+    ) throws(PredicateError) {
+        try self.init(
+            predicate: request.predicate,
+            order: request.order,
+            sectionKey: request.sectionKey,
+            limit: request.limit,
+            sectionName: sectionName
+        )
+    }
+}
