@@ -169,7 +169,7 @@ struct ControllerTests {
             Issue.record("expected a type error")
         } catch let error as ClientError {
             #expect(error.code == .badPredicate)
-            #expect(error.position == 0)
+            #expect(error.position == 9, "the position of the literal that does not fit")
         }
     }
 }

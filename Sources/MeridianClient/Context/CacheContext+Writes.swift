@@ -78,7 +78,12 @@ struct OverlayOperation {
 
     private static func merge(_ values: [String: Value], into row: inout Row) {
         for (name, value) in values {
-            row.values[name] = value.isNull ? nil : value
+            // Not `value.isNull ? nil : value`: `Value` is expressible by `nil`, which would store `.null`.
+            if value.isNull {
+                row.values.removeValue(forKey: name)
+            } else {
+                row.values[name] = value
+            }
         }
     }
 

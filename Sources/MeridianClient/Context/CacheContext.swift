@@ -208,9 +208,9 @@ public actor CacheContext {
     /// Removes a controller; the last controller of a subscription unsubscribes it and drops its rows.
     func unregisterController(_ id: UInt64) {
         guard let record = self.controllers.removeValue(forKey: id) else { return }
-        self.view.withLock { state in
-            state.engines.removeValue(forKey: id)?.finish(throwing: nil)
-        }
+        // Finish outside the lock: a stream's termination handler takes the lock to unregister itself.
+        let box = self.view.withLock { state in state.engines.removeValue(forKey: id) }
+        box?.finish(throwing: nil)
         guard var subscription = self.subscriptions[record.subscriptionID] else { return }
         subscription.controllerCount -= 1
         self.subscriptions[record.subscriptionID] = subscription
@@ -355,6 +355,11 @@ public actor CacheContext {
     /// Adds (or refreshes) a server row as a member of a subscription.
     func storeRow(_ row: Row, version: Int64, in subscriptionID: String, work: inout CommitWork) {
         guard var subscription = self.subscriptions[subscriptionID] else { return }
+        var row = row
+        if row.values.values.contains(where: \.isNull) {
+            // An explicit null reads like an absent value; store one form so equal rows compare equal.
+            row.values = row.values.filter { !$0.value.isNull }
+        }
         let entity = subscription.entity
         let isNewMember = subscription.members.insert(row.id).inserted
         if isNewMember {
@@ -498,13 +503,20 @@ public actor CacheContext {
     /// Ends a subscription's controllers with an error (its Subscribe was rejected).
     func failControllers(of subscriptionID: String, with error: ClientError) {
         let ids = self.controllers.filter { $0.value.subscriptionID == subscriptionID }.map(\.key)
-        self.view.withLock { state in
+        let sinks = self.view.withLock { state in
+            var sinks: [AsyncThrowingStream<RawChange, any Error>.Continuation] = []
             for id in ids {
                 guard let box = state.engines[id] else { continue }
                 box.error = error
-                box.finish(throwing: error)
+                sinks += box.sinks.values
+                box.sinks = [:]
+                for waiter in box.loadWaiters { waiter.resume(throwing: error) }
+                box.loadWaiters = []
             }
+            return sinks
         }
+        // Finish outside the lock: a stream's termination handler takes the lock to unregister itself.
+        for sink in sinks { sink.finish(throwing: error) }
     }
 
     // MARK: - Inspection (tests, benchmarks)
