@@ -1,0 +1,116 @@
+// MARK: - GroupCommitter
+
+internal import GRDB
+internal import Synchronization
+
+/// Queues concurrent transactions and commits those that arrive while a commit is in progress together, in one
+/// SQLite transaction, each inside its own savepoint.
+///
+/// The hot path is one hop in (the caller's continuation is queued and, if no commit is running, a job is put on
+/// GRDB's writer queue) and one hop out (the continuation is resumed). A failing transaction rolls back only its
+/// savepoint and gets its own error; every successful one gets the commit's final `seq`.
+final class GroupCommitter: Sendable {
+    struct Pending: Sendable {
+        var operations: [PreparedOperation]
+        var policy: ConflictPolicy
+        var continuation: CheckedContinuation<CommitResult, any Error>
+    }
+
+    struct State {
+        var queue: [Pending] = []
+        var running = false
+    }
+
+    private let state = Mutex(State())
+    private let writer: any DatabaseWriter
+    private let maxBatch: Int
+    private let onCommit: @Sendable (Int64) -> Void
+
+    init(writer: any DatabaseWriter, maxBatch: Int, onCommit: @escaping @Sendable (Int64) -> Void) {
+        self.writer = writer
+        self.maxBatch = max(1, maxBatch)
+        self.onCommit = onCommit
+    }
+
+    func submit(_ operations: [PreparedOperation], policy: ConflictPolicy) async throws -> CommitResult {
+        try await withCheckedThrowingContinuation { continuation in
+            let start = self.state.withLock { state in
+                state.queue.append(Pending(operations: operations, policy: policy, continuation: continuation))
+                if state.running { return false }
+                state.running = true
+                return true
+            }
+            if start { self.schedule() }
+        }
+    }
+
+    /// Puts one drain job on the writer queue. Each job commits one batch and reschedules itself if more arrived,
+    /// so that other writes (pruning, migrations) interleave.
+    private func schedule() {
+        self.writer.asyncWriteWithoutTransaction { db in
+            let batch: [Pending] = self.state.withLock { state in
+                let n = min(self.maxBatch, state.queue.count)
+                let batch = Array(state.queue.prefix(n))
+                state.queue.removeFirst(n)
+                return batch
+            }
+            if !batch.isEmpty { self.commit(batch, db) }
+            let more = self.state.withLock { state in
+                if state.queue.isEmpty {
+                    state.running = false
+                    return false
+                }
+                return true
+            }
+            if more { self.schedule() }
+        }
+    }
+
+    private func commit(_ batch: [Pending], _ db: Database) {
+        var outcomes: [Result<[CommitResult.WrittenRow], any Error>] = []
+        outcomes.reserveCapacity(batch.count)
+        var seq: Int64 = 0
+        do {
+            try db.inTransaction(.immediate) {
+                for pending in batch {
+                    do {
+                        if batch.count == 1 {
+                            outcomes.append(
+                                .success(try TransactionExecutor.run(pending.operations, policy: pending.policy, db: db)))
+                        } else {
+                            var rows: [CommitResult.WrittenRow] = []
+                            try db.inSavepoint {
+                                rows = try TransactionExecutor.run(pending.operations, policy: pending.policy, db: db)
+                                return .commit
+                            }
+                            outcomes.append(.success(rows))
+                        }
+                    } catch {
+                        outcomes.append(.failure(error))
+                        if batch.count == 1 { return .rollback }
+                        // Some SQLite errors (disk full, I/O) abort the whole transaction: fail the batch.
+                        if !db.isInsideTransaction { throw error }
+                    }
+                }
+                seq = try Store.latestSeq(db)
+                return .commit
+            }
+        } catch {
+            outcomes = batch.indices.map { i in
+                if i < outcomes.count, case .failure = outcomes[i] { return outcomes[i] }
+                return .failure(error)
+            }
+        }
+        var committed = false
+        for (pending, outcome) in zip(batch, outcomes) {
+            switch outcome {
+            case .success(let rows):
+                committed = true
+                pending.continuation.resume(returning: CommitResult(seq: seq, rows: rows))
+            case .failure(let error):
+                pending.continuation.resume(throwing: StoreError.wrap(error, "the transaction failed"))
+            }
+        }
+        if committed { self.onCommit(seq) }
+    }
+}
