@@ -32,6 +32,22 @@ public struct Change: Sendable, Hashable {
     public var changedAttributes: [String]
     /// When the change was written.
     public var committedAt: Timestamp
+
+    /// Creates a change.
+    public init(
+        seq: Int64, entity: String, id: String, kind: Kind, version: Int64, before: Row?, after: Row?,
+        changedAttributes: [String], committedAt: Timestamp
+    ) {
+        self.seq = seq
+        self.entity = entity
+        self.id = id
+        self.kind = kind
+        self.version = version
+        self.before = before
+        self.after = after
+        self.changedAttributes = changedAttributes
+        self.committedAt = committedAt
+    }
 }
 
 // MARK: - ChangeBatch
@@ -48,6 +64,13 @@ public struct ChangeBatch: Sendable, Hashable {
     /// True when the limit cut the batch short; `throughSeq` may then be inside a commit, so read on before
     /// treating the state as committed.
     public var hasMore: Bool
+
+    /// Creates a batch.
+    public init(changes: [Change], throughSeq: Int64, hasMore: Bool) {
+        self.changes = changes
+        self.throughSeq = throughSeq
+        self.hasMore = hasMore
+    }
 }
 
 /// The answer to a request for the changes after a sequence number.
@@ -68,6 +91,13 @@ public struct Snapshot: Sendable, Hashable {
     public var versions: [Int64]
     /// The latest `seq` in the same read transaction: the rows are the query's result at `seq`.
     public var seq: Int64
+
+    /// Creates a snapshot.
+    public init(rows: [Row], versions: [Int64], seq: Int64) {
+        self.rows = rows
+        self.versions = versions
+        self.seq = seq
+    }
 }
 
 // MARK: - PruneResult
@@ -78,4 +108,10 @@ public struct PruneResult: Sendable, Hashable {
     public var prunedThrough: Int64
     /// How many changes this call removed.
     public var removed: Int
+
+    /// Creates a result.
+    public init(prunedThrough: Int64, removed: Int) {
+        self.prunedThrough = prunedThrough
+        self.removed = removed
+    }
 }

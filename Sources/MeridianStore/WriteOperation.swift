@@ -100,10 +100,24 @@ public struct CommitResult: Sendable, Hashable {
         public var kind: WriteOperation.Kind
         /// The row's version after the write (for a delete, the version of the deletion in the log).
         public var version: Int64
+
+        /// Creates a written-row record.
+        public init(entity: String, id: String, kind: WriteOperation.Kind, version: Int64) {
+            self.entity = entity
+            self.id = id
+            self.kind = kind
+            self.version = version
+        }
     }
 
     /// The sequence number of the SQLite commit the transaction was part of (the last `seq` of that commit).
     public var seq: Int64
     /// The written rows, in operation order.
     public var rows: [WrittenRow]
+
+    /// Creates a result.
+    public init(seq: Int64, rows: [WrittenRow]) {
+        self.seq = seq
+        self.rows = rows
+    }
 }
