@@ -3,8 +3,8 @@
 /// Parses the JSON row images the capture triggers write into `meridian_changes`.
 ///
 /// The triggers write one object per image, attribute name to value: integers as JSON integers, reals as JSON
-/// numbers with 17 significant digits (`printf('%!.17g')`, always with a `.` or an exponent, `±1e999` for
-/// infinities), text as JSON strings, blobs as `{"$blob": "HEX"}`, null as null. This parser reads exactly that, so
+/// numbers with 19 significant digits (`printf('%!.19g')`, always with a `.` or an exponent, `±1e999` for
+/// infinities; SQLite 3.40's printf is off by an ulp for ~0.2% of doubles at 17 digits, exact at 18 or more), text as JSON strings, blobs as `{"$blob": "HEX"}`, null as null. This parser reads exactly that, so
 /// every value round-trips bit for bit.
 enum ImageJSON {
     struct ParseError: Error, CustomStringConvertible {

@@ -98,7 +98,7 @@ enum StoreDDL {
         let c = "\(record).\(quoted(column))"
         return """
             CASE typeof(\(c)) WHEN 'real' THEN json(CASE WHEN \(c) > 1.7976931348623157e308 THEN '1e999' \
-            WHEN \(c) < -1.7976931348623157e308 THEN '-1e999' ELSE printf('%!.17g', \(c)) END) \
+            WHEN \(c) < -1.7976931348623157e308 THEN '-1e999' ELSE printf('%!.19g', \(c)) END) \
             WHEN 'blob' THEN json_object('$blob', hex(\(c))) ELSE \(c) END
             """
     }
