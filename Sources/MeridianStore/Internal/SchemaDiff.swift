@@ -41,14 +41,9 @@ enum SchemaDiff {
             let name = "\(e).\(attribute.name)"
             guard let previous = old.attribute(named: attribute.name) else {
                 let additive = !attribute.isRequiredOnInsert
-                var advice: String? = nil
-                if !additive {
-                    advice = "a new required attribute needs a default value for the rows that exist: give it one, or make it optional"
-                }
-                if let renamed = removed.first(where: { $0.type == attribute.type }) {
-                    let hint = "if '\(renamed.name)' was renamed to '\(attribute.name)': renames are not migrated; keep '\(renamed.name)', or copy the values by hand"
-                    advice = advice.map { "\($0); \(hint)" } ?? (additive ? nil : hint)
-                }
+                let advice: String? =
+                    additive
+                    ? nil : "the rows that exist need a value: give it a default, or make it optional"
                 out.append(
                     SchemaDifference(
                         kind: .attributeAdded, entity: e, member: attribute.name,
@@ -86,11 +81,15 @@ enum SchemaDiff {
             }
         }
         for attribute in removed {
+            var advice = "keep it in the schema (make it optional if it is no longer written), or migrate the file by hand"
+            if let renamed = new.attributes.first(where: { old.attribute(named: $0.name) == nil && $0.type == attribute.type }) {
+                advice += "; if it was renamed to '\(renamed.name)': renames are not migrated, keep '\(attribute.name)' or copy the values by hand"
+            }
             out.append(
                 SchemaDifference(
                     kind: .attributeRemoved, entity: e, member: attribute.name,
                     summary: "\(e).\(attribute.name): attribute removed (\(attribute.type.rawValue))", isAdditive: false,
-                    advice: "keep it in the schema (make it optional if it is no longer written), or migrate the file by hand"))
+                    advice: advice))
         }
         for index in new.indexes {
             guard let previous = old.indexes.first(where: { $0.name == index.name }) else {

@@ -42,6 +42,9 @@ enum SchemaRecord {
                 arguments: [entity.name, e, entity.idPolicy.rawValue]
             )
             for (a, attribute) in entity.attributes.enumerated() {
+                // Not `defaultValue != nil`: Value is ExpressibleByNilLiteral, so that can compare with `.some(.null)`.
+                var hasDefault = false
+                if case .some = attribute.defaultValue { hasDefault = true }
                 try db.execute(
                     sql: """
                         INSERT INTO meridian_attributes (entity, name, position, type, optional, has_default, default_value)
@@ -49,7 +52,7 @@ enum SchemaRecord {
                         """,
                     arguments: [
                         entity.name, attribute.name, a, attribute.type.rawValue, attribute.isOptional,
-                        attribute.defaultValue != nil, (attribute.defaultValue ?? .null).databaseValue,
+                        hasDefault, (attribute.defaultValue ?? .null).databaseValue,
                     ]
                 )
             }
@@ -84,7 +87,9 @@ enum SchemaRecord {
                     throw StoreError(.internalError, "the store records an unknown type '\(a[1] as String)' for \(name).\(a[0] as String)")
                 }
                 let hasDefault: Bool = a[3]
-                let defaultValue = hasDefault ? StoredValue(a[4] as DatabaseValue).typed(as: type).value : nil
+                // Spelled out: with `: nil`, the ternary would infer `Value` and make `nil` a `Value.null` default.
+                let defaultValue: Value? =
+                    hasDefault ? StoredValue(a[4] as DatabaseValue).typed(as: type).value : Optional<Value>.none
                 attributes.append(Attribute(name: a[0], type: type, isOptional: a[2], defaultValue: defaultValue))
             }
             let indexes = try GRDB.Row.fetchAll(
