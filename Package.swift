@@ -75,6 +75,7 @@ let package = Package(
                 "MeridianStore",
                 "MeridianCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

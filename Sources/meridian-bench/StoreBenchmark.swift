@@ -2,6 +2,7 @@
 
 import Foundation
 import GRDB
+import Logging
 import MeridianCore
 import MeridianStore
 
@@ -13,6 +14,12 @@ enum StoreBenchmark {
     static let batches = 40
     static let batchSize = 1_000
     static let writers = 8
+    /// The store logs "created store" at info; keep the table readable.
+    static let logger: Logger = {
+        var logger = Logger(label: "meridian.bench")
+        logger.logLevel = .warning
+        return logger
+    }()
 
     static func schema() throws -> Schema {
         try Schema(version: 1, entities: [
@@ -145,13 +152,13 @@ enum StoreBenchmark {
     // MARK: - Store (capture)
 
     static func storeSingle(_ path: String) async throws {
-        let store = try Store.open(path: path, schema: try schema())
+        let store = try Store.open(path: path, schema: try schema(), logger: logger)
         for i in 0..<singleRowCommits { try await store.apply([.insert("Bench", values(i))]) }
         try store.close()
     }
 
     static func storeBatches(_ path: String) async throws {
-        let store = try Store.open(path: path, schema: try schema())
+        let store = try Store.open(path: path, schema: try schema(), logger: logger)
         for b in 0..<batches {
             try await store.apply((0..<batchSize).map { .insert("Bench", values(b * batchSize + $0)) })
         }
@@ -161,7 +168,7 @@ enum StoreBenchmark {
     static func storeConcurrent(_ path: String, groupCommit: Bool) async throws {
         var configuration = Store.Configuration()
         configuration.maxGroupCommitSize = groupCommit ? 256 : 1
-        let store = try Store.open(path: path, schema: try schema(), configuration: configuration)
+        let store = try Store.open(path: path, schema: try schema(), configuration: configuration, logger: logger)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for w in 0..<writers {
                 group.addTask {

@@ -7,8 +7,8 @@ internal import Synchronization
 /// SQLite transaction, each inside its own savepoint.
 ///
 /// The hot path is one hop in (the caller's continuation is queued and, if no commit is running, a job is put on
-/// GRDB's writer queue) and one hop out (the continuation is resumed). A failing transaction rolls back only its
-/// savepoint and gets its own error; every successful one gets the commit's final `seq`.
+/// GRDB's writer queue) and one hop out (the continuation is resumed). A failing transaction rolls back only itself
+/// and gets its own error; every successful one gets the commit's final `seq`.
 final class GroupCommitter: Sendable {
     struct Pending: Sendable {
         var operations: [PreparedOperation]
@@ -66,7 +66,46 @@ final class GroupCommitter: Sendable {
         }
     }
 
+    /// Commits a batch. The common case — nothing fails — runs every transaction in one SQLite transaction without
+    /// savepoints; if one fails, that attempt is rolled back and the batch runs again with a savepoint around each
+    /// transaction, so that only the failing ones fail.
     private func commit(_ batch: [Pending], _ db: Database) {
+        var firstFailure: (any Error)? = nil
+        do {
+            var rows: [[CommitResult.WrittenRow]] = []
+            rows.reserveCapacity(batch.count)
+            var seq: Int64 = 0
+            try db.inTransaction(.immediate) {
+                for pending in batch {
+                    do {
+                        rows.append(try TransactionExecutor.run(pending.operations, policy: pending.policy, db: db))
+                    } catch {
+                        firstFailure = error
+                        return .rollback
+                    }
+                }
+                seq = try Store.latestSeq(db)
+                return .commit
+            }
+            if firstFailure == nil {
+                for (pending, written) in zip(batch, rows) {
+                    pending.continuation.resume(returning: CommitResult(seq: seq, rows: written))
+                }
+                self.onCommit(seq)
+                return
+            }
+        } catch {
+            for pending in batch { pending.continuation.resume(throwing: StoreError.wrap(error, "the commit failed")) }
+            return
+        }
+        if batch.count == 1, let firstFailure {
+            batch[0].continuation.resume(throwing: StoreError.wrap(firstFailure, "the transaction failed"))
+            return
+        }
+        self.commitWithSavepoints(batch, db)
+    }
+
+    private func commitWithSavepoints(_ batch: [Pending], _ db: Database) {
         var outcomes: [Result<[CommitResult.WrittenRow], any Error>] = []
         outcomes.reserveCapacity(batch.count)
         var seq: Int64 = 0
@@ -74,20 +113,14 @@ final class GroupCommitter: Sendable {
             try db.inTransaction(.immediate) {
                 for pending in batch {
                     do {
-                        if batch.count == 1 {
-                            outcomes.append(
-                                .success(try TransactionExecutor.run(pending.operations, policy: pending.policy, db: db)))
-                        } else {
-                            var rows: [CommitResult.WrittenRow] = []
-                            try db.inSavepoint {
-                                rows = try TransactionExecutor.run(pending.operations, policy: pending.policy, db: db)
-                                return .commit
-                            }
-                            outcomes.append(.success(rows))
+                        var rows: [CommitResult.WrittenRow] = []
+                        try db.inSavepoint {
+                            rows = try TransactionExecutor.run(pending.operations, policy: pending.policy, db: db)
+                            return .commit
                         }
+                        outcomes.append(.success(rows))
                     } catch {
                         outcomes.append(.failure(error))
-                        if batch.count == 1 { return .rollback }
                         // Some SQLite errors (disk full, I/O) abort the whole transaction: fail the batch.
                         if !db.isInsideTransaction { throw error }
                     }

@@ -14,10 +14,11 @@ enum TransactionExecutor {
     ) throws -> [WrittenRow] {
         var rows: [WrittenRow] = []
         rows.reserveCapacity(operations.count)
+        var shapes = Shapes()
         for op in operations {
             switch op.kind {
             case .insert:
-                try insert(op, db)
+                try insert(op, db, &shapes)
                 rows.append(WrittenRow(entity: op.entity.name, id: op.id, kind: .insert, version: 1))
             case .update, .upsert:
                 guard let current = try currentVersion(op, db) else {
@@ -28,12 +29,12 @@ enum TransactionExecutor {
                             operationIndex: op.index, attributes: op.columns)
                     }
                     try OperationValidation.checkRequired(op)
-                    try insert(op, db)
+                    try insert(op, db, &shapes)
                     rows.append(WrittenRow(entity: op.entity.name, id: op.id, kind: .insert, version: 1))
                     continue
                 }
                 try checkVersion(op, current: current, touched: op.columns, policy: policy, db: db)
-                try update(op, db)
+                try update(op, db, &shapes)
                 rows.append(WrittenRow(entity: op.entity.name, id: op.id, kind: .update, version: current + 1))
             case .delete:
                 guard let current = try currentVersion(op, db) else { throw notFound(op) }
@@ -60,11 +61,24 @@ enum TransactionExecutor {
         return StatementArguments(list)
     }
 
-    static func insert(_ op: PreparedOperation, _ db: Database) throws {
-        let table = StoreDDL.quoted(op.entity.name)
-        let columns = (["id"] + op.columns).map(StoreDDL.quoted).joined(separator: ", ")
-        let marks = Array(repeating: "?", count: op.columns.count + 1).joined(separator: ", ")
-        let statement = try db.cachedStatement(sql: "INSERT INTO \(table) (\(columns)) VALUES (\(marks))")
+    /// The statements of the previous insert and update, reused while operations keep the same shape (entity and
+    /// columns), which spares building and hashing their SQL for every row of a large transaction.
+    struct Shapes {
+        var insert: (entity: String, columns: [String], statement: Statement)?
+        var update: (entity: String, columns: [String], statement: Statement)?
+    }
+
+    static func insert(_ op: PreparedOperation, _ db: Database, _ shapes: inout Shapes) throws {
+        let statement: Statement
+        if let last = shapes.insert, last.entity == op.entity.name, last.columns == op.columns {
+            statement = last.statement
+        } else {
+            let table = StoreDDL.quoted(op.entity.name)
+            let columns = (["id"] + op.columns).map(StoreDDL.quoted).joined(separator: ", ")
+            let marks = Array(repeating: "?", count: op.columns.count + 1).joined(separator: ", ")
+            statement = try db.cachedStatement(sql: "INSERT INTO \(table) (\(columns)) VALUES (\(marks))")
+            shapes.insert = (op.entity.name, op.columns, statement)
+        }
         do {
             try statement.execute(arguments: arguments(op.values, first: op.id))
         } catch let error as DatabaseError {
@@ -82,11 +96,18 @@ enum TransactionExecutor {
         }
     }
 
-    static func update(_ op: PreparedOperation, _ db: Database) throws {
-        let table = StoreDDL.quoted(op.entity.name)
-        let assignments =
-            op.columns.isEmpty ? "\"id\" = \"id\"" : op.columns.map { "\(StoreDDL.quoted($0)) = ?" }.joined(separator: ", ")
-        let statement = try db.cachedStatement(sql: "UPDATE \(table) SET \(assignments) WHERE \"id\" = ?")
+    static func update(_ op: PreparedOperation, _ db: Database, _ shapes: inout Shapes) throws {
+        let statement: Statement
+        if let last = shapes.update, last.entity == op.entity.name, last.columns == op.columns {
+            statement = last.statement
+        } else {
+            let table = StoreDDL.quoted(op.entity.name)
+            let assignments =
+                op.columns.isEmpty
+                ? "\"id\" = \"id\"" : op.columns.map { "\(StoreDDL.quoted($0)) = ?" }.joined(separator: ", ")
+            statement = try db.cachedStatement(sql: "UPDATE \(table) SET \(assignments) WHERE \"id\" = ?")
+            shapes.update = (op.entity.name, op.columns, statement)
+        }
         do {
             try statement.execute(arguments: arguments(op.values, then: op.id))
         } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
