@@ -8,7 +8,8 @@ import MeridianStore
 
 /// Rows per second committed through the Store (with change capture) against plain GRDB inserts into the same
 /// table without capture triggers, side by side: 1-row and 1000-row transactions, and 8 concurrent single-row
-/// writers (group-committed, and each committing alone). Each figure is the median of three runs on a fresh file.
+/// writers (group-committed, and each committing alone). Each figure is the median of three runs on a fresh file,
+/// the two sides of each comparison interleaved.
 enum StoreBenchmark {
     static let singleRowCommits = 4_000
     static let batches = 40
@@ -48,18 +49,20 @@ enum StoreBenchmark {
     }
 
     static func run() async throws {
-        print("store benchmark: \(ProcessInfo.processInfo.activeProcessorCount) cores, median of 3 runs, fresh file per run")
-        let plain1 = try await median("plain GRDB, 1 row/tx", rows: singleRowCommits) { try await plainSingle($0) }
-        let store1 = try await median("store, 1 row/tx", rows: singleRowCommits) { try await storeSingle($0) }
-        let plainBatch = try await median("plain GRDB, 1000 rows/tx", rows: batches * batchSize) { try await plainBatches($0) }
-        let storeBatch = try await median("store, 1000 rows/tx", rows: batches * batchSize) { try await storeBatches($0) }
-        let plain8 = try await median("plain GRDB, 8 writers x 1 row/tx", rows: singleRowCommits) { try await plainConcurrent($0) }
-        let alone8 = try await median("store, 8 writers, each commit alone", rows: singleRowCommits) {
-            try await storeConcurrent($0, groupCommit: false)
-        }
-        let group8 = try await median("store, 8 writers, group commit", rows: singleRowCommits) {
-            try await storeConcurrent($0, groupCommit: true)
-        }
+        print("store benchmark: \(ProcessInfo.processInfo.activeProcessorCount) cores, median of 3 interleaved runs, fresh file per run")
+        // Each pair runs interleaved (plain, store, plain, store, …) so that a change in machine load hits both.
+        let (plain1, store1) = try await pair(
+            ("plain GRDB, 1 row/tx", singleRowCommits, { try await plainSingle($0) }),
+            ("store, 1 row/tx", singleRowCommits, { try await storeSingle($0) }))
+        let (plainBatch, storeBatch) = try await pair(
+            ("plain GRDB, 1000 rows/tx", batches * batchSize, { try await plainBatches($0) }),
+            ("store, 1000 rows/tx", batches * batchSize, { try await storeBatches($0) }))
+        let (plain8, alone8) = try await pair(
+            ("plain GRDB, 8 writers x 1 row/tx", singleRowCommits, { try await plainConcurrent($0) }),
+            ("store, 8 writers, each commit alone", singleRowCommits, { try await storeConcurrent($0, groupCommit: false) }))
+        let (_, group8) = try await pair(
+            ("store, 8 writers, each commit alone", singleRowCommits, { try await storeConcurrent($0, groupCommit: false) }),
+            ("store, 8 writers, group commit", singleRowCommits, { try await storeConcurrent($0, groupCommit: true) }))
 
         func line(_ f: Figure, _ comparison: String) {
             let name = f.name.padding(toLength: 40, withPad: " ", startingAt: 0)
@@ -79,18 +82,29 @@ enum StoreBenchmark {
                             group8.rowsPerSecond / alone8.rowsPerSecond, group8.rowsPerSecond / store1.rowsPerSecond))
     }
 
-    static func median(_ name: String, rows: Int, _ body: (String) async throws -> Void) async throws -> Figure {
-        var times: [Double] = []
+    typealias Case = (name: String, rows: Int, body: (String) async throws -> Void)
+
+    /// Runs two cases alternately, three times each, on fresh files; returns each one's median.
+    static func pair(_ a: Case, _ b: Case) async throws -> (Figure, Figure) {
+        var times: ([Double], [Double]) = ([], [])
         for _ in 0..<3 {
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("meridian-bench-\(UUID().uuidString)").path
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(atPath: directory) }
-            let start = ContinuousClock.now
-            try await body(directory + "/bench.sqlite")
-            let elapsed = ContinuousClock.now - start
-            times.append(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18)
+            times.0.append(try await timed(a.body))
+            times.1.append(try await timed(b.body))
         }
-        return Figure(name: name, rows: rows, seconds: times.sorted()[1])
+        return (
+            Figure(name: a.name, rows: a.rows, seconds: times.0.sorted()[1]),
+            Figure(name: b.name, rows: b.rows, seconds: times.1.sorted()[1])
+        )
+    }
+
+    static func timed(_ body: (String) async throws -> Void) async throws -> Double {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("meridian-bench-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let start = ContinuousClock.now
+        try await body(directory + "/bench.sqlite")
+        let elapsed = ContinuousClock.now - start
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
     }
 
     // MARK: - Plain GRDB (no capture)

@@ -1,5 +1,10 @@
 // MARK: - GroupCommitter
 
+#if canImport(Glibc)
+internal import Glibc
+#elseif canImport(Darwin)
+internal import Darwin
+#endif
 internal import GRDB
 internal import Synchronization
 
@@ -55,6 +60,7 @@ final class GroupCommitter: Sendable {
                 return batch
             }
             if !batch.isEmpty { self.commit(batch, db) }
+            if batch.count > 1 { self.linger(for: batch.count) }
             let more = self.state.withLock { state in
                 if state.queue.isEmpty {
                     state.running = false
@@ -69,6 +75,16 @@ final class GroupCommitter: Sendable {
     /// Commits a batch. The common case — nothing fails — runs every transaction in one SQLite transaction without
     /// savepoints; if one fails, that attempt is rolled back and the batch runs again with a savepoint around each
     /// transaction, so that only the failing ones fail.
+    /// After a grouped commit, gives the writers it just answered a moment (at most ~100 µs) to submit their next
+    /// transactions, so that the next batch is about as large as this one instead of holding only the first to
+    /// arrive. A lone writer (batches of one) never waits.
+    private func linger(for previous: Int) {
+        let deadline = ContinuousClock.now + .microseconds(100)
+        while self.state.withLock({ $0.queue.count }) < previous, ContinuousClock.now < deadline {
+            sched_yield()
+        }
+    }
+
     private func commit(_ batch: [Pending], _ db: Database) {
         var firstFailure: (any Error)? = nil
         do {
