@@ -72,12 +72,9 @@ final class GroupCommitter: Sendable {
         }
     }
 
-    /// Commits a batch. The common case — nothing fails — runs every transaction in one SQLite transaction without
-    /// savepoints; if one fails, that attempt is rolled back and the batch runs again with a savepoint around each
-    /// transaction, so that only the failing ones fail.
-    /// After a grouped commit, gives the writers it just answered a moment (at most ~100 µs) to submit their next
-    /// transactions, so that the next batch is about as large as this one instead of holding only the first to
-    /// arrive. A lone writer (batches of one) never waits.
+    /// After a grouped commit, gives the writers it just answered a moment (at most 100 µs, yielding the CPU) to
+    /// submit their next transactions, so that the next batch is about as large as this one instead of holding only
+    /// the first to arrive. A lone writer (batches of one) never waits.
     private func linger(for previous: Int) {
         let deadline = ContinuousClock.now + .microseconds(100)
         while self.state.withLock({ $0.queue.count }) < previous, ContinuousClock.now < deadline {
@@ -85,6 +82,9 @@ final class GroupCommitter: Sendable {
         }
     }
 
+    /// Commits a batch. The common case — nothing fails — runs every transaction in one SQLite transaction without
+    /// savepoints; if one fails, that attempt is rolled back and the batch runs again with a savepoint around each
+    /// transaction, so that only the failing ones fail.
     private func commit(_ batch: [Pending], _ db: Database) {
         var firstFailure: (any Error)? = nil
         do {
