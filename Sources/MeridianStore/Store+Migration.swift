@@ -21,7 +21,8 @@ extension Store {
             defer { try? queue.close() }
             return try queue.read { db in
                 guard try SchemaRecord.exists(db) else {
-                    throw StoreError(.schemaMismatch, "'\(path)' is not a Meridian store (it has no meridian_meta table)")
+                    throw StoreError(
+                        .schemaMismatch, "'\(path)' is not a Meridian store (it has no meridian_meta table)")
                 }
                 let stored = try SchemaRecord.read(db)
                 return MigrationCheck(
@@ -61,7 +62,8 @@ extension Store {
                         "migrated store schema from version \(stored.version) to \(schema.version): \(differences.map(\.summary).joined(separator: "; "))",
                         metadata: ["meridian.store.path": "\(path)", "meridian.schema.version": "\(schema.version)"])
                 }
-                if !differences.isEmpty || stored.version != schema.version || stored.fingerprint != schema.fingerprint {
+                if !differences.isEmpty || stored.version != schema.version || stored.fingerprint != schema.fingerprint
+                {
                     try SchemaRecord.write(schema, db)
                 }
             }
@@ -81,7 +83,9 @@ extension Store {
                 let attribute = entity.attribute(named: name)
             {
                 try db.execute(
-                    sql: "ALTER TABLE \(StoreDDL.quoted(entity.name)) ADD COLUMN \(StoreDDL.columnDefinition(attribute))")
+                    sql:
+                        "ALTER TABLE \(StoreDDL.quoted(entity.name)) ADD COLUMN \(StoreDDL.columnDefinition(attribute))"
+                )
                 retrigger.insert(entity.name)
             } else if difference.kind == .indexAdded, let name = difference.member,
                 let index = entity.indexes.first(where: { $0.name == name })

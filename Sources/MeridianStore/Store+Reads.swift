@@ -28,7 +28,8 @@ extension Store {
     ) async throws -> Snapshot {
         let entitySchema = try self.requireEntity(entity)
         let columns = entitySchema.attributes.map { StoreDDL.quoted($0.name) }
-        var sql = "SELECT \(([#""id""#, #""_version""#] + columns).joined(separator: ", ")) FROM \(StoreDDL.quoted(entity))"
+        var sql =
+            "SELECT \(([#""id""#, #""_version""#] + columns).joined(separator: ", ")) FROM \(StoreDDL.quoted(entity))"
         if let predicate { sql += " WHERE (\(predicate.sql))" }
         sql += " ORDER BY " + (orderBy.map { "\($0), " } ?? "") + #""id""#
         if let limit { sql += " LIMIT \(max(0, limit))" }
@@ -71,7 +72,8 @@ extension Store {
     ///   - limit: The most changes to return; a cut batch has `hasMore` set.
     /// - Returns: `.changes` with the decoded changes, or `.tooOld` when the log was pruned past `seq` (or `seq` is
     ///   beyond this store's latest, as when a reader comes from another store file).
-    public func changes(after seq: Int64, entities: Set<String>? = nil, limit: Int? = nil) async throws -> ChangesResult {
+    public func changes(after seq: Int64, entities: Set<String>? = nil, limit: Int? = nil) async throws -> ChangesResult
+    {
         var sql = """
             SELECT seq, entity, row_id, kind, version, before, after, committed_at FROM meridian_changes WHERE seq > ?
             """
@@ -96,7 +98,8 @@ extension Store {
                 changes.append(try ChangeDecoding.change(row, schema: schema, misfits: &misfits))
             }
             let hasMore = limit.map { changes.count >= max(1, $0) } == true && changes.last!.seq < latest
-            let batch = ChangeBatch(changes: changes, throughSeq: hasMore ? changes.last!.seq : latest, hasMore: hasMore)
+            let batch = ChangeBatch(
+                changes: changes, throughSeq: hasMore ? changes.last!.seq : latest, hasMore: hasMore)
             return (.changes(batch), misfits)
         }
         if misfits > 0 { self.reportMisfits(misfits, entity: nil) }

@@ -188,7 +188,8 @@ public final class Store: Sendable {
     /// - Throws: ``StoreError`` with `operationIndex` set: `validation`, `conflict` (with `attributes`), `notFound`,
     ///   `alreadyExists`; or `io`.
     @discardableResult
-    public func apply(_ operations: [WriteOperation], policy: ConflictPolicy = .storeWins) async throws -> CommitResult {
+    public func apply(_ operations: [WriteOperation], policy: ConflictPolicy = .storeWins) async throws -> CommitResult
+    {
         let prepared = try OperationValidation.prepare(operations, schema: self.schema)
         return try await self.committer.submit(prepared, policy: policy)
     }

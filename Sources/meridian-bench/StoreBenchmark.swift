@@ -23,20 +23,25 @@ enum StoreBenchmark {
     }()
 
     static func schema() throws -> Schema {
-        try Schema(version: 1, entities: [
-            EntitySchema(
-                name: "Bench",
-                attributes: [
-                    Attribute(name: "title", type: .string),
-                    Attribute(name: "price", type: .double),
-                    Attribute(name: "qty", type: .int),
-                    Attribute(name: "active", type: .bool),
-                ])
-        ])
+        try Schema(
+            version: 1,
+            entities: [
+                EntitySchema(
+                    name: "Bench",
+                    attributes: [
+                        Attribute(name: "title", type: .string),
+                        Attribute(name: "price", type: .double),
+                        Attribute(name: "qty", type: .int),
+                        Attribute(name: "active", type: .bool),
+                    ])
+            ])
     }
 
     static func values(_ i: Int) -> [String: Value] {
-        ["title": .string("item \(i)"), "price": .double(Double(i) * 0.37), "qty": .int(Int64(i)), "active": .bool(i % 2 == 0)]
+        [
+            "title": .string("item \(i)"), "price": .double(Double(i) * 0.37), "qty": .int(Int64(i)),
+            "active": .bool(i % 2 == 0),
+        ]
     }
 
     // MARK: - Running
@@ -49,7 +54,9 @@ enum StoreBenchmark {
     }
 
     static func run() async throws {
-        print("store benchmark: \(ProcessInfo.processInfo.activeProcessorCount) cores, median of 3 interleaved runs, fresh file per run")
+        print(
+            "store benchmark: \(ProcessInfo.processInfo.activeProcessorCount) cores, median of 3 interleaved runs, fresh file per run"
+        )
         // Each pair runs interleaved (plain, store, plain, store, …) so that a change in machine load hits both.
         let (plain1, store1) = try await pair(
             ("plain GRDB, 1 row/tx", singleRowCommits, { try await plainSingle($0) }),
@@ -59,9 +66,15 @@ enum StoreBenchmark {
             ("store, 1000 rows/tx", batches * batchSize, { try await storeBatches($0) }))
         let (plain8, alone8) = try await pair(
             ("plain GRDB, 8 writers x 1 row/tx", singleRowCommits, { try await plainConcurrent($0) }),
-            ("store, 8 writers, each commit alone", singleRowCommits, { try await storeConcurrent($0, groupCommit: false) }))
+            (
+                "store, 8 writers, each commit alone", singleRowCommits,
+                { try await storeConcurrent($0, groupCommit: false) }
+            ))
         let (_, group8) = try await pair(
-            ("store, 8 writers, each commit alone", singleRowCommits, { try await storeConcurrent($0, groupCommit: false) }),
+            (
+                "store, 8 writers, each commit alone", singleRowCommits,
+                { try await storeConcurrent($0, groupCommit: false) }
+            ),
             ("store, 8 writers, group commit", singleRowCommits, { try await storeConcurrent($0, groupCommit: true) }))
 
         func line(_ f: Figure, _ comparison: String) {
@@ -75,11 +88,17 @@ enum StoreBenchmark {
         line(plain1, "")
         line(store1, String(format: "capture cost %.2fx plain", plain1.rowsPerSecond / store1.rowsPerSecond))
         line(plainBatch, "")
-        line(storeBatch, String(format: "capture cost %.2fx plain (goal < 1.5x)", plainBatch.rowsPerSecond / storeBatch.rowsPerSecond))
+        line(
+            storeBatch,
+            String(
+                format: "capture cost %.2fx plain (goal < 1.5x)", plainBatch.rowsPerSecond / storeBatch.rowsPerSecond))
         line(plain8, "")
         line(alone8, String(format: "%.2fx plain 8 writers", alone8.rowsPerSecond / plain8.rowsPerSecond))
-        line(group8, String(format: "%.2fx each-alone, %.2fx store 1 row/tx (goal >= 5x)",
-                            group8.rowsPerSecond / alone8.rowsPerSecond, group8.rowsPerSecond / store1.rowsPerSecond))
+        line(
+            group8,
+            String(
+                format: "%.2fx each-alone, %.2fx store 1 row/tx (goal >= 5x)",
+                group8.rowsPerSecond / alone8.rowsPerSecond, group8.rowsPerSecond / store1.rowsPerSecond))
     }
 
     typealias Case = (name: String, rows: Int, body: (String) async throws -> Void)
@@ -98,7 +117,9 @@ enum StoreBenchmark {
     }
 
     static func timed(_ body: (String) async throws -> Void) async throws -> Double {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("meridian-bench-\(UUID().uuidString)").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "meridian-bench-\(UUID().uuidString)"
+        ).path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let start = ContinuousClock.now

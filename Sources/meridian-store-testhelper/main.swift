@@ -12,19 +12,21 @@ import MeridianStore
 
 /// The schema the crash test uses; Tests/MeridianStoreTests/CrashTests.swift declares the same one.
 func crashSchema() throws -> Schema {
-    try Schema(version: 1, entities: [
-        EntitySchema(
-            name: "Tagged",
-            attributes: [
-                Attribute(name: "tag", type: .int),
-                Attribute(name: "n", type: .int),
-                Attribute(name: "payload", type: .string),
-                Attribute(name: "score", type: .double, isOptional: true),
-            ],
-            indexes: [Index(attributes: ["tag"])],
-            idPolicy: .client
-        )
-    ])
+    try Schema(
+        version: 1,
+        entities: [
+            EntitySchema(
+                name: "Tagged",
+                attributes: [
+                    Attribute(name: "tag", type: .int),
+                    Attribute(name: "n", type: .int),
+                    Attribute(name: "payload", type: .string),
+                    Attribute(name: "score", type: .double, isOptional: true),
+                ],
+                indexes: [Index(attributes: ["tag"])],
+                idPolicy: .client
+            )
+        ])
 }
 
 /// Rows per transaction: every tag has 0 or this many rows.
@@ -44,7 +46,10 @@ func crashWriter(path: String, run: Int) async throws {
                     var operations: [WriteOperation] = (0..<rowsPerTransaction).map { i in
                         .insert(
                             "Tagged", id: "\(tag)-\(i)",
-                            ["tag": .int(tag), "n": .int(Int64(i)), "payload": .string(String(repeating: "x", count: 200))])
+                            [
+                                "tag": .int(tag), "n": .int(Int64(i)),
+                                "payload": .string(String(repeating: "x", count: 200)),
+                            ])
                     }
                     if k > 1, k % 3 == 0 {
                         operations += (0..<rowsPerTransaction).map { i in
@@ -78,7 +83,8 @@ do {
     case "raw-sql" where arguments.count == 4:
         try rawSQL(path: arguments[2], sql: arguments[3])
     default:
-        FileHandle.standardError.write("usage: meridian-store-testhelper crash-writer PATH RUN | raw-sql PATH SQL\n".data(using: .utf8)!)
+        FileHandle.standardError.write(
+            "usage: meridian-store-testhelper crash-writer PATH RUN | raw-sql PATH SQL\n".data(using: .utf8)!)
         exit(2)
     }
 } catch {

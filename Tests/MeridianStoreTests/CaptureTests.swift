@@ -19,10 +19,16 @@ func identical(_ a: Row?, _ b: Row?) -> Bool {
 
 @Suite struct CaptureTests {
     static let tricky: [[String: Value]] = [
-        ["title": "plain", "price": 0.1, "qty": .int(.max), "active": true, "due": .timestamp(Timestamp(microseconds: -1)),
-         "data": .bytes([0, 255, 1, 0x7f]), "note": "é\"\\\n\u{1}😀 'quote'"],
-        ["title": "", "price": .double(1.0 / 3), "qty": .int(.min), "active": false, "due": .timestamp(Timestamp(microseconds: 1_700_000_000_123_456)),
-         "data": .bytes([])],
+        [
+            "title": "plain", "price": 0.1, "qty": .int(.max), "active": true,
+            "due": .timestamp(Timestamp(microseconds: -1)),
+            "data": .bytes([0, 255, 1, 0x7f]), "note": "é\"\\\n\u{1}😀 'quote'",
+        ],
+        [
+            "title": "", "price": .double(1.0 / 3), "qty": .int(.min), "active": false,
+            "due": .timestamp(Timestamp(microseconds: 1_700_000_000_123_456)),
+            "data": .bytes([]),
+        ],
         ["title": "inf", "price": .double(.infinity), "qty": 0],
         ["title": "-inf", "price": .double(-.infinity), "qty": 0],
         ["title": "tiny", "price": .double(.leastNonzeroMagnitude), "qty": 0],
@@ -34,14 +40,19 @@ func identical(_ a: Row?, _ b: Row?) -> Bool {
     @Test("row images round-trip every value exactly", arguments: StoreVariant.allCases)
     func imagesRoundTrip(variant: StoreVariant) async throws {
         try await withStore(variant) { store in
-            let operations = Self.tricky.enumerated().map { WriteOperation.insert("Item", id: "r\($0.offset)", $0.element) }
+            let operations = Self.tricky.enumerated().map {
+                WriteOperation.insert("Item", id: "r\($0.offset)", $0.element)
+            }
             try await store.apply(operations)
             let batch = try await allChanges(store)
             #expect(batch.changes.count == Self.tricky.count)
             #expect(!batch.hasMore && batch.throughSeq == Int64(Self.tricky.count))
             for (i, change) in batch.changes.enumerated() {
-                #expect(change.kind == .insert && change.version == 1 && change.before == nil && change.entity == "Item")
-                #expect(identical(change.after, Row(id: "r\(i)", values: Self.tricky[i])), "\(String(describing: change.after))")
+                #expect(
+                    change.kind == .insert && change.version == 1 && change.before == nil && change.entity == "Item")
+                #expect(
+                    identical(change.after, Row(id: "r\(i)", values: Self.tricky[i])),
+                    "\(String(describing: change.after))")
             }
             let table = try await tableState(store, "Item")
             for (i, values) in Self.tricky.enumerated() {
@@ -59,7 +70,10 @@ func identical(_ a: Row?, _ b: Row?) -> Bool {
                 let d = Double(bitPattern: generator.next())
                 if !d.isNaN { doubles.append(d) }
             }
-            try await store.apply(doubles.enumerated().map { .insert("Item", id: "d\($0.offset)", ["title": "x", "price": .double($0.element)]) })
+            try await store.apply(
+                doubles.enumerated().map {
+                    .insert("Item", id: "d\($0.offset)", ["title": "x", "price": .double($0.element)])
+                })
             let changes = try await allChanges(store).changes
             #expect(changes.count == doubles.count)
             for (change, d) in zip(changes, doubles) {
@@ -72,7 +86,9 @@ func identical(_ a: Row?, _ b: Row?) -> Bool {
         }
     }
 
-    @Test("updates log before and after images, the changed attributes, and bump the version", arguments: StoreVariant.allCases)
+    @Test(
+        "updates log before and after images, the changed attributes, and bump the version",
+        arguments: StoreVariant.allCases)
     func updateImages(variant: StoreVariant) async throws {
         try await withStore(variant) { store in
             try await store.apply([.insert("Item", id: "a", ["title": "Pen", "price": 1.5])])
@@ -106,10 +122,18 @@ func identical(_ a: Row?, _ b: Row?) -> Bool {
         #expect(changes.map(\.kind) == [.insert, .update, .delete, .insert, .delete])
         #expect(changes.map(\.id) == ["b", "a", "b", "c", "a"])
         #expect(changes.map(\.version) == [1, 2, 2, 2, 3])
-        #expect(identical(changes[0].after, Row(id: "b", values: ["title": "Raw", "price": 0.1, "qty": 0, "data": .bytes([0, 255])])))
+        #expect(
+            identical(
+                changes[0].after,
+                Row(id: "b", values: ["title": "Raw", "price": 0.1, "qty": 0, "data": .bytes([0, 255])])))
         #expect(changes[1].changedAttributes == ["note", "price"])
-        #expect(identical(changes[1].after, Row(id: "a", values: ["title": "Pen", "price": 2.25, "qty": 0, "note": "raw note"])))
-        #expect(identical(changes[3].after, Row(id: "c", values: ["title": "Raw", "price": 0.1, "qty": 0, "data": .bytes([0, 255])])))
+        #expect(
+            identical(
+                changes[1].after, Row(id: "a", values: ["title": "Pen", "price": 2.25, "qty": 0, "note": "raw note"])))
+        #expect(
+            identical(
+                changes[3].after,
+                Row(id: "c", values: ["title": "Raw", "price": 0.1, "qty": 0, "data": .bytes([0, 255])])))
         let table = try await tableState(store, "Item")
         #expect(table.keys.sorted() == ["c"])
         #expect(table["c"]?.1 == 2)
@@ -133,8 +157,12 @@ func identical(_ a: Row?, _ b: Row?) -> Bool {
         #expect(
             identical(
                 changes[1].after,
-                Row(id: "s", values: ["title": "Shell", "qty": 8, "price": 3.0, "active": true,
-                                      "due": .timestamp(Timestamp(microseconds: 1_700_000_000_000_000))])))
+                Row(
+                    id: "s",
+                    values: [
+                        "title": "Shell", "qty": 8, "price": 3.0, "active": true,
+                        "due": .timestamp(Timestamp(microseconds: 1_700_000_000_000_000)),
+                    ])))
         #expect(changes[1].changedAttributes == ["qty"])
         #expect(changes[2].after?["qty"] == "many")
         #expect(changes[2].after?["active"] == .int(7))

@@ -3,7 +3,9 @@ import MeridianStore
 import Testing
 
 @Suite struct CommitStreamTests {
-    @Test("commits() yields the latest seq now and after each of the store's own commits", .timeLimit(.minutes(1)), arguments: StoreVariant.allCases)
+    @Test(
+        "commits() yields the latest seq now and after each of the store's own commits", .timeLimit(.minutes(1)),
+        arguments: StoreVariant.allCases)
     func ownCommits(variant: StoreVariant) async throws {
         try await withStore(variant) { store in
             try await store.apply([.insert("Tag", id: "a", ["name": "x"])])

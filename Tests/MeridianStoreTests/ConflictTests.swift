@@ -10,22 +10,31 @@ import Testing
         try await store.apply([.update("Item", id: "a", ["note": "restocked"])])
     }
 
-    @Test("store wins rejects an update of an attribute changed since the expected version, listing it", arguments: StoreVariant.allCases)
+    @Test(
+        "store wins rejects an update of an attribute changed since the expected version, listing it",
+        arguments: StoreVariant.allCases)
     func storeWinsConflict(variant: StoreVariant) async throws {
         try await withStore(variant) { store in
             try await prepare(store)
             let error = await #expect(throws: StoreError.self) {
-                try await store.apply([.update("Item", id: "a", ["price": 9.0, "title": "Big pen"], expectedVersion: 1)])
+                try await store.apply([
+                    .update("Item", id: "a", ["price": 9.0, "title": "Big pen"], expectedVersion: 1)
+                ])
             }
             #expect(error?.code == .conflict)
             #expect(error?.operationIndex == 0)
             #expect(error?.attributes == ["price"])
-            #expect(error?.message == "operation 0 (update Item 'a'): expected version 1, the row is at version 3; changed since: price")
+            #expect(
+                error?.message
+                    == "operation 0 (update Item 'a'): expected version 1, the row is at version 3; changed since: price"
+            )
             #expect(try await tableState(store, "Item")["a"]?.0["price"] == .double(2))
         }
     }
 
-    @Test("store wins merges an update of attributes nobody else changed (both edits survive)", arguments: StoreVariant.allCases)
+    @Test(
+        "store wins merges an update of attributes nobody else changed (both edits survive)",
+        arguments: StoreVariant.allCases)
     func propertyLevelMerge(variant: StoreVariant) async throws {
         try await withStore(variant) { store in
             try await prepare(store)

@@ -4,24 +4,26 @@ import MeridianStore
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @Suite struct CrashTests {
     /// The crash writer's schema (Sources/meridian-store-testhelper/main.swift declares the same one).
-    static let schema = try! Schema(version: 1, entities: [
-        EntitySchema(
-            name: "Tagged",
-            attributes: [
-                Attribute(name: "tag", type: .int),
-                Attribute(name: "n", type: .int),
-                Attribute(name: "payload", type: .string),
-                Attribute(name: "score", type: .double, isOptional: true),
-            ],
-            indexes: [Index(attributes: ["tag"])],
-            idPolicy: .client
-        )
-    ])
+    static let schema = try! Schema(
+        version: 1,
+        entities: [
+            EntitySchema(
+                name: "Tagged",
+                attributes: [
+                    Attribute(name: "tag", type: .int),
+                    Attribute(name: "n", type: .int),
+                    Attribute(name: "payload", type: .string),
+                    Attribute(name: "score", type: .double, isOptional: true),
+                ],
+                indexes: [Index(attributes: ["tag"])],
+                idPolicy: .client
+            )
+        ])
     static let rowsPerTransaction = 4
 
     /// Reads the child's standard output until it has reported `count` commits; returns the highest seq reported.
@@ -47,7 +49,9 @@ import Glibc
         }.value
     }
 
-    @Test("a writer killed with kill -9 at random moments loses no commit, half-applies none, leaves no seq gap", .timeLimit(.minutes(1)))
+    @Test(
+        "a writer killed with kill -9 at random moments loses no commit, half-applies none, leaves no seq gap",
+        .timeLimit(.minutes(1)))
     func killNine() async throws {
         let directory = try TemporaryDirectory()
         var reported: Int64 = 0
@@ -78,7 +82,11 @@ import Glibc
         // Replaying the log from empty reproduces the table, rows and versions.
         var replayed: [String: (Row, Int64)] = [:]
         for change in log {
-            if let after = change.after { replayed[change.id] = (after, change.version) } else { replayed[change.id] = nil }
+            if let after = change.after {
+                replayed[change.id] = (after, change.version)
+            } else {
+                replayed[change.id] = nil
+            }
         }
         let table = try await tableState(store, "Tagged")
         #expect(table.count == replayed.count)
@@ -98,7 +106,9 @@ import Glibc
             #expect(ns == Set(0..<Int64(Self.rowsPerTransaction)), "tag \(tag) has rows \(ns.sorted())")
         }
         // Updates of one transaction are all-or-nothing too: the rows of a tag share one score.
-        let scores = Dictionary(grouping: table.values.map(\.0), by: { $0["tag"] }).mapValues { Set($0.map { $0["score"] }) }
+        let scores = Dictionary(grouping: table.values.map(\.0), by: { $0["tag"] }).mapValues {
+            Set($0.map { $0["score"] })
+        }
         #expect(scores.values.allSatisfy { $0.count == 1 })
         try store.close()
     }

@@ -3,7 +3,9 @@ import MeridianStore
 import Testing
 
 @Suite struct GroupCommitTests {
-    @Test("concurrent applies share commits; an invalid one fails alone with its own error", .timeLimit(.minutes(1)), arguments: StoreVariant.allCases)
+    @Test(
+        "concurrent applies share commits; an invalid one fails alone with its own error", .timeLimit(.minutes(1)),
+        arguments: StoreVariant.allCases)
     func concurrentApplies(variant: StoreVariant) async throws {
         try await withStore(variant) { store in
             try await store.apply([.insert("Item", id: "existing", ["title": "x"])])
@@ -12,7 +14,9 @@ import Testing
                 for i in 0..<count {
                     group.addTask {
                         // Every 16th transaction inserts a duplicate id after a valid insert: it must fail alone.
-                        var operations: [WriteOperation] = [.insert("Item", id: "row-\(i)", ["title": .string("t\(i)")])]
+                        var operations: [WriteOperation] = [
+                            .insert("Item", id: "row-\(i)", ["title": .string("t\(i)")])
+                        ]
                         if i % 16 == 5 { operations.append(.insert("Item", id: "existing", ["title": "dup"])) }
                         do {
                             return (i, .success(try await store.apply(operations)))

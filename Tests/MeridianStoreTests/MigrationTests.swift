@@ -37,7 +37,10 @@ func editedSchema(
     var attributes = Fixtures.itemAttributes
     editAttributes(&attributes)
     var entities = [EntitySchema(name: "Item", attributes: attributes, indexes: indexes)]
-    if !dropTag { entities.append(EntitySchema(name: "Tag", attributes: [Attribute(name: "name", type: .string)], idPolicy: .client)) }
+    if !dropTag {
+        entities.append(
+            EntitySchema(name: "Tag", attributes: [Attribute(name: "name", type: .string)], idPolicy: .client))
+    }
     return Fixtures.schema(version: 2, entities + extraEntities)
 }
 
@@ -76,18 +79,21 @@ func editedSchema(
             extraEntities: [shelf])
         let check = try Store.needsMigration(at: directory.storePath, schema: v2)
         #expect(check.needsMigration && check.isAdditive)
-        #expect(check.differences.map(\.summary) == [
-            "Item.color: attribute added (string, optional)",
-            "Item.stock: attribute added (int, default 5)",
-            "Item: index 'by_price' added",
-            "Shelf: entity added",
-        ])
+        #expect(
+            check.differences.map(\.summary) == [
+                "Item.color: attribute added (string, optional)",
+                "Item.stock: attribute added (int, default 5)",
+                "Item: index 'by_price' added",
+                "Shelf: entity added",
+            ])
         let recorder = LogRecorder()
         let store = try Store.open(path: directory.storePath, schema: v2, logger: recorder.logger)
-        #expect(recorder.messages.withLock { $0 } == [
-            "info: migrated store schema from version 1 to 2: Item.color: attribute added (string, optional); Item.stock: attribute added (int, default 5); Item: index 'by_price' added; Shelf: entity added"
-        ])
-        #expect(try await tableState(store, "Item")["a"]?.0 == Row(id: "a", values: ["title": "Pen", "qty": 0, "stock": 5]))
+        #expect(
+            recorder.messages.withLock { $0 } == [
+                "info: migrated store schema from version 1 to 2: Item.color: attribute added (string, optional); Item.stock: attribute added (int, default 5); Item: index 'by_price' added; Shelf: entity added"
+            ])
+        #expect(
+            try await tableState(store, "Item")["a"]?.0 == Row(id: "a", values: ["title": "Pen", "qty": 0, "stock": 5]))
         try await store.apply([
             .update("Item", id: "a", ["color": "red"]),
             .insert("Shelf", id: "s", ["label": "top"]),
@@ -101,28 +107,50 @@ func editedSchema(
     }
 
     static let refused: [(String, Schema, [String])] = [
-        ("type change", editedSchema { $0[2] = Attribute(name: "qty", type: .double, defaultValue: .double(0)) }, [
-            "  - Item.qty: type changed from int to double; add a new attribute of type double and copy the values into it, or migrate the file by hand"
-        ]),
-        ("removal", editedSchema { $0.removeLast() }, [
-            "  - Item.note: attribute removed (string); keep it in the schema (make it optional if it is no longer written), or migrate the file by hand"
-        ]),
-        ("rename", editedSchema { $0[6] = Attribute(name: "memo", type: .string, isOptional: true) }, [
-            "  - Item.note: attribute removed (string); keep it in the schema (make it optional if it is no longer written), or migrate the file by hand; if it was renamed to 'memo': renames are not migrated, keep 'note' or copy the values by hand",
-            "additive changes, not applied either: Item.memo: attribute added (string, optional)",
-        ]),
-        ("optional to required", editedSchema { $0[1] = Attribute(name: "price", type: .double) }, [
-            "  - Item.price: changed from optional to required; existing rows may hold nil: keep it optional and enforce the rule in writers, or fill the values and migrate by hand"
-        ]),
-        ("new required attribute without a default", editedSchema { $0.append(Attribute(name: "sku", type: .string)) }, [
-            "  - Item.sku: attribute added (string, required, no default); the rows that exist need a value: give it a default, or make it optional"
-        ]),
-        ("entity removed", editedSchema({ _ in }, dropTag: true), [
-            "  - Tag: entity removed (the file has it, the schema does not); keep the entity in the schema, or export its rows and start a new store file"
-        ]),
-        ("index removed", editedSchema({ _ in }, indexes: []), [
-            "  - Item: index 'title' removed; keep the index in the schema, or drop it by hand"
-        ]),
+        (
+            "type change", editedSchema { $0[2] = Attribute(name: "qty", type: .double, defaultValue: .double(0)) },
+            [
+                "  - Item.qty: type changed from int to double; add a new attribute of type double and copy the values into it, or migrate the file by hand"
+            ]
+        ),
+        (
+            "removal", editedSchema { $0.removeLast() },
+            [
+                "  - Item.note: attribute removed (string); keep it in the schema (make it optional if it is no longer written), or migrate the file by hand"
+            ]
+        ),
+        (
+            "rename", editedSchema { $0[6] = Attribute(name: "memo", type: .string, isOptional: true) },
+            [
+                "  - Item.note: attribute removed (string); keep it in the schema (make it optional if it is no longer written), or migrate the file by hand; if it was renamed to 'memo': renames are not migrated, keep 'note' or copy the values by hand",
+                "additive changes, not applied either: Item.memo: attribute added (string, optional)",
+            ]
+        ),
+        (
+            "optional to required", editedSchema { $0[1] = Attribute(name: "price", type: .double) },
+            [
+                "  - Item.price: changed from optional to required; existing rows may hold nil: keep it optional and enforce the rule in writers, or fill the values and migrate by hand"
+            ]
+        ),
+        (
+            "new required attribute without a default",
+            editedSchema { $0.append(Attribute(name: "sku", type: .string)) },
+            [
+                "  - Item.sku: attribute added (string, required, no default); the rows that exist need a value: give it a default, or make it optional"
+            ]
+        ),
+        (
+            "entity removed", editedSchema({ _ in }, dropTag: true),
+            [
+                "  - Tag: entity removed (the file has it, the schema does not); keep the entity in the schema, or export its rows and start a new store file"
+            ]
+        ),
+        (
+            "index removed", editedSchema({ _ in }, indexes: []),
+            [
+                "  - Item: index 'title' removed; keep the index in the schema, or drop it by hand"
+            ]
+        ),
     ]
 
     @Test("non-additive changes are refused with a message naming each difference and what to do", arguments: refused)
@@ -133,7 +161,8 @@ func editedSchema(
         #expect(check.needsMigration && !check.isAdditive)
         let error = #expect(throws: StoreError.self) { try Store.open(path: directory.storePath, schema: schema) }
         #expect(error?.code == .migrationRefused)
-        let header = "the store at '\(directory.storePath)' (schema version 1) cannot be migrated automatically to schema version 2:"
+        let header =
+            "the store at '\(directory.storePath)' (schema version 1) cannot be migrated automatically to schema version 2:"
         #expect(error?.message == ([header] + lines).joined(separator: "\n"))
         // Nothing changed: the old schema still opens, with its data.
         let store = try Store.open(path: directory.storePath, schema: Fixtures.schema())

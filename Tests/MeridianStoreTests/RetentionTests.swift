@@ -3,7 +3,9 @@ import MeridianStore
 import Testing
 
 @Suite struct RetentionTests {
-    @Test("pruning by count answers too-old before the pruned point and changes after it", arguments: StoreVariant.allCases)
+    @Test(
+        "pruning by count answers too-old before the pruned point and changes after it",
+        arguments: StoreVariant.allCases)
     func pruneByCount(variant: StoreVariant) async throws {
         try await withStore(variant) { store in
             for i in 0..<10 { try await store.apply([.insert("Tag", id: "t\(i)", ["name": "n"])]) }
@@ -18,7 +20,9 @@ import Testing
         }
     }
 
-    @Test("pruning by age removes what is older; seqs are never reused after pruning everything", arguments: StoreVariant.allCases)
+    @Test(
+        "pruning by age removes what is older; seqs are never reused after pruning everything",
+        arguments: StoreVariant.allCases)
     func pruneByAge(variant: StoreVariant) async throws {
         try await withStore(variant) { store in
             for i in 0..<5 { try await store.apply([.insert("Tag", id: "t\(i)", ["name": "n"])]) }

@@ -31,7 +31,10 @@ struct TestPredicate: Sendable {
                 !$0["price"].isNull && $0["price"] < .double(x)
             }
         case 3:
-            return TestPredicate(sql: SQLFragment("\"title\" >= ? AND \"title\" < ?", arguments: [.string(letter), .string(letter + "z")])) {
+            return TestPredicate(
+                sql: SQLFragment(
+                    "\"title\" >= ? AND \"title\" < ?", arguments: [.string(letter), .string(letter + "z")])
+            ) {
                 guard let t = $0["title"].stringValue else { return false }
                 return t.utf8Compare(letter) >= 0 && t.utf8Compare(letter + "z") < 0
             }
@@ -48,7 +51,9 @@ struct TestPredicate: Sendable {
 /// A sort as an ORDER BY list and the same order in Swift (nulls first ascending, last descending; id last).
 struct TestSort: Sendable {
     var keys: [(String, Bool)]
-    var sql: String? { self.keys.isEmpty ? nil : self.keys.map { "\"\($0.0)\" \($0.1 ? "DESC" : "ASC")" }.joined(separator: ", ") }
+    var sql: String? {
+        self.keys.isEmpty ? nil : self.keys.map { "\"\($0.0)\" \($0.1 ? "DESC" : "ASC")" }.joined(separator: ", ")
+    }
 
     func inOrder(_ a: Row, _ b: Row) -> Bool {
         for (key, descending) in self.keys {
@@ -75,7 +80,8 @@ struct Taken: Sendable {
 @Suite struct SnapshotTests {
     static func randomValues(_ g: inout SplitMix64) -> [String: Value] {
         var values: [String: Value] = [
-            "title": .string(["a", "b", "c", "d"].randomElement(using: &g)! + String(Int.random(in: 0..<50, using: &g))),
+            "title": .string(
+                ["a", "b", "c", "d"].randomElement(using: &g)! + String(Int.random(in: 0..<50, using: &g))),
             "qty": .int(Int64.random(in: 0...100, using: &g)),
         ]
         if Bool.random(using: &g) { values["price"] = .double(Double.random(in: 0...100, using: &g)) }
@@ -84,7 +90,9 @@ struct Taken: Sendable {
         return values
     }
 
-    @Test("a snapshot at S plus the changes after S equals the final state, for random predicates and sorts", .timeLimit(.minutes(1)), arguments: StoreVariant.allCases)
+    @Test(
+        "a snapshot at S plus the changes after S equals the final state, for random predicates and sorts",
+        .timeLimit(.minutes(1)), arguments: StoreVariant.allCases)
     func snapshotPlusChanges(variant: StoreVariant) async throws {
         try await withStore(variant) { store in
             var g = SplitMix64(state: 42)
@@ -98,7 +106,9 @@ struct Taken: Sendable {
                             for o in 0..<Int.random(in: 1...4, using: &g) {
                                 let target = "seed\(Int.random(in: 0..<150, using: &g))"
                                 switch Int.random(in: 0..<4, using: &g) {
-                                case 0: operations.append(.insert("Item", id: "w\(writer)-\(t)-\(o)", Self.randomValues(&g)))
+                                case 0:
+                                    operations.append(
+                                        .insert("Item", id: "w\(writer)-\(t)-\(o)", Self.randomValues(&g)))
                                 case 1: operations.append(.delete("Item", id: target))
                                 default: operations.append(.upsert("Item", id: target, Self.randomValues(&g)))
                                 }
@@ -145,7 +155,9 @@ struct Taken: Sendable {
                 }
                 let final = try await store.snapshot(entity: "Item", where: predicate.sql, orderBy: sort.sql)
                 #expect(final.seq == batch.throughSeq)
-                #expect(final.rows == state.values.sorted(by: sort.inOrder), "predicate \(String(describing: predicate.sql)) sort \(String(describing: sort.sql))")
+                #expect(
+                    final.rows == state.values.sorted(by: sort.inOrder),
+                    "predicate \(String(describing: predicate.sql)) sort \(String(describing: sort.sql))")
             }
         }
     }

@@ -21,7 +21,8 @@ final class TemporaryDirectory: Sendable {
     let path: String
 
     init() throws {
-        self.path = FileManager.default.temporaryDirectory.appendingPathComponent("meridian-test-\(UUID().uuidString)").path
+        self.path =
+            FileManager.default.temporaryDirectory.appendingPathComponent("meridian-test-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: self.path, withIntermediateDirectories: true)
     }
 
@@ -33,14 +34,16 @@ final class TemporaryDirectory: Sendable {
 enum Fixtures {
     /// `Item` (auto ids, every attribute type) and `Tag` (client ids).
     static func schema(version: Int = 1) -> Schema {
-        try! Schema(version: version, entities: [
-            EntitySchema(
-                name: "Item",
-                attributes: itemAttributes,
-                indexes: [Index(attributes: ["title"])]
-            ),
-            EntitySchema(name: "Tag", attributes: [Attribute(name: "name", type: .string)], idPolicy: .client),
-        ])
+        try! Schema(
+            version: version,
+            entities: [
+                EntitySchema(
+                    name: "Item",
+                    attributes: itemAttributes,
+                    indexes: [Index(attributes: ["title"])]
+                ),
+                EntitySchema(name: "Tag", attributes: [Attribute(name: "name", type: .string)], idPolicy: .client),
+            ])
     }
 
     static let itemAttributes: [Attribute] = [
@@ -105,7 +108,9 @@ enum ChildProcess {
     static var productsDirectory: URL {
         let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         for candidate in [bundle, bundle.deletingLastPathComponent()] {
-            if FileManager.default.fileExists(atPath: candidate.appendingPathComponent("meridian-store-testhelper").path) {
+            if FileManager.default.fileExists(
+                atPath: candidate.appendingPathComponent("meridian-store-testhelper").path)
+            {
                 return candidate
             }
         }

@@ -36,7 +36,9 @@ import Testing
             let result = try await store.apply([.insert("Item", ["title": "Pen"]), .insert("Item", ["title": "Cap"])])
             let ids = result.rows.map(\.id)
             #expect(ids.count == 2 && Set(ids).count == 2 && ids.allSatisfy { $0.count == 36 })
-            let error = await #expect(throws: StoreError.self) { try await store.apply([.insert("Tag", ["name": "x"])]) }
+            let error = await #expect(throws: StoreError.self) {
+                try await store.apply([.insert("Tag", ["name": "x"])])
+            }
             #expect(error?.code == .validation)
             #expect(error?.message == "operation 0 (insert Tag): an id is required (Tag's id policy is 'client')")
         }
@@ -53,14 +55,38 @@ import Testing
     }
 
     static let invalid: [(WriteOperation, String, [String])] = [
-        (.insert("Nope", id: "x", [:]), "operation 1 (insert Nope 'x'): unknown entity 'Nope' (the schema has: Item, Tag)", []),
-        (.insert("Item", id: "x", ["title": "a", "colour": "red"]), "operation 1 (insert Item 'x'): unknown attribute 'colour'", ["colour"]),
-        (.update("Item", id: "x", ["price": "cheap"]), "operation 1 (update Item 'x'): attribute 'price' is double, got string \"cheap\"", ["price"]),
-        (.update("Item", id: "x", ["qty": 1.5]), "operation 1 (update Item 'x'): attribute 'qty' is int, got double 1.5", ["qty"]),
-        (.update("Item", id: "x", ["price": .double(.nan)]), "operation 1 (update Item 'x'): attribute 'price' is NaN", ["price"]),
-        (.update("Item", id: "x", ["title": nil]), "operation 1 (update Item 'x'): attribute 'title' is required and cannot be nil", ["title"]),
-        (.insert("Item", id: "x", ["price": 1.0]), "operation 1 (insert Item 'x'): required attribute 'title' missing", ["title"]),
-        (.insert("Item", id: "x", ["id": "y", "title": "a"]), "operation 1 (insert Item 'x'): 'id' is not an attribute: set the operation's id instead", ["id"]),
+        (
+            .insert("Nope", id: "x", [:]),
+            "operation 1 (insert Nope 'x'): unknown entity 'Nope' (the schema has: Item, Tag)", []
+        ),
+        (
+            .insert("Item", id: "x", ["title": "a", "colour": "red"]),
+            "operation 1 (insert Item 'x'): unknown attribute 'colour'", ["colour"]
+        ),
+        (
+            .update("Item", id: "x", ["price": "cheap"]),
+            "operation 1 (update Item 'x'): attribute 'price' is double, got string \"cheap\"", ["price"]
+        ),
+        (
+            .update("Item", id: "x", ["qty": 1.5]),
+            "operation 1 (update Item 'x'): attribute 'qty' is int, got double 1.5", ["qty"]
+        ),
+        (
+            .update("Item", id: "x", ["price": .double(.nan)]),
+            "operation 1 (update Item 'x'): attribute 'price' is NaN", ["price"]
+        ),
+        (
+            .update("Item", id: "x", ["title": nil]),
+            "operation 1 (update Item 'x'): attribute 'title' is required and cannot be nil", ["title"]
+        ),
+        (
+            .insert("Item", id: "x", ["price": 1.0]),
+            "operation 1 (insert Item 'x'): required attribute 'title' missing", ["title"]
+        ),
+        (
+            .insert("Item", id: "x", ["id": "y", "title": "a"]),
+            "operation 1 (insert Item 'x'): 'id' is not an attribute: set the operation's id instead", ["id"]
+        ),
     ]
 
     @Test("validation errors name the operation index and the attribute, and nothing is written", arguments: invalid)
@@ -78,7 +104,9 @@ import Testing
         }
     }
 
-    @Test("update or delete of a missing row is notFound; insert of an existing id is alreadyExists; the transaction is rolled back", arguments: StoreVariant.allCases)
+    @Test(
+        "update or delete of a missing row is notFound; insert of an existing id is alreadyExists; the transaction is rolled back",
+        arguments: StoreVariant.allCases)
     func notFoundAndAlreadyExists(variant: StoreVariant) async throws {
         try await withStore(variant) { store in
             try await store.apply([.insert("Item", id: "a", ["title": "Pen"])])
@@ -90,7 +118,9 @@ import Testing
                 #expect(error?.operationIndex == 1)
             }
             let error = await #expect(throws: StoreError.self) {
-                try await store.apply([.insert("Item", id: "c", ["title": "Cap"]), .insert("Item", id: "a", ["title": "Dup"])])
+                try await store.apply([
+                    .insert("Item", id: "c", ["title": "Cap"]), .insert("Item", id: "a", ["title": "Dup"]),
+                ])
             }
             #expect(error?.code == .alreadyExists)
             #expect(error?.message == "operation 1 (insert Item 'a'): a row with this id already exists")

@@ -10,7 +10,8 @@ extension Schema {
             text += "entity \(entity.name) id=\(entity.idPolicy.rawValue)\n"
             for attribute in entity.attributes {
                 let defaultText = attribute.defaultValue.map { " default=\($0)" } ?? ""
-                text += "  \(attribute.name) \(attribute.type.rawValue) optional=\(attribute.isOptional)\(defaultText)\n"
+                text +=
+                    "  \(attribute.name) \(attribute.type.rawValue) optional=\(attribute.isOptional)\(defaultText)\n"
             }
             for index in entity.indexes {
                 text += "  index \(index.name) (\(index.attributes.joined(separator: ","))) unique=\(index.isUnique)\n"

@@ -1,12 +1,13 @@
 // MARK: - GroupCommitter
 
-#if canImport(Glibc)
-internal import Glibc
-#elseif canImport(Darwin)
-internal import Darwin
-#endif
 internal import GRDB
 internal import Synchronization
+
+#if canImport(Glibc)
+    internal import Glibc
+#elseif canImport(Darwin)
+    internal import Darwin
+#endif
 
 /// Queues concurrent transactions and commits those that arrive while a commit is in progress together, in one
 /// SQLite transaction, each inside its own savepoint.

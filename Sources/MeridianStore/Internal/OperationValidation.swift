@@ -34,7 +34,8 @@ enum OperationValidation {
         return out
     }
 
-    static func prepare(_ operation: WriteOperation, index: Int, schema: Schema) throws(StoreError) -> PreparedOperation {
+    static func prepare(_ operation: WriteOperation, index: Int, schema: Schema) throws(StoreError) -> PreparedOperation
+    {
         let prefix = label(index, operation.kind, operation.entity, operation.id)
         guard let entity = schema.entity(named: operation.entity) else {
             let known = schema.entities.map(\.name).joined(separator: ", ")
@@ -49,7 +50,8 @@ enum OperationValidation {
             id = UUID().uuidString.lowercased()
         } else {
             let why = operation.kind == .insert ? " (\(entity.name)'s id policy is 'client')" : ""
-            throw StoreError(.validation, "\(prefix): an id is required\(why)", operationIndex: index, attributes: ["id"])
+            throw StoreError(
+                .validation, "\(prefix): an id is required\(why)", operationIndex: index, attributes: ["id"])
         }
         let names = operation.kind == .delete ? [] : operation.values.keys.sorted { $0.utf8Compare($1) < 0 }
         var values: [Value] = []
@@ -63,12 +65,14 @@ enum OperationValidation {
                 throw StoreError(.validation, "\(prefix): \(why)", operationIndex: index, attributes: [name])
             }
             guard value.isValid else {
-                throw StoreError(.validation, "\(prefix): attribute '\(name)' is NaN", operationIndex: index, attributes: [name])
+                throw StoreError(
+                    .validation, "\(prefix): attribute '\(name)' is NaN", operationIndex: index, attributes: [name])
             }
             if value.isNull {
                 guard attribute.isOptional else {
                     throw StoreError(
-                        .validation, "\(prefix): attribute '\(name)' is required and cannot be nil", operationIndex: index,
+                        .validation, "\(prefix): attribute '\(name)' is required and cannot be nil",
+                        operationIndex: index,
                         attributes: [name])
                 }
                 values.append(.null)
@@ -97,7 +101,8 @@ enum OperationValidation {
     /// Checks that an insert (or an upsert that turns out to be one) gives every attribute that has no default.
     static func checkRequired(_ operation: PreparedOperation) throws(StoreError) {
         let given = Set(operation.columns)
-        let missing = operation.entity.attributes.filter { $0.isRequiredOnInsert && !given.contains($0.name) }.map(\.name)
+        let missing = operation.entity.attributes.filter { $0.isRequiredOnInsert && !given.contains($0.name) }.map(
+            \.name)
         guard missing.isEmpty else {
             let list = missing.map { "'\($0)'" }.joined(separator: ", ")
             throw StoreError(

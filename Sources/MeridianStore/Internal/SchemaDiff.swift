@@ -57,38 +57,52 @@ enum SchemaDiff {
                         kind: .typeChanged, entity: e, member: attribute.name,
                         summary: "\(name): type changed from \(previous.type.rawValue) to \(attribute.type.rawValue)",
                         isAdditive: false,
-                        advice: "add a new attribute of type \(attribute.type.rawValue) and copy the values into it, or migrate the file by hand"))
+                        advice:
+                            "add a new attribute of type \(attribute.type.rawValue) and copy the values into it, or migrate the file by hand"
+                    ))
             }
             if previous.isOptional != attribute.isOptional {
                 out.append(
                     SchemaDifference(
                         kind: .optionalityChanged, entity: e, member: attribute.name,
-                        summary: "\(name): changed from \(previous.isOptional ? "optional" : "required") to \(attribute.isOptional ? "optional" : "required")",
+                        summary:
+                            "\(name): changed from \(previous.isOptional ? "optional" : "required") to \(attribute.isOptional ? "optional" : "required")",
                         isAdditive: false,
                         advice: attribute.isOptional
                             ? "dropping NOT NULL needs a table rebuild: keep it required, or migrate the file by hand"
-                            : "existing rows may hold nil: keep it optional and enforce the rule in writers, or fill the values and migrate by hand"))
+                            : "existing rows may hold nil: keep it optional and enforce the rule in writers, or fill the values and migrate by hand"
+                    ))
             }
-            if previous.defaultValue != attribute.defaultValue || previous.defaultValue?.type != attribute.defaultValue?.type {
+            if previous.defaultValue != attribute.defaultValue
+                || previous.defaultValue?.type != attribute.defaultValue?.type
+            {
                 if previous.type == attribute.type {
                     out.append(
                         SchemaDifference(
                             kind: .defaultChanged, entity: e, member: attribute.name,
-                            summary: "\(name): default changed from \(previous.defaultValue?.description ?? "none") to \(attribute.defaultValue?.description ?? "none")",
+                            summary:
+                                "\(name): default changed from \(previous.defaultValue?.description ?? "none") to \(attribute.defaultValue?.description ?? "none")",
                             isAdditive: false,
-                            advice: "defaults are part of the table definition: keep the old default, or migrate the file by hand"))
+                            advice:
+                                "defaults are part of the table definition: keep the old default, or migrate the file by hand"
+                        ))
                 }
             }
         }
         for attribute in removed {
-            var advice = "keep it in the schema (make it optional if it is no longer written), or migrate the file by hand"
-            if let renamed = new.attributes.first(where: { old.attribute(named: $0.name) == nil && $0.type == attribute.type }) {
-                advice += "; if it was renamed to '\(renamed.name)': renames are not migrated, keep '\(attribute.name)' or copy the values by hand"
+            var advice =
+                "keep it in the schema (make it optional if it is no longer written), or migrate the file by hand"
+            if let renamed = new.attributes.first(where: {
+                old.attribute(named: $0.name) == nil && $0.type == attribute.type
+            }) {
+                advice +=
+                    "; if it was renamed to '\(renamed.name)': renames are not migrated, keep '\(attribute.name)' or copy the values by hand"
             }
             out.append(
                 SchemaDifference(
                     kind: .attributeRemoved, entity: e, member: attribute.name,
-                    summary: "\(e).\(attribute.name): attribute removed (\(attribute.type.rawValue))", isAdditive: false,
+                    summary: "\(e).\(attribute.name): attribute removed (\(attribute.type.rawValue))",
+                    isAdditive: false,
                     advice: advice))
         }
         for index in new.indexes {
@@ -123,7 +137,9 @@ enum SchemaDiff {
     }
 
     /// The message of a refused migration: one line per refused difference with what to do.
-    static func refusal(path: String, stored: SchemaRecord.Stored, new: Schema, differences: [SchemaDifference]) -> String {
+    static func refusal(path: String, stored: SchemaRecord.Stored, new: Schema, differences: [SchemaDifference])
+        -> String
+    {
         var lines = [
             "the store at '\(path)' (schema version \(stored.version)) cannot be migrated automatically to schema version \(new.version):"
         ]

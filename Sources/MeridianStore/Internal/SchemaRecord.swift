@@ -29,13 +29,15 @@ enum SchemaRecord {
 
     static func setMeta(_ db: Database, _ key: String, _ value: String) throws {
         try db.execute(
-            sql: "INSERT INTO meridian_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            sql:
+                "INSERT INTO meridian_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             arguments: [key, value]
         )
     }
 
     static func write(_ schema: Schema, _ db: Database) throws {
-        try db.execute(sql: "DELETE FROM meridian_entities; DELETE FROM meridian_attributes; DELETE FROM meridian_indexes")
+        try db.execute(
+            sql: "DELETE FROM meridian_entities; DELETE FROM meridian_attributes; DELETE FROM meridian_indexes")
         for (e, entity) in schema.entities.enumerated() {
             try db.execute(
                 sql: "INSERT INTO meridian_entities (name, position, id_policy) VALUES (?, ?, ?)",
@@ -58,7 +60,8 @@ enum SchemaRecord {
             }
             for (i, index) in entity.indexes.enumerated() {
                 try db.execute(
-                    sql: "INSERT INTO meridian_indexes (entity, name, position, attributes, is_unique) VALUES (?, ?, ?, ?, ?)",
+                    sql:
+                        "INSERT INTO meridian_indexes (entity, name, position, attributes, is_unique) VALUES (?, ?, ?, ?, ?)",
                     arguments: [entity.name, index.name, i, index.attributes.joined(separator: ","), index.isUnique]
                 )
             }
@@ -84,7 +87,9 @@ enum SchemaRecord {
                 arguments: [name]
             ) {
                 guard let type = AttributeType(rawValue: a[1]) else {
-                    throw StoreError(.internalError, "the store records an unknown type '\(a[1] as String)' for \(name).\(a[0] as String)")
+                    throw StoreError(
+                        .internalError,
+                        "the store records an unknown type '\(a[1] as String)' for \(name).\(a[0] as String)")
                 }
                 let hasDefault: Bool = a[3]
                 // Spelled out: with `: nil`, the ternary would infer `Value` and make `nil` a `Value.null` default.
@@ -105,7 +110,8 @@ enum SchemaRecord {
         let version = Int(try meta(db, "schema_version") ?? "0") ?? 0
         let fingerprint = try meta(db, "fingerprint") ?? ""
         do {
-            return Stored(schema: try Schema(version: version, entities: entities), version: version, fingerprint: fingerprint)
+            return Stored(
+                schema: try Schema(version: version, entities: entities), version: version, fingerprint: fingerprint)
         } catch {
             throw StoreError(.internalError, "the schema recorded in the store is not valid", cause: error)
         }

@@ -80,7 +80,8 @@ enum StoreDDL {
 
     static func createIndex(_ entity: EntitySchema, _ index: Index) -> String {
         let columns = index.attributes.map(quoted).joined(separator: ", ")
-        return "CREATE \(index.isUnique ? "UNIQUE " : "")INDEX \(indexName(entity, index)) ON \(quoted(entity.name)) (\(columns))"
+        return
+            "CREATE \(index.isUnique ? "UNIQUE " : "")INDEX \(indexName(entity, index)) ON \(quoted(entity.name)) (\(columns))"
     }
 
     // MARK: - Capture triggers

@@ -25,7 +25,8 @@ enum TransactionExecutor {
                     guard op.kind == .upsert else { throw notFound(op) }
                     if op.expectedVersion != nil, policy == .storeWins {
                         throw StoreError(
-                            .conflict, "\(op.label): expected version \(op.expectedVersion!), but the row no longer exists",
+                            .conflict,
+                            "\(op.label): expected version \(op.expectedVersion!), but the row no longer exists",
                             operationIndex: op.index, attributes: op.columns)
                     }
                     try OperationValidation.checkRequired(op)
@@ -85,7 +86,8 @@ enum TransactionExecutor {
             switch error.extendedResultCode {
             case .SQLITE_CONSTRAINT_PRIMARYKEY:
                 throw StoreError(
-                    .alreadyExists, "\(op.label): a row with this id already exists", operationIndex: op.index, cause: error)
+                    .alreadyExists, "\(op.label): a row with this id already exists", operationIndex: op.index,
+                    cause: error)
             case .SQLITE_CONSTRAINT_UNIQUE, .SQLITE_CONSTRAINT_NOTNULL, .SQLITE_CONSTRAINT_CHECK:
                 throw StoreError(
                     .validation, "\(op.label): \(error.message ?? "constraint failed")", operationIndex: op.index,
@@ -112,7 +114,8 @@ enum TransactionExecutor {
             try statement.execute(arguments: arguments(op.values, then: op.id))
         } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
             throw StoreError(
-                .validation, "\(op.label): \(error.message ?? "constraint failed")", operationIndex: op.index, cause: error)
+                .validation, "\(op.label): \(error.message ?? "constraint failed")", operationIndex: op.index,
+                cause: error)
         }
     }
 
@@ -132,7 +135,8 @@ enum TransactionExecutor {
         db: Database
     ) throws {
         guard let expected = op.expectedVersion, expected != current, policy == .storeWins else { return }
-        let changed = try changedAttributes(entity: op.entity.name, id: op.id, after: expected, current: current, db: db)
+        let changed = try changedAttributes(
+            entity: op.entity.name, id: op.id, after: expected, current: current, db: db)
         let conflicting = changed.map { set in touched.filter { set.contains($0) } } ?? touched
         guard !conflicting.isEmpty || op.kind == .delete else { return }
         let list = conflicting.isEmpty ? "" : "; changed since: \(conflicting.joined(separator: ", "))"
