@@ -94,6 +94,17 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // The demo behind `./meridian.sh demo`: a store, a writer and a live results engine following the change log.
+        .executableTarget(
+            name: "meridian-demo",
+            dependencies: [
+                "MeridianStore",
+                "MeridianCore",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // Benchmarks, one subcommand per part (`meridian-bench store`); run in release.
         .executableTarget(
             name: "meridian-bench",
