@@ -61,17 +61,6 @@ struct DemoError: Error, CustomStringConvertible {
 
 // MARK: - Demo data
 
-/// A deterministic generator, so two runs of the demo look alike.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        self.state &+= 0x9E37_79B9_7F4A_7C15
-        var z = self.state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 enum DemoData {
     static let kinds = ["Café", "Miradouro", "Livraria", "Padaria", "Tasca", "Jardim", "Museu", "Galeria"]
@@ -157,7 +146,7 @@ let path = options.data + "/demo.sqlite"
 let store = try Store.open(path: path, schema: schema)
 
 // Seed once.
-var rng = SplitMix64(state: 2026)
+var rng = SplitMix64(seed: 2026)
 let existing = try await store.snapshot(entity: "Point", limit: 1)
 if existing.rows.isEmpty {
     var loaded = 0
@@ -194,7 +183,7 @@ let sources = [SIGINT, SIGTERM].map { signalNumber in
 await withTaskGroup(of: Void.self) { group in
     // The writer: a few transactions a second.
     group.addTask {
-        var rng = SplitMix64(state: UInt64(Date().timeIntervalSince1970))
+        var rng = SplitMix64(seed: UInt64(Date().timeIntervalSince1970))
         let interval = options.rate > 0 ? 1.0 / options.rate : 3600
         while !Task.isCancelled {
             try? await Task.sleep(for: .seconds(interval))

@@ -2,17 +2,6 @@ import MeridianCore
 import MeridianStore
 import Testing
 
-/// A seeded generator, so a failing run can be replayed.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        self.state &+= 0x9E37_79B9_7F4A_7C15
-        var z = self.state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// A predicate as raw SQL and the same predicate in Swift, with SQLite's semantics (null compares false).
 struct TestPredicate: Sendable {
@@ -95,12 +84,12 @@ struct Taken: Sendable {
         .timeLimit(.minutes(1)), arguments: StoreVariant.allCases)
     func snapshotPlusChanges(variant: StoreVariant) async throws {
         try await withStore(variant) { store in
-            var g = SplitMix64(state: 42)
+            var g = SplitMix64(seed: 42)
             try await store.apply((0..<150).map { .insert("Item", id: "seed\($0)", Self.randomValues(&g)) })
             let snapshots = try await withThrowingTaskGroup(of: [Taken].self) { group in
                 for writer in 0..<4 {
                     group.addTask {
-                        var g = SplitMix64(state: UInt64(writer) + 100)
+                        var g = SplitMix64(seed: UInt64(writer) + 100)
                         for t in 0..<60 {
                             var operations: [WriteOperation] = []
                             for o in 0..<Int.random(in: 1...4, using: &g) {
@@ -119,7 +108,7 @@ struct Taken: Sendable {
                     }
                 }
                 group.addTask {
-                    var g = SplitMix64(state: 7)
+                    var g = SplitMix64(seed: 7)
                     var taken: [Taken] = []
                     for _ in 0..<25 {
                         let predicate = TestPredicate.random(&g)
@@ -165,7 +154,7 @@ struct Taken: Sendable {
     @Test("a limit returns the first rows of the order; the seq is the latest commit", arguments: StoreVariant.allCases)
     func limit(variant: StoreVariant) async throws {
         try await withStore(variant) { store in
-            var g = SplitMix64(state: 1)
+            var g = SplitMix64(seed: 1)
             try await store.apply((0..<40).map { .insert("Item", id: "r\($0)", Self.randomValues(&g)) })
             let sort = TestSort(keys: [("qty", true)])
             let all = try await store.snapshot(entity: "Item", orderBy: sort.sql)
