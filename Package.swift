@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "MeridianCore", targets: ["MeridianCore"]),
         .library(name: "MeridianStore", targets: ["MeridianStore"]),
         .library(name: "MeridianClient", targets: ["MeridianClient"]),
+        .executable(name: "meridian-bench", targets: ["meridian-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
@@ -58,7 +59,7 @@ let package = Package(
         // Store tests against in-memory and on-disk databases, raw SQLite writers and crash recovery.
         .testTarget(
             name: "MeridianStoreTests",
-            dependencies: ["MeridianStore", "MeridianCore"],
+            dependencies: ["MeridianStore", "MeridianCore", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
 
@@ -108,6 +109,41 @@ let package = Package(
                 "MeridianCore",
                 "MeridianProto",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // A child process for the store tests: a Store writer to kill -9, and a plain SQLite connection (no Meridian).
+        .executableTarget(
+            name: "meridian-store-testhelper",
+            dependencies: [
+                "MeridianStore",
+                "MeridianCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // The demo behind `./meridian.sh demo`: a store, a writer and a live results engine following the change log.
+        .executableTarget(
+            name: "meridian-demo",
+            dependencies: [
+                "MeridianStore",
+                "MeridianCore",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // Benchmarks, one subcommand per part (`meridian-bench store`); run in release.
+        .executableTarget(
+            name: "meridian-bench",
+            dependencies: [
+                "MeridianClient",
+                "MeridianStore",
+                "MeridianCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -114,9 +114,9 @@ public struct ClientError: Error, Sendable, CustomStringConvertible {
 // MARK: - From Core errors
 
 extension ClientError {
-    /// Wraps an error thrown while binding a fetch request (a ``PredicateError`` or a ``SchemaError``).
+    /// Wraps an error thrown while binding a fetch request (a ``QueryError`` or a ``SchemaError``).
     init(binding error: any Error, request: FetchRequest) {
-        if let predicate = error as? PredicateError {
+        if let predicate = error as? QueryError {
             let code: Code = predicate.code == .unknownAttribute ? .unknownAttribute : .badPredicate
             self.init(code, "\(request.entity): \(predicate.message)", cause: predicate, entity: request.entity)
             self.position = predicate.position
