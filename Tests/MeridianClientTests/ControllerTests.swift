@@ -173,3 +173,50 @@ struct ControllerTests {
         }
     }
 }
+
+/// A main-actor delegate recording the brackets it sees.
+@MainActor
+final class RecordingDelegate: ResultsControllerDelegate {
+    typealias Element = Row
+    var calls: [String] = []
+    var seenCounts: [Int] = []
+    var onChange: (() -> Void)?
+
+    func controllerWillChangeContent(_ controller: ResultsController<Row>) { self.calls.append("will") }
+    func controller(_ controller: ResultsController<Row>, didChange change: ResultsChange<Row>) {
+        self.calls.append(change.changeSet.rowChanges.map(\.operation).joined(separator: ","))
+    }
+    func controllerDidChangeContent(_ controller: ResultsController<Row>) {
+        self.calls.append("did")
+        self.onChange?()
+    }
+}
+
+@Suite("Delegate delivery", .timeLimit(.minutes(1)))
+struct DelegateTests {
+    @Test("a main-actor delegate gets will-change, the change set and did-change for each commit, in order")
+    @MainActor
+    func delegateBrackets() async throws {
+        let harness = try await Harness()
+        let controller = try await harness.container.controller(for: try FetchRequest(entity: "Point", sortedBy: "title"))
+        let delegate = RecordingDelegate()
+        controller.delegate = delegate
+        try await harness.connect()
+        try await harness.commit([.upsert(point("a", "A", 1))])
+        try await harness.commit([.upsert(point("b", "B", 1))])
+        // Delivery hops to the main actor; wait for the second did-change.
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            if delegate.calls.count >= 6 {
+                done.resume()
+            } else {
+                delegate.onChange = {
+                    guard delegate.calls.count >= 6 else { return }
+                    delegate.onChange = nil
+                    done.resume()
+                }
+            }
+        }
+        #expect(delegate.calls == ["will", "insert", "did", "will", "insert", "did"])
+        await controller.close()
+    }
+}

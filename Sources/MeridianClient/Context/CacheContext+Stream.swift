@@ -248,5 +248,6 @@ extension CacheContext {
         self.flush()
         self.acknowledge()
         for (id, commitSeq) in confirmed { self.resolveWaiters(id, with: .success(commitSeq)) }
+        self.resumeSeqWaiters()
     }
 }

@@ -81,6 +81,8 @@ public actor CacheContext {
     var writeSignal: AsyncStream<Void>.Continuation?
     /// Tasks waiting for a transaction's outcome.
     var transactionWaiters: [Int64: [CheckedContinuation<Int64, any Error>]] = [:]
+    /// Tasks waiting for the applied seq to reach a value.
+    var seqWaiters: [(seq: Int64, continuation: CheckedContinuation<Void, Never>)] = []
     /// Outcomes of recent transactions, for waiters that come late.
     var outcomes: [Int64: Result<Int64, ClientError>] = [:]
 
@@ -120,6 +122,22 @@ public actor CacheContext {
 
     /// The seq every controller of this context is at.
     public var seq: Int64 { self.appliedSeq }
+
+    /// Waits until the context has applied `seq` (every controller then shows the server's state at `seq` or
+    /// later): for example the seq of a ``PendingTransaction`` confirmed elsewhere, or of a query.
+    public func waitUntilApplied(_ seq: Int64) async {
+        guard seq > self.appliedSeq else { return }
+        await withCheckedContinuation { self.seqWaiters.append((seq, $0)) }
+    }
+
+    /// Resumes the tasks waiting for a seq that has been applied.
+    func resumeSeqWaiters() {
+        guard !self.seqWaiters.isEmpty else { return }
+        let applied = self.appliedSeq
+        let ready = self.seqWaiters.filter { $0.seq <= applied }
+        self.seqWaiters.removeAll { $0.seq <= applied }
+        for waiter in ready { waiter.continuation.resume() }
+    }
 
     // MARK: - Schema
 
