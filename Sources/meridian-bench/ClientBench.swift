@@ -37,6 +37,7 @@ func runClientBenchmark(arguments: [String]) async throws {
         i += 1
     }
     print("one remote change applied to a results controller of n rows (release build, medians)")
+    fflush(nil)
     print("rows       | Meridian client µs/change | GRDB ValueObservation + diff µs/change | speed-up | resident bytes/cached row")
     for rows in sizes {
         let client = try await ClientBenchmark.measureClient(rows: rows, changes: changes)
@@ -46,6 +47,7 @@ func runClientBenchmark(arguments: [String]) async throws {
                 format: "%-10d | %25.2f | %38.1f | %7.0fx | %.0f",
                 rows, client.microsecondsPerChange, baseline, baseline / client.microsecondsPerChange,
                 client.bytesPerRow))
+        fflush(nil)  // one line at a time, even into a file
     }
 }
 

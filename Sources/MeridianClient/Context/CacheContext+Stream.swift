@@ -44,18 +44,14 @@ extension CacheContext {
             self.subscriptions[id]!.snapshot = nil
             if case .failed = self.subscriptions[id]!.phase {} else { self.subscriptions[id]!.phase = .idle }
             if let replace = self.subscriptions[id]!.pendingReplace {
-                var subscription = self.subscriptions[id]!
-                subscription.request = replace.request
-                subscription.bound = replace.bound
-                subscription.pendingReplace = nil
-                subscription.hasData = false
-                let waiters = subscription.replaceWaiters
-                subscription.replaceWaiters = []
-                self.subscriptions[id] = subscription
-                for member in subscription.members {
-                    let row = self.serverRow(subscription.entity, member)
-                    if row.map(replace.bound.matches) != true { self.dropMember(member, from: id, work: &work) }
-                }
+                let entity = self.subscriptions[id]!.entity
+                self.subscriptions[id]!.request = replace.request
+                self.subscriptions[id]!.bound = replace.bound
+                self.subscriptions[id]!.pendingReplace = nil
+                self.subscriptions[id]!.hasData = false
+                let waiters = self.subscriptions[id]!.replaceWaiters
+                self.subscriptions[id]!.replaceWaiters = []
+                self.dropMembers(of: id, where: { !replace.bound.matches($0) }, entity: entity, work: &work)
                 self.recordSubscription(id)
                 for waiter in waiters { waiter.resume() }
             }
@@ -127,47 +123,44 @@ extension CacheContext {
     }
 
     private func receiveSnapshotChunk(_ chunk: Meridian_V1_SnapshotChunk) throws(ClientError) {
-        guard var subscription = self.subscriptions[chunk.subscriptionID] else { return }
-        if chunk.chunkIndex == 0 || subscription.snapshot == nil {
-            subscription.snapshot = SnapshotBuffer(seq: chunk.seq)
+        let id = chunk.subscriptionID
+        guard self.subscriptions[id] != nil else { return }
+        // In place throughout: a local copy of the subscription would copy its rows or members on every change.
+        if chunk.chunkIndex == 0 || self.subscriptions[id]!.snapshot == nil {
+            self.subscriptions[id]!.snapshot = SnapshotBuffer(seq: chunk.seq)
         }
         for proto in chunk.rows {
             do {
-                subscription.snapshot!.rows.append((try Row(proto), proto.version))
+                self.subscriptions[id]!.snapshot!.rows.append((try Row(proto), proto.version))
             } catch {
                 throw ClientError(.malformedRequest, "snapshot row does not decode: \(error)", cause: error)
             }
         }
-        guard chunk.last else {
-            self.subscriptions[chunk.subscriptionID] = subscription
-            return
-        }
-        let buffer = subscription.snapshot!
-        subscription.snapshot = nil
+        guard chunk.last else { return }
+        let buffer = self.subscriptions[id]!.snapshot!
+        self.subscriptions[id]!.snapshot = nil
         var cause = ResultsChangeCause.snapshot
-        if let replace = subscription.pendingReplace {
+        if let replace = self.subscriptions[id]!.pendingReplace {
             // A Replace answered by a snapshot: the new request is in force from here.
-            subscription.request = replace.request
-            subscription.bound = replace.bound
-            subscription.pendingReplace = nil
+            self.subscriptions[id]!.request = replace.request
+            self.subscriptions[id]!.bound = replace.bound
+            self.subscriptions[id]!.pendingReplace = nil
             cause = .replaced
         }
-        let waiters = subscription.replaceWaiters
-        subscription.replaceWaiters = []
-        subscription.phase = .live
-        subscription.hasData = true
-        self.subscriptions[chunk.subscriptionID] = subscription
-        self.recordSubscription(chunk.subscriptionID)
+        let waiters = self.subscriptions[id]!.replaceWaiters
+        self.subscriptions[id]!.replaceWaiters = []
+        self.subscriptions[id]!.phase = .live
+        self.subscriptions[id]!.hasData = true
+        self.recordSubscription(id)
 
         var work = CommitWork()
         let incoming = Set(buffer.rows.map(\.row.id))
-        for id in subscription.members where !incoming.contains(id) {
-            self.dropMember(id, from: chunk.subscriptionID, work: &work)
-        }
+        let stale = self.subscriptions[id]!.members.filter { !incoming.contains($0) }
+        for member in stale { self.dropMember(member, from: id, work: &work) }
         for (row, version) in buffer.rows {
-            self.storeRow(row, version: version, in: chunk.subscriptionID, work: &work)
+            self.storeRow(row, version: version, in: id, work: &work)
         }
-        work.resets.insert(chunk.subscriptionID)
+        work.resets.insert(id)
         self.advance(to: max(self.appliedSeq, buffer.seq), work: work, cause: cause)
         for waiter in waiters { waiter.resume() }
     }
@@ -178,18 +171,17 @@ extension CacheContext {
         var answered: [CheckedContinuation<Void, any Error>] = []
         for delta in batch.deltas {
             let id = delta.subscriptionID
-            guard var subscription = self.subscriptions[id], subscription.phase == .live else { continue }
-            if delta.replaced, let replace = subscription.pendingReplace {
-                if replace.request.entity != subscription.entity {
-                    for member in subscription.members { self.dropMember(member, from: id, work: &work) }
-                    subscription = self.subscriptions[id]!
+            // In place throughout: a local copy of the subscription would copy its members on every change.
+            guard let phase = self.subscriptions[id]?.phase, phase == .live else { continue }
+            if delta.replaced, let replace = self.subscriptions[id]!.pendingReplace {
+                if replace.request.entity != self.subscriptions[id]!.entity {
+                    for member in self.subscriptions[id]!.members { self.dropMember(member, from: id, work: &work) }
                 }
-                subscription.request = replace.request
-                subscription.bound = replace.bound
-                subscription.pendingReplace = nil
-                answered += subscription.replaceWaiters
-                subscription.replaceWaiters = []
-                self.subscriptions[id] = subscription
+                self.subscriptions[id]!.request = replace.request
+                self.subscriptions[id]!.bound = replace.bound
+                self.subscriptions[id]!.pendingReplace = nil
+                answered += self.subscriptions[id]!.replaceWaiters
+                self.subscriptions[id]!.replaceWaiters = []
                 self.recordSubscription(id)
                 cause = .replaced
             }

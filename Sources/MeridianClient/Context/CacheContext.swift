@@ -279,18 +279,18 @@ public actor CacheContext {
             // Offline (or not yet subscribed): adopt now, keep the cached rows the new request still selects, and
             // diff the next snapshot against what is shown.
             let id = record.subscriptionID
+            let entity = subscription.entity
+            let wasSubscribed = subscription.phase != .idle
             subscription.request = request
             subscription.bound = bound
             subscription.hasData = false
             subscription.pendingReplace = nil
             self.subscriptions[id] = subscription
+            subscription = SubscriptionState(id: id, request: request, bound: bound, shareable: false)  // release
             var work = CommitWork()
-            for member in subscription.members {
-                let row = self.serverRow(subscription.entity, member)
-                if row.map(bound.matches) != true { self.dropMember(member, from: id, work: &work) }
-            }
+            self.dropMembers(of: id, where: { !bound.matches($0) }, entity: entity, work: &work)
             self.recordSubscription(id)
-            if self.outbound != nil, subscription.phase != .idle {
+            if self.outbound != nil, wasSubscribed {
                 // Subscribed but its snapshot has not completed: subscribe again under the new request.
                 var unsubscribe = Meridian_V1_Unsubscribe()
                 unsubscribe.subscriptionID = id
@@ -371,17 +371,18 @@ public actor CacheContext {
     }
 
     /// Adds (or refreshes) a server row as a member of a subscription.
+    ///
+    /// - Note: Members are mutated in place (`subscriptions[id]!.members`): a local copy of the subscription held
+    ///   across this call would make every insert copy the whole set.
     func storeRow(_ row: Row, version: Int64, in subscriptionID: String, work: inout CommitWork) {
-        guard var subscription = self.subscriptions[subscriptionID] else { return }
+        guard let entity = self.subscriptions[subscriptionID]?.entity else { return }
         var row = row
         if row.values.values.contains(where: \.isNull) {
             // An explicit null reads like an absent value; store one form so equal rows compare equal.
             row.values = row.values.filter { !$0.value.isNull }
         }
-        let entity = subscription.entity
-        let isNewMember = subscription.members.insert(row.id).inserted
+        let isNewMember = self.subscriptions[subscriptionID]!.members.insert(row.id).inserted
         if isNewMember {
-            self.subscriptions[subscriptionID] = subscription
             self.delta.memberships[MembershipKey(subscription: subscriptionID, id: row.id)] = true
         }
         var cached = self.rows[entity]?[row.id] ?? CachedRow(row: row, version: version, references: 0)
@@ -399,13 +400,20 @@ public actor CacheContext {
 
     /// Removes a row from a subscription's members.
     func dropMember(_ id: String, from subscriptionID: String, work: inout CommitWork) {
-        guard var subscription = self.subscriptions[subscriptionID], subscription.members.remove(id) != nil else {
-            return
-        }
-        self.subscriptions[subscriptionID] = subscription
+        guard let entity = self.subscriptions[subscriptionID]?.entity,
+            self.subscriptions[subscriptionID]!.members.remove(id) != nil
+        else { return }
         self.delta.memberships[MembershipKey(subscription: subscriptionID, id: id)] = false
-        self.releaseRow(subscription.entity, id)
+        self.releaseRow(entity, id)
         work.affected[subscriptionID, default: []].insert(id)
+    }
+
+    /// Drops the members of a subscription whose row fails `test` (or is not cached).
+    func dropMembers(of subscriptionID: String, where test: (Row) -> Bool, entity: String, work: inout CommitWork) {
+        let stale = (self.subscriptions[subscriptionID]?.members ?? []).filter { id in
+            self.serverRow(entity, id).map(test) ?? true
+        }
+        for id in stale { self.dropMember(id, from: subscriptionID, work: &work) }
     }
 
     /// Drops one subscription's reference to a cached row, forgetting the row when none is left.
