@@ -15,6 +15,7 @@ let package = Package(
     products: [
         .library(name: "MeridianCore", targets: ["MeridianCore"]),
         .library(name: "MeridianStore", targets: ["MeridianStore"]),
+        .executable(name: "meridian", targets: ["meridian"]),
     ],
     dependencies: [
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
@@ -23,6 +24,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
         .package(url: "https://github.com/grpc/grpc-swift-2", from: "2.4.3"),
         .package(url: "https://github.com/grpc/grpc-swift-protobuf", from: "2.4.1"),
+        .package(url: "https://github.com/grpc/grpc-swift-nio-transport", from: "2.9.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
         // Schema, values, predicates, sort order and change-set algebra: pure Swift, no I/O.
@@ -79,6 +82,41 @@ let package = Package(
                 "MeridianCore",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
+            swiftSettings: swiftSettings
+        ),
+    
+        // The `meridian` command-line client: commands, value parsing, formats and rendering (testable as a library).
+        .target(
+            name: "MeridianCLI",
+            dependencies: [
+                "MeridianCore",
+                "MeridianProto",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCNIOTransportHTTP2Posix", package: "grpc-swift-nio-transport"),
+                .product(name: "GRPCProtobuf", package: "grpc-swift-protobuf"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Unit tests of the CLI's parsing and rendering, and end-to-end tests that run the built binaries.
+        .testTarget(
+            name: "MeridianCLITests",
+            dependencies: [
+                "MeridianCLI",
+                "MeridianCore",
+                "MeridianProto",
+                "meridian",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // The `meridian` executable: parses arguments and runs a MeridianCLI command.
+        .executableTarget(
+            name: "meridian",
+            dependencies: ["MeridianCLI"],
             swiftSettings: swiftSettings
         ),
     ]
