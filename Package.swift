@@ -15,6 +15,7 @@ let package = Package(
     products: [
         .library(name: "MeridianCore", targets: ["MeridianCore"]),
         .library(name: "MeridianStore", targets: ["MeridianStore"]),
+        .executable(name: "meridian-bench", targets: ["meridian-bench"]),
         .executable(name: "meridian", targets: ["meridian"]),
     ],
     dependencies: [
@@ -59,7 +60,7 @@ let package = Package(
         // Store tests against in-memory and on-disk databases, raw SQLite writers and crash recovery.
         .testTarget(
             name: "MeridianStoreTests",
-            dependencies: ["MeridianStore", "MeridianCore"],
+            dependencies: ["MeridianStore", "MeridianCore", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
 
@@ -81,6 +82,40 @@ let package = Package(
                 "MeridianProto",
                 "MeridianCore",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // A child process for the store tests: a Store writer to kill -9, and a plain SQLite connection (no Meridian).
+        .executableTarget(
+            name: "meridian-store-testhelper",
+            dependencies: [
+                "MeridianStore",
+                "MeridianCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // The demo behind `./meridian.sh demo`: a store, a writer and a live results engine following the change log.
+        .executableTarget(
+            name: "meridian-demo",
+            dependencies: [
+                "MeridianStore",
+                "MeridianCore",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // Benchmarks, one subcommand per part (`meridian-bench store`); run in release.
+        .executableTarget(
+            name: "meridian-bench",
+            dependencies: [
+                "MeridianStore",
+                "MeridianCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -7,30 +7,9 @@ import Testing
     import Darwin
 #endif
 
-// MARK: - Seeded randomness
+// MARK: - Random lists
 
 extension ChangeSetTests {
-    /// SplitMix64: a small, fast, seedable generator, so that a failing case can be replayed from its seed.
-    struct SplitMix64: RandomNumberGenerator {
-        private var state: UInt64
-
-        init(seed: UInt64) { self.state = seed }
-
-        mutating func next() -> UInt64 {
-            self.state &+= 0x9E37_79B9_7F4A_7C15
-            var z = self.state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-
-        /// The seed from `MERIDIAN_SEED`, or a random one.
-        static func seed() -> UInt64 {
-            if let text = getenv("MERIDIAN_SEED"), let seed = UInt64(String(cString: text)) { return seed }
-            return UInt64.random(in: 0...UInt64.max)
-        }
-    }
-
     /// Builds random lists and random transitions of them.
     struct ListGenerator {
         var rng: SplitMix64
@@ -192,7 +171,7 @@ extension ChangeSetTests {
 
     @Test("random transitions: the diff applies to old to give new, validates, and moves as little as possible")
     func randomTransitions() {
-        let seed = SplitMix64.seed()
+        let seed = SplitMix64.seedFromEnvironment()
         var generator = ListGenerator(seed: seed)
         for index in 0..<5_000 {
             let old = index % 50 == 0 ? SectionedList() : generator.list()
@@ -208,7 +187,7 @@ extension ChangeSetTests {
 
     @Test("random corruptions: whatever passes the count check also applies, to the announced counts")
     func randomCorruptions() {
-        let seed = SplitMix64.seed()
+        let seed = SplitMix64.seedFromEnvironment()
         var generator = ListGenerator(seed: seed)
         var rejected = 0
         for index in 0..<3_000 {

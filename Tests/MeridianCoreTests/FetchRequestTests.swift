@@ -49,16 +49,16 @@ import Testing
     @Test("errors name what is wrong")
     func errors() throws {
         #expect(throws: SchemaError.self) { try FetchRequest(entity: "Nope").bind(to: Self.schema) }
-        let sectionError = #expect(throws: PredicateError.self) {
+        let sectionError = #expect(throws: QueryError.self) {
             try FetchRequest(entity: "Point", sortedBy: "title", sectionKey: "category").bind(to: Self.schema)
         }
         #expect(sectionError?.code == .invalidSectionKey)
-        let unbound = #expect(throws: PredicateError.self) {
+        let unbound = #expect(throws: QueryError.self) {
             try FetchRequest(entity: "Point", where: "category == $c").bind(to: Self.schema)
         }
         #expect(unbound?.code == .unboundVariable)
         #expect(unbound?.position == 12)
-        #expect(throws: PredicateError.self) {
+        #expect(throws: QueryError.self) {
             try FetchRequest(entity: "Point", limit: -1).bind(to: Self.schema)
         }
     }

@@ -11,26 +11,6 @@ import Testing
 // MARK: - Randomized batches against a from-scratch query
 
 extension LiveResultsTests {
-    /// SplitMix64: small, fast and seedable, so a failure replays from `MERIDIAN_SEED`.
-    struct SplitMix64: RandomNumberGenerator {
-        private var state: UInt64
-
-        init(seed: UInt64) { self.state = seed }
-
-        mutating func next() -> UInt64 {
-            self.state &+= 0x9E37_79B9_7F4A_7C15
-            var z = self.state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-
-        /// The seed from `MERIDIAN_SEED`, or a random one.
-        static func seed() -> UInt64 {
-            if let text = getenv("MERIDIAN_SEED"), let seed = UInt64(String(cString: text)) { return seed }
-            return UInt64.random(in: 0...UInt64.max)
-        }
-    }
 
     /// Random `Item` rows and batches of mutations over a small pool of ids, so ids collide often.
     struct Generator {
@@ -140,7 +120,7 @@ extension LiveResultsTests {
         arguments: 0..<4)
     func randomBatches(configurationIndex: Int) throws {
         let configuration = Self.configurations[configurationIndex]
-        let seed = SplitMix64.seed() &+ UInt64(configurationIndex)
+        let seed = SplitMix64.seedFromEnvironment() &+ UInt64(configurationIndex)
         var generator = Generator(seed: seed, idCount: 45)
         var results = try Self.results(
             configuration.predicate,

@@ -308,8 +308,8 @@ import Testing
 
     @Test("the section key must be the first sort key, and the limit non-negative")
     func invalidRequests() throws {
-        #expect(throws: PredicateError.self) { try Self.results(order: "score,category", sectionKey: "category") }
-        #expect(throws: PredicateError.self) { try Self.results(order: "score", limit: -1) }
+        #expect(throws: QueryError.self) { try Self.results(order: "score,category", sectionKey: "category") }
+        #expect(throws: QueryError.self) { try Self.results(order: "score", limit: -1) }
         let empty = try Self.results(order: "score", limit: 0)
         #expect(empty.sections == [ResultsSection(key: .string(""), name: "", count: 0)])
     }

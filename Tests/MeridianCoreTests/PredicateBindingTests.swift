@@ -2,7 +2,7 @@ import MeridianCore
 import Testing
 
 @Suite struct PredicateBindingTests {
-    static let bindErrors: [(String, PredicateError.Code, Int, String)] = [
+    static let bindErrors: [(String, QueryError.Code, Int, String)] = [
         (
             #"titel == "a""#, .unknownAttribute, 0,
             "unknown attribute 'titel' (Point has: id, title, category, latitude, longitude, updatedAt, visible, note)"
@@ -34,10 +34,10 @@ import Testing
     ]
 
     @Test("type and name errors carry their code, position and message", arguments: Self.bindErrors)
-    func bindError(text: String, code: PredicateError.Code, position: Int, message: String) throws {
+    func bindError(text: String, code: QueryError.Code, position: Int, message: String) throws {
         let expression = try PredicateExpression.parse(text)
         let variables: [String: PredicateVariable] = ["one": 1, "list": [1, 2], "nan": .value(.double(.nan))]
-        let error = #expect(throws: PredicateError.self) {
+        let error = #expect(throws: QueryError.self) {
             try expression.bind(to: Fixtures.point, variables: variables)
         }
         #expect(error?.code == code)

@@ -53,11 +53,11 @@ import Testing
         #expect(c.attributeRange == SourceRange(position: 2, length: 5))
         #expect(c.opRange == SourceRange(position: 9, length: 5))
         #expect(c.operand.range == SourceRange(position: 16, length: 4))
-        let error = #expect(throws: PredicateError.self) { try PredicateExpression.parse(#"title == "👍🏽" AND zz"#) }
+        let error = #expect(throws: QueryError.self) { try PredicateExpression.parse(#"title == "👍🏽" AND zz"#) }
         #expect(error?.position == 19)
     }
 
-    static let invalidCases: [(String, PredicateError.Code, Int, String)] = [
+    static let invalidCases: [(String, QueryError.Code, Int, String)] = [
         ("", .syntax, 0, "empty predicate (use TRUEPREDICATE to match everything)"),
         ("   ", .syntax, 3, "empty predicate (use TRUEPREDICATE to match everything)"),
         (
@@ -100,8 +100,8 @@ import Testing
     ]
 
     @Test("malformed text gives its exact code, position and message", arguments: Self.invalidCases)
-    func invalid(text: String, code: PredicateError.Code, position: Int, message: String) {
-        let error = #expect(throws: PredicateError.self) { try PredicateExpression.parse(text) }
+    func invalid(text: String, code: QueryError.Code, position: Int, message: String) {
+        let error = #expect(throws: QueryError.self) { try PredicateExpression.parse(text) }
         #expect(error?.code == code)
         #expect(error?.position == position)
         #expect(error?.message == message)
@@ -110,12 +110,12 @@ import Testing
     @Test("the error description and caret diagram point at the problem")
     func caret() throws {
         let text = "title BEGINSWITH 3"
-        let error = #expect(throws: PredicateError.self) {
+        let error = #expect(throws: QueryError.self) {
             try PredicateExpression.parse(text).bind(to: Fixtures.point)
         }
         #expect(error?.description == "position 17: typeMismatch: 'title' is string but 3 is int")
         #expect(error?.caretDiagram(for: text) == "title BEGINSWITH 3\n                 ^")
-        let open = #expect(throws: PredicateError.self) { try PredicateExpression.parse("title\n== \"abc") }
+        let open = #expect(throws: QueryError.self) { try PredicateExpression.parse("title\n== \"abc") }
         #expect(open?.caretDiagram(for: "title\n== \"abc") == "title == \"abc\n         ^^^^")
     }
 

@@ -39,18 +39,18 @@ import Testing
         #expect(try RowOrder(parsing: "+visible,-id").sqlOrderBy() == #""visible" ASC, "id" DESC"#)
         #expect(try RowOrder(parsing: "").sqlOrderBy() == #""id" ASC"#)
 
-        let empty = #expect(throws: PredicateError.self) { try RowOrder(parsing: "title,,x") }
+        let empty = #expect(throws: QueryError.self) { try RowOrder(parsing: "title,,x") }
         #expect(empty?.code == .syntax)
         #expect(empty?.position == 6)
-        let bad = #expect(throws: PredicateError.self) { try RowOrder(parsing: "ti tle") }
+        let bad = #expect(throws: QueryError.self) { try RowOrder(parsing: "ti tle") }
         #expect(bad?.message == "sort key 'ti tle' is not an attribute name")
 
-        let unknown = #expect(throws: PredicateError.self) {
+        let unknown = #expect(throws: QueryError.self) {
             try RowOrder(parsing: "title,-rating").checked(against: Fixtures.point)
         }
         #expect(unknown?.code == .unknownAttribute)
         #expect(unknown?.position == 1)
-        let section = #expect(throws: PredicateError.self) {
+        let section = #expect(throws: QueryError.self) {
             try RowOrder(parsing: "title,-category").checked(against: Fixtures.point, sectionKey: "category")
         }
         #expect(section?.code == .invalidSectionKey)

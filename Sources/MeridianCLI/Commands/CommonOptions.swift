@@ -94,7 +94,7 @@ struct FetchOptions: ParsableArguments {
     /// title BEGINSWITH 3
     ///                  ^
     /// ```
-    static func diagnostic(_ option: String, _ error: MeridianCore.PredicateError, text: String) -> String {
+    static func diagnostic(_ option: String, _ error: MeridianCore.QueryError, text: String) -> String {
         "\(option): \(error.code) at position \(error.position): \(error.message)\n"
             + error.caretDiagram(for: text)
     }
@@ -122,7 +122,7 @@ func predicateRejection(_ error: CLIError, predicate: String?) -> CLIError {
     guard let rpc = error.cause as? RPCError, let detail = rpc.errorDetail, detail.code == .badPredicate,
         let text = predicate
     else { return error }
-    let located = MeridianCore.PredicateError(
+    let located = MeridianCore.QueryError(
         .syntax, detail.message, position: Int(detail.position), length: Int(max(1, detail.length)))
     return CLIError(
         .badInput,

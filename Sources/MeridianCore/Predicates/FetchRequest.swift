@@ -58,7 +58,7 @@ public struct FetchRequest: Sendable, Hashable, CustomStringConvertible {
     ///   - sortKeys: A comma-separated list of attributes, `-name` for descending; empty means by id.
     ///   - sectionKey: The attribute to section by (must be the first sort key).
     ///   - limit: The most rows, or `nil`.
-    /// - Throws: ``PredicateError`` for malformed predicate or sort text, with its position.
+    /// - Throws: ``QueryError`` for malformed predicate or sort text, with its position.
     public init(
         entity: String,
         where predicateText: String = "",
@@ -66,7 +66,7 @@ public struct FetchRequest: Sendable, Hashable, CustomStringConvertible {
         sortedBy sortKeys: String = "",
         sectionKey: String? = nil,
         limit: Int? = nil
-    ) throws(PredicateError) {
+    ) throws(QueryError) {
         let trimmed = predicateText.trimmingSpaces
         self.init(
             entity: entity,
@@ -107,12 +107,12 @@ public struct FetchRequest: Sendable, Hashable, CustomStringConvertible {
 
     /// Checks the request against a schema and substitutes its variables.
     ///
-    /// - Throws: ``SchemaError`` (`unknownEntity`) when the entity does not exist; ``PredicateError`` for an unknown
+    /// - Throws: ``SchemaError`` (`unknownEntity`) when the entity does not exist; ``QueryError`` for an unknown
     ///   attribute, a type mismatch, an unbound variable, a bad sort key or section key, or a negative limit.
     public func bind(to schema: Schema) throws -> BoundFetchRequest {
         let entity = try schema.requireEntity(self.entity)
         if let limit, limit < 0 {
-            throw PredicateError(.invalidValue, "the limit must be 0 or more, not \(limit)", position: 0)
+            throw QueryError(.invalidValue, "the limit must be 0 or more, not \(limit)", position: 0)
         }
         return BoundFetchRequest(
             request: self,

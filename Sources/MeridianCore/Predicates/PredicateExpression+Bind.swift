@@ -23,12 +23,12 @@ extension PredicateExpression {
     ///   - entity: The entity whose rows the predicate will filter.
     ///   - variables: Values for the `$name` variables, by name without the `$`.
     /// - Returns: The checked predicate.
-    /// - Throws: ``PredicateError`` with code `unknownAttribute`, `typeMismatch`, `unboundVariable` or
+    /// - Throws: ``QueryError`` with code `unknownAttribute`, `typeMismatch`, `unboundVariable` or
     ///   `invalidValue`, positioned at the offending attribute, operator or value.
     public func bind(
         to entity: EntitySchema,
         variables: [String: PredicateVariable] = [:]
-    ) throws(PredicateError) -> RowPredicate {
+    ) throws(QueryError) -> RowPredicate {
         var binder = PredicateBinder(entity: entity, variables: variables)
         return RowPredicate(node: try binder.bind(self))
     }
@@ -45,7 +45,7 @@ struct PredicateBinder {
         case list([(Value, SourceRange)], SourceRange)
     }
 
-    mutating func bind(_ expression: PredicateExpression) throws(PredicateError) -> RowPredicate.Node {
+    mutating func bind(_ expression: PredicateExpression) throws(QueryError) -> RowPredicate.Node {
         switch expression {
         case .constant(let b, _):
             return .constant(b)
@@ -68,9 +68,9 @@ struct PredicateBinder {
         ([EntitySchema.idAttribute] + self.entity.attributes.map(\.name)).joined(separator: ", ")
     }
 
-    private func bind(_ c: PredicateComparison) throws(PredicateError) -> RowPredicate.Node {
+    private func bind(_ c: PredicateComparison) throws(QueryError) -> RowPredicate.Node {
         guard let type = self.entity.typeOfAttribute(named: c.attribute) else {
-            throw PredicateError(
+            throw QueryError(
                 .unknownAttribute,
                 "unknown attribute '\(c.attribute)' (\(self.entity.name) has: \(self.attributeList()))",
                 position: c.attributeRange.position,
@@ -78,11 +78,11 @@ struct PredicateBinder {
             )
         }
         let opName = c.op.rawValue
-        func mismatch(_ message: String, _ range: SourceRange) -> PredicateError {
-            PredicateError(.typeMismatch, message, position: range.position, length: range.length)
+        func mismatch(_ message: String, _ range: SourceRange) -> QueryError {
+            QueryError(.typeMismatch, message, position: range.position, length: range.length)
         }
-        func invalid(_ message: String, _ range: SourceRange) -> PredicateError {
-            PredicateError(.invalidValue, message, position: range.position, length: range.length)
+        func invalid(_ message: String, _ range: SourceRange) -> QueryError {
+            QueryError(.invalidValue, message, position: range.position, length: range.length)
         }
         if !c.options.isEmpty, type != .string {
             throw mismatch(
@@ -91,21 +91,21 @@ struct PredicateBinder {
             )
         }
         let resolved = try self.resolve(c.operand, topLevel: true)
-        func single() throws(PredicateError) -> (Value, SourceRange) {
+        func single() throws(QueryError) -> (Value, SourceRange) {
             switch resolved {
             case .single(let v, let r): return (v, r)
             case .list(_, let r):
                 throw mismatch("\(opName) takes one value, not a list\(c.op == .equal ? " (use IN)" : "")", r)
             }
         }
-        func list() throws(PredicateError) -> ([(Value, SourceRange)], SourceRange) {
+        func list() throws(QueryError) -> ([(Value, SourceRange)], SourceRange) {
             switch resolved {
             case .list(let items, let r): return (items, r)
             case .single(_, let r):
                 throw mismatch("\(opName) takes a list in braces, such as {1, 2}", r)
             }
         }
-        func convert(_ value: Value, _ range: SourceRange) throws(PredicateError) -> Value {
+        func convert(_ value: Value, _ range: SourceRange) throws(QueryError) -> Value {
             try self.convert(value, to: type, attribute: c.attribute, options: c.options, range: range)
         }
         if type == .bool, c.op != .equal, c.op != .notEqual {
@@ -154,7 +154,7 @@ struct PredicateBinder {
     }
 
     /// Substitutes variables; lists may hold values and single-value variables.
-    private func resolve(_ operand: PredicateOperand, topLevel: Bool) throws(PredicateError) -> Resolved {
+    private func resolve(_ operand: PredicateOperand, topLevel: Bool) throws(QueryError) -> Resolved {
         switch operand {
         case .value(let v, let r):
             return .single(v, r)
@@ -162,7 +162,7 @@ struct PredicateBinder {
             guard let variable = self.variables[name] else {
                 let known = self.variables.keys.sorted { $0.utf8Compare($1) < 0 }.map { "$" + $0 }
                 let hint = known.isEmpty ? "no variables were given" : "given: \(known.joined(separator: ", "))"
-                throw PredicateError(
+                throw QueryError(
                     .unboundVariable,
                     "variable $\(name) has no value (\(hint))",
                     position: r.position,
@@ -173,7 +173,7 @@ struct PredicateBinder {
             case .value(let v): return .single(v, r)
             case .list(let vs):
                 guard topLevel else {
-                    throw PredicateError(
+                    throw QueryError(
                         .typeMismatch,
                         "variable $\(name) holds a list, which cannot be an element of a list",
                         position: r.position,
@@ -200,9 +200,9 @@ struct PredicateBinder {
         attribute: String,
         options: StringOptions,
         range: SourceRange
-    ) throws(PredicateError) -> Value {
+    ) throws(QueryError) -> Value {
         guard value.isValid else {
-            throw PredicateError(
+            throw QueryError(
                 .invalidValue, "NaN is not a valid value", position: range.position, length: range.length)
         }
         let ok: Bool
@@ -216,7 +216,7 @@ struct PredicateBinder {
             ok = true
         case (.timestamp, .string(let s)):
             guard let t = Timestamp(iso8601: s) else {
-                throw PredicateError(
+                throw QueryError(
                     .invalidValue,
                     "\(Value.quote(s)) is not an ISO-8601 timestamp such as \"2024-05-01T12:30:00Z\"",
                     position: range.position,
@@ -230,7 +230,7 @@ struct PredicateBinder {
         }
         guard ok else {
             let kind = value.type.map { "\($0)" } ?? "nil"
-            throw PredicateError(
+            throw QueryError(
                 .typeMismatch,
                 "'\(attribute)' is \(type) but \(value) is \(kind)",
                 position: range.position,

@@ -13,9 +13,9 @@ extension PredicateExpression {
     ///
     /// - Parameter text: The predicate text.
     /// - Returns: The syntax tree, with source positions.
-    /// - Throws: ``PredicateError`` with code `syntax`, `invalidValue` (a literal that can never be valid) or
+    /// - Throws: ``QueryError`` with code `syntax`, `invalidValue` (a literal that can never be valid) or
     ///   `tooDeep`, and the character position of the problem.
-    public static func parse(_ text: String) throws(PredicateError) -> PredicateExpression {
+    public static func parse(_ text: String) throws(QueryError) -> PredicateExpression {
         var parser = PredicateParser(tokens: try PredicateLexer.tokenize(text))
         return try parser.parseAll()
     }
@@ -48,12 +48,12 @@ struct PredicateParser {
         return false
     }
 
-    private func error(_ message: String, at token: PredicateToken? = nil) -> PredicateError {
+    private func error(_ message: String, at token: PredicateToken? = nil) -> QueryError {
         let token = token ?? self.current
-        return PredicateError(.syntax, message, position: token.position, length: max(1, token.length))
+        return QueryError(.syntax, message, position: token.position, length: max(1, token.length))
     }
 
-    mutating func parseAll() throws(PredicateError) -> PredicateExpression {
+    mutating func parseAll() throws(QueryError) -> PredicateExpression {
         if self.current.kind == .end {
             throw self.error("empty predicate (use TRUEPREDICATE to match everything)")
         }
@@ -64,7 +64,7 @@ struct PredicateParser {
         return expression
     }
 
-    private mutating func parseOr() throws(PredicateError) -> PredicateExpression {
+    private mutating func parseOr() throws(QueryError) -> PredicateExpression {
         var lhs = try self.parseAnd()
         while self.isKeyword(.or) || self.isSymbol("||") {
             _ = self.advance()
@@ -73,7 +73,7 @@ struct PredicateParser {
         return lhs
     }
 
-    private mutating func parseAnd() throws(PredicateError) -> PredicateExpression {
+    private mutating func parseAnd() throws(QueryError) -> PredicateExpression {
         var lhs = try self.parseUnary()
         while self.isKeyword(.and) || self.isSymbol("&&") {
             _ = self.advance()
@@ -82,10 +82,10 @@ struct PredicateParser {
         return lhs
     }
 
-    private mutating func enter(_ token: PredicateToken) throws(PredicateError) {
+    private mutating func enter(_ token: PredicateToken) throws(QueryError) {
         self.depth += 1
         if self.depth > PredicateExpression.maximumDepth {
-            throw PredicateError(
+            throw QueryError(
                 .tooDeep,
                 "parentheses and NOT nested deeper than \(PredicateExpression.maximumDepth)",
                 position: token.position,
@@ -94,7 +94,7 @@ struct PredicateParser {
         }
     }
 
-    private mutating func parseUnary() throws(PredicateError) -> PredicateExpression {
+    private mutating func parseUnary() throws(QueryError) -> PredicateExpression {
         if self.isKeyword(.not) || self.isSymbol("!") {
             let token = self.advance()
             try self.enter(token)
@@ -105,7 +105,7 @@ struct PredicateParser {
         return try self.parsePrimary()
     }
 
-    private mutating func parsePrimary() throws(PredicateError) -> PredicateExpression {
+    private mutating func parsePrimary() throws(QueryError) -> PredicateExpression {
         let token = self.current
         switch token.kind {
         case .symbol("("):
@@ -144,7 +144,7 @@ struct PredicateParser {
     private mutating func parseComparison(
         attribute: String,
         at attributeToken: PredicateToken
-    ) throws(PredicateError) -> PredicateComparison {
+    ) throws(QueryError) -> PredicateComparison {
         let opToken = self.advance()
         let op: ComparisonOperator
         switch opToken.kind {
@@ -184,7 +184,7 @@ struct PredicateParser {
     private mutating func parseOperand(
         after opToken: PredicateToken,
         allowList: Bool
-    ) throws(PredicateError) -> PredicateOperand {
+    ) throws(QueryError) -> PredicateOperand {
         let token = self.advance()
         switch token.kind {
         case .number(let v): return .value(v, token.range)

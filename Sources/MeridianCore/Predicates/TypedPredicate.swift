@@ -139,11 +139,11 @@ public struct TypedPredicate<Model>: Sendable, Hashable, CustomStringConvertible
 
     /// Checks the predicate against the model's entity; see ``PredicateExpression/bind(to:variables:)``.
     ///
-    /// - Throws: ``PredicateError`` (positions are 0: a typed predicate has no text).
+    /// - Throws: ``QueryError`` (positions are 0: a typed predicate has no text).
     public func bind(
         to entity: EntitySchema,
         variables: [String: PredicateVariable] = [:]
-    ) throws(PredicateError) -> RowPredicate {
+    ) throws(QueryError) -> RowPredicate {
         try self.expression.bind(to: entity, variables: variables)
     }
 

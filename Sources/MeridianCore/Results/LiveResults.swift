@@ -83,7 +83,7 @@ public struct LiveResults: Sendable {
     ///   - sectionKey: The attribute to section by; it must be the first sort key.
     ///   - limit: The most rows to show, or `nil` for all of them.
     ///   - sectionName: The display name of a section value; defaults to ``Value/displayText``.
-    /// - Throws: ``PredicateError`` with code `invalidSectionKey` when the section key is not the first sort key, or
+    /// - Throws: ``QueryError`` with code `invalidSectionKey` when the section key is not the first sort key, or
     ///   `invalidValue` for a negative limit.
     public init(
         predicate: RowPredicate = .all,
@@ -91,17 +91,17 @@ public struct LiveResults: Sendable {
         sectionKey: String? = nil,
         limit: Int? = nil,
         sectionName: @escaping @Sendable (Value) -> String = { $0.displayText }
-    ) throws(PredicateError) {
+    ) throws(QueryError) {
         if let sectionKey, order.descriptors.first?.attribute != sectionKey {
             let actual = order.descriptors.first.map { "'\($0.attribute)'" } ?? "none (the order is by id only)"
-            throw PredicateError(
+            throw QueryError(
                 .invalidSectionKey,
                 "the section key '\(sectionKey)' must be the first sort key; the first sort key is \(actual)",
                 position: 0
             )
         }
         if let limit, limit < 0 {
-            throw PredicateError(.invalidValue, "the limit must be 0 or more, not \(limit)", position: 0)
+            throw QueryError(.invalidValue, "the limit must be 0 or more, not \(limit)", position: 0)
         }
         self.predicate = predicate
         self.order = order
@@ -402,11 +402,11 @@ struct SectionPlacement {
 extension LiveResults {
     /// Creates the engine for a bound fetch request: its predicate, order, section key and limit.
     ///
-    /// - Throws: ``PredicateError`` when the limit is negative (binding already checked the section key).
+    /// - Throws: ``QueryError`` when the limit is negative (binding already checked the section key).
     public init(
         _ request: BoundFetchRequest,
         sectionName: @escaping @Sendable (Value) -> String = { $0.displayText }
-    ) throws(PredicateError) {
+    ) throws(QueryError) {
         try self.init(
             predicate: request.predicate,
             order: request.order,

@@ -53,7 +53,7 @@ package enum LiveResultsBenchmark {
     ///   - requeries: How many re-query + diff rounds to time for the baseline.
     /// - Returns: The report.
     package static func run(rows: Int, changes: Int = 20_000, requeries: Int = 3) -> Report {
-        var rng = BenchmarkRandom(seed: 42)
+        var rng = SplitMix64(seed: 42)
         func makeRow(_ id: Int) -> Row {
             Row(
                 id: "row-\(id)",
@@ -165,18 +165,5 @@ package enum LiveResultsBenchmark {
             requeryMicroseconds: microseconds(requeryTime, requeries),
             bytesPerRow: bytesPerRow
         )
-    }
-}
-
-/// SplitMix64 for the benchmark's synthetic data.
-private struct BenchmarkRandom {
-    var state: UInt64
-    init(seed: UInt64) { self.state = seed }
-    mutating func next() -> UInt64 {
-        self.state &+= 0x9E37_79B9_7F4A_7C15
-        var z = self.state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

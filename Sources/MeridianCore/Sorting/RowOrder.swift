@@ -32,8 +32,8 @@ public struct RowOrder: Sendable, Hashable, CustomStringConvertible {
     /// and the empty string means "by id only".
     ///
     /// - Parameter text: The sort keys.
-    /// - Throws: ``PredicateError`` with code `syntax` and the character position of a malformed key.
-    public init(parsing text: String) throws(PredicateError) {
+    /// - Throws: ``QueryError`` with code `syntax` and the character position of a malformed key.
+    public init(parsing text: String) throws(QueryError) {
         var descriptors: [SortKey] = []
         let chars = Array(text)
         if chars.allSatisfy(\.isWhitespace) {
@@ -55,10 +55,10 @@ public struct RowOrder: Sendable, Hashable, CustomStringConvertible {
             }
             let name = String(chars[a..<b])
             guard !name.isEmpty else {
-                throw PredicateError(.syntax, "empty sort key (write keys as title,-category)", position: a)
+                throw QueryError(.syntax, "empty sort key (write keys as title,-category)", position: a)
             }
             guard Identifier.isValid(name) else {
-                throw PredicateError(
+                throw QueryError(
                     .syntax,
                     "sort key '\(name)' is not an attribute name",
                     position: a,
@@ -98,27 +98,27 @@ public struct RowOrder: Sendable, Hashable, CustomStringConvertible {
     ///   - entity: The entity whose rows are sorted.
     ///   - sectionKey: The attribute results are sectioned by, if any; it must be the first sort key.
     /// - Returns: `self`, checked.
-    /// - Throws: ``PredicateError`` with code `unknownAttribute`, `syntax` (a key given twice) or
+    /// - Throws: ``QueryError`` with code `unknownAttribute`, `syntax` (a key given twice) or
     ///   `invalidSectionKey`. Positions count keys (0 for the first key), since the order may not come from text.
-    public func checked(against entity: EntitySchema, sectionKey: String? = nil) throws(PredicateError) -> RowOrder {
+    public func checked(against entity: EntitySchema, sectionKey: String? = nil) throws(QueryError) -> RowOrder {
         var seen: Set<String> = []
         for (i, descriptor) in self.descriptors.enumerated() {
             guard entity.hasQueryableAttribute(descriptor.attribute) else {
                 let known = ([EntitySchema.idAttribute] + entity.attributes.map(\.name)).joined(separator: ", ")
-                throw PredicateError(
+                throw QueryError(
                     .unknownAttribute,
                     "unknown sort key '\(descriptor.attribute)' (\(entity.name) has: \(known))",
                     position: i
                 )
             }
             guard seen.insert(descriptor.attribute).inserted else {
-                throw PredicateError(.syntax, "sort key '\(descriptor.attribute)' is given twice", position: i)
+                throw QueryError(.syntax, "sort key '\(descriptor.attribute)' is given twice", position: i)
             }
         }
         if let sectionKey {
             guard let first = self.descriptors.first, first.attribute == sectionKey else {
                 let actual = self.descriptors.first.map { "'\($0.attribute)'" } ?? "none (the order is by id only)"
-                throw PredicateError(
+                throw QueryError(
                     .invalidSectionKey,
                     "the section key '\(sectionKey)' must be the first sort key; the first sort key is \(actual)",
                     position: 0

@@ -50,7 +50,7 @@ struct PredicateLexer {
     }
 
     /// All tokens, ending with `.end`.
-    static func tokenize(_ text: String) throws(PredicateError) -> [PredicateToken] {
+    static func tokenize(_ text: String) throws(QueryError) -> [PredicateToken] {
         var lexer = PredicateLexer(text)
         var tokens: [PredicateToken] = []
         while true {
@@ -78,7 +78,7 @@ struct PredicateLexer {
         return ascii >= 48 && ascii <= 57
     }
 
-    private mutating func next() throws(PredicateError) -> PredicateToken {
+    private mutating func next() throws(QueryError) -> PredicateToken {
         while let c = self.peek(), c.isWhitespace { self.i += 1 }
         let start = self.i
         guard let c = self.peek() else { return PredicateToken(kind: .end, position: start, length: 0) }
@@ -103,7 +103,7 @@ struct PredicateLexer {
         if c == "$" {
             self.i += 1
             guard let d = self.peek(), Self.isIdentifierStart(d) else {
-                throw PredicateError(.syntax, "expected a variable name after '$'", position: start)
+                throw QueryError(.syntax, "expected a variable name after '$'", position: start)
             }
             var name = ""
             while let d = self.peek(), Self.isIdentifierPart(d) {
@@ -124,10 +124,10 @@ struct PredicateLexer {
             self.i += 1
             return token(.symbol(String(c)))
         }
-        throw PredicateError(.syntax, "unexpected character \(Value.quote(String(c)))", position: start)
+        throw QueryError(.syntax, "unexpected character \(Value.quote(String(c)))", position: start)
     }
 
-    private mutating func number() throws(PredicateError) -> Value {
+    private mutating func number() throws(QueryError) -> Value {
         let start = self.i
         var text = ""
         if self.peek() == "-" {
@@ -159,11 +159,11 @@ struct PredicateLexer {
             }
         }
         if let d = self.peek(), Self.isIdentifierPart(d) || d == "." {
-            throw PredicateError(.syntax, "malformed number", position: start, length: self.i - start + 1)
+            throw QueryError(.syntax, "malformed number", position: start, length: self.i - start + 1)
         }
         if !isDouble {
             guard let value = Int64(text) else {
-                throw PredicateError(
+                throw QueryError(
                     .invalidValue,
                     "integer \(text) is out of the 64-bit range",
                     position: start,
@@ -173,19 +173,19 @@ struct PredicateLexer {
             return .int(value)
         }
         guard let value = Double(text), value.isFinite else {
-            throw PredicateError(
+            throw QueryError(
                 .invalidValue, "number \(text) is out of range", position: start, length: self.i - start)
         }
         return .double(value)
     }
 
-    private mutating func string(quote: Character) throws(PredicateError) -> String {
+    private mutating func string(quote: Character) throws(QueryError) -> String {
         let start = self.i
         self.i += 1
         var out = ""
         while true {
             guard let c = self.peek() else {
-                throw PredicateError(.syntax, "unterminated string", position: start, length: self.i - start)
+                throw QueryError(.syntax, "unterminated string", position: start, length: self.i - start)
             }
             self.i += 1
             if c == quote { return out }
@@ -195,7 +195,7 @@ struct PredicateLexer {
             }
             let escapeStart = self.i - 1
             guard let e = self.peek() else {
-                throw PredicateError(.syntax, "unterminated string", position: start, length: self.i - start)
+                throw QueryError(.syntax, "unterminated string", position: start, length: self.i - start)
             }
             self.i += 1
             switch e {
@@ -208,7 +208,7 @@ struct PredicateLexer {
             case "u":
                 out.unicodeScalars.append(try self.unicodeEscape(start: escapeStart))
             default:
-                throw PredicateError(
+                throw QueryError(
                     .syntax,
                     "unknown escape \(Value.quote("\\" + String(e))) (use \\\" \\' \\\\ \\n \\t \\r \\u{hex})",
                     position: escapeStart,
@@ -219,9 +219,9 @@ struct PredicateLexer {
     }
 
     /// Reads `{hex}` after `\u`.
-    private mutating func unicodeEscape(start: Int) throws(PredicateError) -> Unicode.Scalar {
+    private mutating func unicodeEscape(start: Int) throws(QueryError) -> Unicode.Scalar {
         guard self.peek() == "{" else {
-            throw PredicateError(.syntax, "expected '{' after \\u", position: start, length: 2)
+            throw QueryError(.syntax, "expected '{' after \\u", position: start, length: 2)
         }
         self.i += 1
         var hex = ""
@@ -230,11 +230,11 @@ struct PredicateLexer {
             self.i += 1
         }
         guard self.peek() == "}" else {
-            throw PredicateError(.syntax, "unterminated \\u{…} escape", position: start, length: self.i - start)
+            throw QueryError(.syntax, "unterminated \\u{…} escape", position: start, length: self.i - start)
         }
         self.i += 1
         guard !hex.isEmpty, hex.count <= 8, let code = UInt32(hex, radix: 16), let scalar = Unicode.Scalar(code) else {
-            throw PredicateError(
+            throw QueryError(
                 .invalidValue,
                 "\\u{\(hex)} is not a Unicode scalar value",
                 position: start,
@@ -245,7 +245,7 @@ struct PredicateLexer {
     }
 
     /// Reads `[c]`, `[d]`, `[cd]` (letters in any order and case).
-    private mutating func modifier() throws(PredicateError) -> StringOptions {
+    private mutating func modifier() throws(QueryError) -> StringOptions {
         let start = self.i
         self.i += 1
         var options: StringOptions = []
@@ -254,7 +254,7 @@ struct PredicateLexer {
             case "c", "C": options.insert(.caseInsensitive)
             case "d", "D": options.insert(.diacriticInsensitive)
             default:
-                throw PredicateError(
+                throw QueryError(
                     .syntax,
                     "unknown modifier \(Value.quote(String(c))) (use [c], [d] or [cd])",
                     position: self.i
@@ -263,12 +263,12 @@ struct PredicateLexer {
             self.i += 1
         }
         guard self.peek() == "]" else {
-            throw PredicateError(
+            throw QueryError(
                 .syntax, "unterminated modifier (use [c], [d] or [cd])", position: start, length: self.i - start)
         }
         self.i += 1
         guard !options.isEmpty else {
-            throw PredicateError(.syntax, "empty modifier (use [c], [d] or [cd])", position: start, length: 2)
+            throw QueryError(.syntax, "empty modifier (use [c], [d] or [cd])", position: start, length: 2)
         }
         return options
     }

@@ -1,6 +1,8 @@
-// MARK: - PredicateError
+// MARK: - QueryError
 
-/// An error in predicate or sort-key text: what is wrong and where.
+/// An error in a query: predicate or sort-key text, a section key or a limit — what is wrong and where.
+///
+/// (Not named `PredicateError`, so that it never clashes with Foundation's type of that name.)
 ///
 /// `position` and `length` count characters (grapheme clusters) from the start of the text, 0-based. Printed as
 /// `position 12: typeMismatch: …`; ``caretDiagram(for:)`` points at the spot for a terminal:
@@ -9,8 +11,8 @@
 /// title BEGINSWITH 3
 ///                  ^
 /// ```
-public struct PredicateError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// A category of predicate error; compare with the static members (`PredicateError.Code.syntax`).
+public struct QueryError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A category of predicate error; compare with the static members (`QueryError.Code.syntax`).
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Wrapped: String, Sendable, Hashable {
             case syntax, unknownAttribute, typeMismatch, unboundVariable, invalidValue, tooDeep, invalidSectionKey

@@ -1,0 +1,24 @@
+// Meridian's benchmarks, one subcommand per part. Build and run in release:
+//
+//   swift build -c release --product meridian-bench && .build/release/meridian-bench store
+//   .build/release/meridian-bench results
+
+import Foundation
+import MeridianCore
+
+let benchmarks: [String: @Sendable () async throws -> Void] = [
+    "store": { try await StoreBenchmark.run() },
+    "results": {
+        // One remote change applied to an incremental results engine, against re-running the query and diffing.
+        for rows in [10_000, 100_000, 1_000_000] {
+            print(LiveResultsBenchmark.run(rows: rows))
+        }
+    },
+]
+
+let name = CommandLine.arguments.dropFirst().first ?? ""
+guard let benchmark = benchmarks[name] else {
+    print("usage: meridian-bench \(benchmarks.keys.sorted().joined(separator: " | "))")
+    exit(2)
+}
+try await benchmark()
