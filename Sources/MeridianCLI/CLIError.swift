@@ -8,7 +8,10 @@ public struct CLIError: Error, Sendable, CustomStringConvertible {
     /// The process exit status of a failure; compare with the static members.
     public struct Status: Sendable, Hashable, CustomStringConvertible {
         private enum Wrapped: Int32, Sendable, Hashable {
-            case failure = 1, badInput = 2, unreachable = 3, rejected = 4
+            case failure = 1
+            case badInput = 2
+            case unreachable = 3
+            case rejected = 4
         }
 
         private let wrapped: Wrapped

@@ -3,11 +3,11 @@
 internal import ArgumentParser
 
 #if canImport(Glibc)
-internal import Glibc
+    internal import Glibc
 #elseif canImport(Musl)
-internal import Musl
+    internal import Musl
 #elseif canImport(Darwin)
-internal import Darwin
+    internal import Darwin
 #endif
 
 /// The entry point of the `meridian` executable.
@@ -53,8 +53,6 @@ struct MeridianCommand: AsyncParsableCommand {
             ExportCommand.self,
         ]
     )
-
-    init() {}
 
     /// Runs the command line `arguments` and returns the exit status (printing what the command prints).
     static func run(arguments: [String]) async -> Int32 {

@@ -44,7 +44,8 @@ struct ImportCommand: AsyncParsableCommand {
     func run() async throws {
         let address = try self.connection.address()
         let text = try InputFile.read(self.file)
-        let format = self.format.map { ImportReader.Format(rawValue: $0.rawValue)! }
+        let format =
+            self.format.map { ImportReader.Format(rawValue: $0.rawValue)! }
             ?? ImportReader.Format.detect(path: self.file, text: text)
         let (entityName, batchSize, upsert) = (self.entity, self.batchSize, self.upsert)
         try await ServerConnection.with(address) { connection in

@@ -127,9 +127,11 @@ struct ExportCommand: AsyncParsableCommand {
 
     /// A row as a CSV line: id, then every attribute; null is an empty unquoted field.
     static func csvLine(_ row: Row, entity: EntitySchema) -> String {
-        CSV.line([row.id] + entity.attributes.map { attribute in
-            let value = row[attribute.name]
-            return value.isNull ? nil : ValueRendering.text(value)
-        })
+        CSV.line(
+            [row.id]
+                + entity.attributes.map { attribute in
+                    let value = row[attribute.name]
+                    return value.isNull ? nil : ValueRendering.text(value)
+                })
     }
 }

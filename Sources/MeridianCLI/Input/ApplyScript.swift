@@ -58,7 +58,8 @@ enum ApplyScript {
             throw CLIError.badInput("missing \"op\" (one of insert, update, upsert, delete)")
         }
         guard case .string(let opName) = opJSON, let kind = WriteOperation.Kind(rawValue: opName) else {
-            throw CLIError.badInput("\"op\" must be one of \"insert\", \"update\", \"upsert\", \"delete\", found \(opJSON.text)")
+            throw CLIError.badInput(
+                "\"op\" must be one of \"insert\", \"update\", \"upsert\", \"delete\", found \(opJSON.text)")
         }
         guard let entityJSON = json["entity"] else { throw CLIError.badInput("missing \"entity\"") }
         guard case .string(let entityName) = entityJSON else {

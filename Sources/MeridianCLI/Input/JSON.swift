@@ -25,7 +25,8 @@ enum JSON: Sendable, Equatable {
         case (.number(let a), .number(let b)): a == b
         case (.string(let a), .string(let b)): a == b
         case (.array(let a), .array(let b)): a == b
-        case (.object(let a), .object(let b)): a.count == b.count && zip(a, b).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
+        case (.object(let a), .object(let b)):
+            a.count == b.count && zip(a, b).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
         default: false
         }
     }
@@ -176,9 +177,15 @@ private struct JSONParser {
         case "{": return try self.parseObject(depth: depth)
         case "[": return try self.parseArray(depth: depth)
         case "\"": return .string(try self.parseString())
-        case "t": try self.expectWord("true"); return .bool(true)
-        case "f": try self.expectWord("false"); return .bool(false)
-        case "n": try self.expectWord("null"); return .null
+        case "t":
+            try self.expectWord("true")
+            return .bool(true)
+        case "f":
+            try self.expectWord("false")
+            return .bool(false)
+        case "n":
+            try self.expectWord("null")
+            return .null
         case "-", "0"..."9": return try self.parseNumber()
         default: throw self.error("expected a value, found \(self.describeCurrent())")
         }

@@ -145,7 +145,9 @@ enum NameSuggestion {
         var best: (String, Int)?
         for candidate in candidates {
             let d = Self.distance(target, Array(candidate.lowercased()))
-            if d <= (target.count <= 3 ? 1 : max(2, target.count / 3)), best == nil || d < best!.1 { best = (candidate, d) }
+            if d <= (target.count <= 3 ? 1 : max(2, target.count / 3)), best == nil || d < best!.1 {
+                best = (candidate, d)
+            }
         }
         return best?.0
     }

@@ -26,7 +26,8 @@ struct WriteOperation: Sendable, Equatable {
     var values: [String: Value]
     var expectedVersion: Int64?
 
-    init(_ kind: Kind, entity: String, id: String? = nil, values: [String: Value] = [:], expectedVersion: Int64? = nil) {
+    init(_ kind: Kind, entity: String, id: String? = nil, values: [String: Value] = [:], expectedVersion: Int64? = nil)
+    {
         self.kind = kind
         self.entity = entity
         self.id = id

@@ -53,37 +53,43 @@ enum SchemaRendering {
             members.append(
                 (
                     "attributes",
-                    .object(entity.attributes.map { attribute in
-                        let type = attribute.type.rawValue + (attribute.isOptional ? "?" : "")
-                        guard let value = attribute.defaultValue, !value.isNull else {
-                            return (attribute.name, .string(type))
-                        }
-                        return (
-                            attribute.name,
-                            .object([("type", .string(type)), ("default", ValueRendering.json(value))])
-                        )
-                    })
+                    .object(
+                        entity.attributes.map { attribute in
+                            let type = attribute.type.rawValue + (attribute.isOptional ? "?" : "")
+                            guard let value = attribute.defaultValue, !value.isNull else {
+                                return (attribute.name, .string(type))
+                            }
+                            return (
+                                attribute.name,
+                                .object([("type", .string(type)), ("default", ValueRendering.json(value))])
+                            )
+                        })
                 ))
             members.append(
                 (
                     "indexes",
-                    .array(entity.indexes.map { index in
-                        .object([
-                            ("name", .string(index.name)),
-                            ("attributes", .array(index.attributes.map(JSON.string))),
-                            ("unique", .bool(index.isUnique)),
-                        ])
-                    })
+                    .array(
+                        entity.indexes.map { index in
+                            .object([
+                                ("name", .string(index.name)),
+                                ("attributes", .array(index.attributes.map(JSON.string))),
+                                ("unique", .bool(index.isUnique)),
+                            ])
+                        })
                 ))
             members.append(
                 (
                     "derived",
-                    .object(entity.derived.map { derived in
-                        switch derived.kind {
-                        case .coordinate(let latitude, let longitude):
-                            (derived.name, .object([("coordinate", .array([.string(latitude), .string(longitude)]))]))
-                        }
-                    })
+                    .object(
+                        entity.derived.map { derived in
+                            switch derived.kind {
+                            case .coordinate(let latitude, let longitude):
+                                (
+                                    derived.name,
+                                    .object([("coordinate", .array([.string(latitude), .string(longitude)]))])
+                                )
+                            }
+                        })
                 ))
             return (entity.name, .object(members))
         }

@@ -4,11 +4,11 @@ internal import Dispatch
 internal import Synchronization
 
 #if canImport(Glibc)
-internal import Glibc
+    internal import Glibc
 #elseif canImport(Musl)
-internal import Musl
+    internal import Musl
 #elseif canImport(Darwin)
-internal import Darwin
+    internal import Darwin
 #endif
 
 /// Turns SIGINT and SIGTERM into an awaitable event, so that `watch` and `map` can stop cleanly (restore the

@@ -1,11 +1,11 @@
 // MARK: - Standard streams and the terminal
 
 #if canImport(Glibc)
-internal import Glibc
+    internal import Glibc
 #elseif canImport(Musl)
-internal import Musl
+    internal import Musl
 #elseif canImport(Darwin)
-internal import Darwin
+    internal import Darwin
 #endif
 
 /// Writing to standard output and error, line by line and flushed, and what the CLI needs to know about the terminal.
@@ -64,10 +64,10 @@ enum Terminal {
 /// `write(2)`, named apart from ``Terminal/write(_:to:)``.
 private func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
     #if canImport(Darwin)
-    Darwin.write(fd, buffer, count)
+        Darwin.write(fd, buffer, count)
     #elseif canImport(Musl)
-    Musl.write(fd, buffer, count)
+        Musl.write(fd, buffer, count)
     #else
-    Glibc.write(fd, buffer, count)
+        Glibc.write(fd, buffer, count)
     #endif
 }

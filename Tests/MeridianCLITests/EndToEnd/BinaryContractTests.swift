@@ -16,7 +16,8 @@ import Testing
     func queryHelp() async throws {
         let result = try await runMeridian(["query", "--help"])
         #expect(result.status == 0)
-        #expect(result.stdout.trimmingTrailingNewlines == expectedQueryHelp.trimmingTrailingNewlines, "\(result.stdout)")
+        #expect(
+            result.stdout.trimmingTrailingNewlines == expectedQueryHelp.trimmingTrailingNewlines, "\(result.stdout)")
     }
 
     @Test("an unreachable server exits 3 and says where it tried")
@@ -37,8 +38,10 @@ import Testing
             (["nonsense"], "Error: Unexpected argument 'nonsense'"),
             (["query", "Point", "--limit", "0"], "Error: --limit must be at least 1"),
             (["query", "Point", "--format", "xml"], "Error: The value 'xml' is invalid for '--format <format>'"),
-            (["--server", "localhost", "schema"],
-             "error: server address 'localhost': expected HOST:PORT, such as 127.0.0.1:7400"),
+            (
+                ["--server", "localhost", "schema"],
+                "error: server address 'localhost': expected HOST:PORT, such as 127.0.0.1:7400"
+            ),
             (["apply", "/nonexistent/ops.jsonl"], "error: cannot read '/nonexistent/ops.jsonl': "),
         ])
     func usage(arguments: [String], message: String) async throws {

@@ -4,7 +4,7 @@ import Foundation
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The folder holding the built products (`meridian`, `meridian-server`): the test bundle's own folder.

@@ -9,7 +9,8 @@ import Testing
     }
 
     @Test(
-        "systemd-analyze verify accepts the unit", .enabled(if: systemdAnalyze != nil, "systemd-analyze is not installed"),
+        "systemd-analyze verify accepts the unit",
+        .enabled(if: systemdAnalyze != nil, "systemd-analyze is not installed"),
         .timeLimit(.minutes(1)))
     func verify() async throws {
         // verify checks that ExecStart's binary exists: point it at the built server (or any executable).

@@ -52,7 +52,8 @@ struct OneShotCommandTests {
                 r.stdout
                     == #"{"id":"p1","values":{"title":"Café Aurora II","category":2,"latitude":null,"longitude":-9.139,"updatedAt":null}}"#
                     + "\n")
-            r = try await runMeridian(["query", "Point", "--limit", "1", "--sort", "title", "--format", "jsonl"], server: s)
+            r = try await runMeridian(
+                ["query", "Point", "--limit", "1", "--sort", "title", "--format", "jsonl"], server: s)
             #expect(r.stdout.hasPrefix(#"{"id":"\#(generated)","#), "\(r)")
 
             r = try await runMeridian(["delete", "Point", "p3"], server: s)
@@ -164,12 +165,12 @@ struct OneShotCommandTests {
             let s = server.address
             let csv = server.directory + "/points.csv"
             try #"""
-                id,title,category,latitude,longitude
-                p1,"Café, ""Aurora""",2,38.711,-9.139
-                p2,"",0,,
-                p3,Miradouro,5,38.72,-9.13
+            id,title,category,latitude,longitude
+            p1,"Café, ""Aurora""",2,38.711,-9.139
+            p2,"",0,,
+            p3,Miradouro,5,38.72,-9.13
 
-                """#.write(toFile: csv, atomically: true, encoding: .utf8)
+            """#.write(toFile: csv, atomically: true, encoding: .utf8)
             var r = try await runMeridian(["import", "Point", csv, "--batch-size", "2"], server: s)
             #expect(r.status == 0, "\(r)")
             #expect(r.stdout == "imported 3 rows into Point in 2 transactions (last seq 2)\n")
@@ -197,7 +198,8 @@ struct OneShotCommandTests {
                 #expect(r.status == 0, "\(r)")
                 r = try await runMeridian(["export", "Point"], server: other.address)
                 #expect(r.stdout == exported)
-                r = try await runMeridian(["import", "Point", "-", "--format", "jsonl", "--upsert"], server: other.address, stdin: jsonl)
+                r = try await runMeridian(
+                    ["import", "Point", "-", "--format", "jsonl", "--upsert"], server: other.address, stdin: jsonl)
                 #expect(r.stdout == "imported 2 rows into Point in 1 transaction (last seq 2)\n", "\(r)")
             }
 

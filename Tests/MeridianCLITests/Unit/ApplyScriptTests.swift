@@ -34,30 +34,48 @@ import Testing
     @Test(
         "errors name the line and what is wrong",
         arguments: [
-            (#"{"op":"insert","entity":"Point""#,
-             "line 2: invalid JSON at column 32: unterminated object: expected ',' or '}'"),
+            (
+                #"{"op":"insert","entity":"Point""#,
+                "line 2: invalid JSON at column 32: unterminated object: expected ',' or '}'"
+            ),
             (#"[1]"#, "line 2: expected a JSON object {\"op\":…,\"entity\":…}, found an array"),
             (#"{"entity":"Point"}"#, "line 2: missing \"op\" (one of insert, update, upsert, delete)"),
-            (#"{"op":"remove","entity":"Point","id":"x"}"#,
-             "line 2: \"op\" must be one of \"insert\", \"update\", \"upsert\", \"delete\", found \"remove\""),
+            (
+                #"{"op":"remove","entity":"Point","id":"x"}"#,
+                "line 2: \"op\" must be one of \"insert\", \"update\", \"upsert\", \"delete\", found \"remove\""
+            ),
             (#"{"op":"insert"}"#, "line 2: missing \"entity\""),
-            (#"{"op":"insert","entity":"Pont"}"#,
-             "line 2: unknown entity 'Pont' (did you mean 'Point'?); the entities are Point, FamilyMember, Author"),
+            (
+                #"{"op":"insert","entity":"Pont"}"#,
+                "line 2: unknown entity 'Pont' (did you mean 'Point'?); the entities are Point, FamilyMember, Author"
+            ),
             (#"{"op":"update","entity":"Point","values":{}}"#, "line 2: update needs an \"id\""),
             (#"{"op":"delete","entity":"Point","id":7}"#, "line 2: \"id\" must be a string, found a number"),
-            (#"{"op":"delete","entity":"Point","id":"p","values":{"title":"x"}}"#,
-             "line 2: delete takes no \"values\""),
-            (#"{"op":"insert","entity":"Point","values":{"category":"3"}}"#,
-             "line 2: values.category: expected an integer, found a string"),
-            (#"{"op":"insert","entity":"Point","values":{"colour":"red"}}"#,
-             "line 2: values: unknown attribute 'colour' for Point; its attributes are id, title, category, "
-                + "latitude, longitude, updatedAt"),
-            (#"{"op":"insert","entity":"Point","value":{}}"#,
-             "line 2: unknown key \"value\" (did you mean \"values\"?); the keys are op, entity, id, values, version"),
-            (#"{"op":"insert","entity":"Point","version":1.5}"#,
-             "line 2: \"version\" must be a whole number, found 1.5"),
-            (#"{"op":"insert","op":"update","entity":"Point"}"#,
-             "line 2: invalid JSON at column 16: key \"op\" appears twice"),
+            (
+                #"{"op":"delete","entity":"Point","id":"p","values":{"title":"x"}}"#,
+                "line 2: delete takes no \"values\""
+            ),
+            (
+                #"{"op":"insert","entity":"Point","values":{"category":"3"}}"#,
+                "line 2: values.category: expected an integer, found a string"
+            ),
+            (
+                #"{"op":"insert","entity":"Point","values":{"colour":"red"}}"#,
+                "line 2: values: unknown attribute 'colour' for Point; its attributes are id, title, category, "
+                    + "latitude, longitude, updatedAt"
+            ),
+            (
+                #"{"op":"insert","entity":"Point","value":{}}"#,
+                "line 2: unknown key \"value\" (did you mean \"values\"?); the keys are op, entity, id, values, version"
+            ),
+            (
+                #"{"op":"insert","entity":"Point","version":1.5}"#,
+                "line 2: \"version\" must be a whole number, found 1.5"
+            ),
+            (
+                #"{"op":"insert","op":"update","entity":"Point"}"#,
+                "line 2: invalid JSON at column 16: key \"op\" appears twice"
+            ),
         ])
     func errors(line: String, message: String) {
         let text = #"{"op":"delete","entity":"Point","id":"ok"}"# + "\n" + line + "\n"

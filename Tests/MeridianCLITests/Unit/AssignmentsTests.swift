@@ -20,16 +20,23 @@ import Testing
     @Test(
         "every error names the argument",
         arguments: [
-            ("category=abc",
-             "argument 'category=abc': \"abc\" is not an int (expected a whole number such as 42)"),
-            ("titel=x",
-             "argument 'titel=x': unknown attribute 'titel' for Point (did you mean 'title'?); its attributes are "
-                + "id, title, category, latitude, longitude, updatedAt"),
+            (
+                "category=abc",
+                "argument 'category=abc': \"abc\" is not an int (expected a whole number such as 42)"
+            ),
+            (
+                "titel=x",
+                "argument 'titel=x': unknown attribute 'titel' for Point (did you mean 'title'?); its attributes are "
+                    + "id, title, category, latitude, longitude, updatedAt"
+            ),
             ("title", "argument 'title': expected key=value (key= sets null)"),
             ("=3", "argument '=3': the attribute name is missing"),
             ("latitude:=[1]", "argument 'latitude:=[1]': expected a number, found an array"),
-            ("latitude:={", "argument 'latitude:={': not a JSON value: column 2: expected a key in double quotes, "
-                + "found end of line"),
+            (
+                "latitude:={",
+                "argument 'latitude:={': not a JSON value: column 2: expected a key in double quotes, "
+                    + "found end of line"
+            ),
             ("id=p1", "argument 'id=p1': the id is given as the ID argument, not as id=…"),
         ])
     func namesTheArgument(argument: String, message: String) {

@@ -31,8 +31,9 @@ import Testing
 
     @Test("quoting: only when needed, and always for the empty string; null is empty")
     func quoting() throws {
-        #expect(CSV.line(["plain", "a,b", "say \"hi\"", "two\nlines", "", nil]) ==
-            "plain,\"a,b\",\"say \"\"hi\"\"\",\"two\nlines\",\"\",")
+        #expect(
+            CSV.line(["plain", "a,b", "say \"hi\"", "two\nlines", "", nil])
+                == "plain,\"a,b\",\"say \"\"hi\"\"\",\"two\nlines\",\"\",")
         let fields = try CSV.parse(CSV.line(["plain", "a,b", "say \"hi\"", "two\nlines", "", nil]))[0].fields
         #expect(fields.map(\.text) == ["plain", "a,b", "say \"hi\"", "two\nlines", "", ""])
         #expect(fields.map(\.quoted) == [false, true, true, true, true, false])
@@ -44,7 +45,8 @@ import Testing
             Row(id: "p1", values: ["title": "Café, \"Aurora\"", "category": 2, "latitude": 38.71, "longitude": -9.14]),
             Row(id: "p2", values: ["title": "", "category": 0, "updatedAt": .timestamp(Timestamp(microseconds: 5))]),
         ]
-        let text = (["id,title,category,latitude,longitude,updatedAt"]
+        let text =
+            (["id,title,category,latitude,longitude,updatedAt"]
             + rows.map { ExportCommand.csvLine($0, entity: point) }).joined(separator: "\n")
         let items = try ImportReader.parse(text, format: .csv, entity: point)
         #expect(items.map(\.id) == ["p1", "p2"])
@@ -59,10 +61,16 @@ import Testing
     @Test("CSV import errors name the line and column")
     func importErrors() {
         let cases: [(String, String)] = [
-            ("id,titel\n1,x", "line 1: header: unknown attribute 'titel' for Point (did you mean 'title'?); its "
-                + "attributes are id, title, category, latitude, longitude, updatedAt"),
-            ("title,category\nx,1\ny,two", "line 3, column 'category': \"two\" is not an int (expected a whole "
-                + "number such as 42)"),
+            (
+                "id,titel\n1,x",
+                "line 1: header: unknown attribute 'titel' for Point (did you mean 'title'?); its "
+                    + "attributes are id, title, category, latitude, longitude, updatedAt"
+            ),
+            (
+                "title,category\nx,1\ny,two",
+                "line 3, column 'category': \"two\" is not an int (expected a whole "
+                    + "number such as 42)"
+            ),
             ("title,category\nx", "line 2: 1 fields, but the header has 2"),
             ("title,title\nx,y", "line 1: column 'title' appears twice in the header"),
         ]
@@ -83,10 +91,11 @@ import Testing
             {"title":"B","longitude":-9.5}
             """
         let items = try ImportReader.parse(text, format: .jsonl, entity: point)
-        #expect(items == [
-            ImportReader.Item(line: 1, id: "p1", values: ["title": "A", "category": 1, "latitude": .null]),
-            ImportReader.Item(line: 2, id: nil, values: ["title": "B", "longitude": -9.5]),
-        ])
+        #expect(
+            items == [
+                ImportReader.Item(line: 1, id: "p1", values: ["title": "A", "category": 1, "latitude": .null]),
+                ImportReader.Item(line: 2, id: nil, values: ["title": "B", "longitude": -9.5]),
+            ])
         #expect(throws: CLIError.self) {
             try ImportReader.parse("{\"title\":3}", format: .jsonl, entity: point)
         }

@@ -9,7 +9,8 @@ import Testing
     func roundTrip() throws {
         let text = #"{"b":[1,2.50,-3e-2,true,false,null],"a":{"x":"é\n\"\\\u0001"}}"#
         let json = try JSON.parse(text)
-        #expect(json["b"] == .array([.number("1"), .number("2.50"), .number("-3e-2"), .bool(true), .bool(false), .null]))
+        #expect(
+            json["b"] == .array([.number("1"), .number("2.50"), .number("-3e-2"), .bool(true), .bool(false), .null]))
         #expect(json.text == #"{"b":[1,2.50,-3e-2,true,false,null],"a":{"x":"é\n\"\\\u0001"}}"#)
         #expect(try JSON.parse(#""\ud83d\ude00""#) == .string("😀"))
     }

@@ -8,7 +8,9 @@ import Testing
 @Suite struct LiveViewTests {
     @Test("the live table: status line, columns, section headers, cut to the terminal")
     func table() {
-        let rows = (1...6).map { i in Row(id: "p\(i)", values: ["title": .string("T\(i)"), "category": .int(Int64(i % 2))]) }
+        let rows = (1...6).map { i in
+            Row(id: "p\(i)", values: ["title": .string("T\(i)"), "category": .int(Int64(i % 2))])
+        }
         let list = WatchEventsTests.list(rows, sectioned: true)
         let view = LiveTable(entity: point, title: "Point", sectionKey: "category")
         let lines = view.render(list, seq: 9, columns: 60, rows: 8)

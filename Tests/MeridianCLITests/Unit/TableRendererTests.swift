@@ -25,7 +25,9 @@ import Testing
 
     @Test("line breaks show as spaces, long cells are cut, wide characters count two columns")
     func cells() {
-        var table = TableRenderer(columns: [.init(title: "a", rightAligned: false), .init(title: "b", rightAligned: false)])
+        var table = TableRenderer(columns: [
+            .init(title: "a", rightAligned: false), .init(title: "b", rightAligned: false),
+        ])
         table.maximumCellWidth = 8
         let lines = table.render([["one\ntwo", "x"], ["abcdefghijkl", "y"], ["東京", "z"]])
         #expect(

@@ -40,8 +40,10 @@ import Testing
             ("nan", .double, "\"nan\" is not a double (expected a number such as 2.5)"),
             ("1,5", .double, "\"1,5\" is not a double (expected a number such as 2.5)"),
             ("yes", .bool, "\"yes\" is not a bool (expected true or false)"),
-            ("May 1", .timestamp,
-             "\"May 1\" is not a timestamp (expected ISO-8601 such as 2024-05-01T12:30:00Z, or now)"),
+            (
+                "May 1", .timestamp,
+                "\"May 1\" is not a timestamp (expected ISO-8601 such as 2024-05-01T12:30:00Z, or now)"
+            ),
             ("00ff", .bytes, "bytes are written hex:00ff or base64:AP8="),
             ("hex:0f0", .bytes, "hex bytes need an even number of digits"),
             ("hex:zz", .bytes, "\"hex:zz\" is not valid hex"),
@@ -93,10 +95,12 @@ import Testing
         #expect(throws: ValueError(message)) { try ValueParsing.parse(json, as: type) }
     }
 
-    @Test("rendered values read back as the same values", arguments: [
-        Value.null, .int(-7), .double(0.1), .double(2), .double(-.infinity), .string("a \"q\"\nb"), .bool(true),
-        .timestamp(Timestamp(microseconds: 1_714_566_600_250_000)), .bytes([0, 1, 254, 255]),
-    ])
+    @Test(
+        "rendered values read back as the same values",
+        arguments: [
+            Value.null, .int(-7), .double(0.1), .double(2), .double(-.infinity), .string("a \"q\"\nb"), .bool(true),
+            .timestamp(Timestamp(microseconds: 1_714_566_600_250_000)), .bytes([0, 1, 254, 255]),
+        ])
     func roundTrip(value: Value) throws {
         guard let type = value.type else {
             #expect(ValueRendering.json(value) == .null)
@@ -115,7 +119,7 @@ import Testing
         let row = Row(id: "p1", values: ["title": "Café \"A\"", "category": 2, "latitude": 38.5])
         #expect(
             ValueRendering.rowJSON(row, entity: point).text
-                == #"{"id":"p1","values":{"title":"Café \"A\"","category":2,"latitude":38.5,"longitude":null,"# +
-                #""updatedAt":null}}"#)
+                == #"{"id":"p1","values":{"title":"Café \"A\"","category":2,"latitude":38.5,"longitude":null,"#
+                + #""updatedAt":null}}"#)
     }
 }

@@ -48,7 +48,8 @@ import Testing
                 == #"{"event":"change","seq":4,"sections":{"deleted":[],"inserted":[{"index":1,"name":"2"}]},"rows":["#
                 + #"{"op":"move","id":"b","from":[0,1],"to":[1,0],"values":{"title":"B","category":2,"latitude":null,"#
                 + #""longitude":null,"updatedAt":null}},{"op":"update","id":"a","from":[0,0],"to":[0,0],"values":{"#
-                + #""title":"A2","category":1,"latitude":null,"longitude":null,"updatedAt":null},"changed":["title"]}]}"#)
+                + #""title":"A2","category":1,"latitude":null,"longitude":null,"updatedAt":null},"changed":["title"]}]}"#
+        )
     }
 
     @Test("without a section key: one section named \"\", even when empty, and no section events")
@@ -61,7 +62,9 @@ import Testing
             insertedSections: [SectionInsertion(index: 0, key: "")],
             rowChanges: [.insert(id: "a", to: ListIndexPath(0, 0), element: Row(id: "a", values: ["title": "A"]))])
         let line = events.change(seq: 1, changeSet: changes).text
-        #expect(line.hasPrefix(#"{"event":"change","seq":1,"sections":{"deleted":[],"inserted":[]},"rows":[{"op":"insert""#))
+        #expect(
+            line.hasPrefix(#"{"event":"change","seq":1,"sections":{"deleted":[],"inserted":[]},"rows":[{"op":"insert""#)
+        )
     }
 
     @Test("replaying the lines of random transitions rebuilds each new state", arguments: [false, true])
