@@ -1,6 +1,7 @@
 // MARK: - meridian
 
 internal import ArgumentParser
+internal import Logging
 
 #if canImport(Glibc)
     internal import Glibc
@@ -18,6 +19,12 @@ public enum MeridianMain {
     /// and exits with its status.
     public static func run() async -> Never {
         Terminal.ignoreSIGPIPE()
+        // Libraries log through swift-log; the CLI keeps standard output for its own output.
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = .warning
+            return handler
+        }
         let arguments = MeridianCommand.hoistingGlobalOptions(Array(CommandLine.arguments.dropFirst()))
         let code = await MeridianCommand.run(arguments: arguments)
         exit(code)
@@ -49,10 +56,20 @@ struct MeridianCommand: AsyncParsableCommand {
             DeleteCommand.self,
             ApplyCommand.self,
             QueryCommand.self,
+        ] + Self.liveCommands + [
             ImportCommand.self,
             ExportCommand.self,
         ]
     )
+
+    /// `watch` and `map`, built on MeridianClient.
+    static var liveCommands: [any ParsableCommand.Type] {
+        #if canImport(MeridianClient)
+        [WatchCommand.self, MapCommand.self]
+        #else
+        []
+        #endif
+    }
 
     /// Runs the command line `arguments` and returns the exit status (printing what the command prints).
     static func run(arguments: [String]) async -> Int32 {
