@@ -14,6 +14,7 @@
 #   --view table|jsonl|none   what to show: the live table (default on a terminal), the JSON-lines stream, or
 #                        nothing but instructions (default without a terminal; the stream still goes to DIR/watch.jsonl)
 #   --no-build           use the binaries already built
+#   --bin DIR            use meridian-server and meridian from DIR (implies --no-build; runs no swift command)
 #
 # Everything it starts (server, writer, watchers) is stopped when it exits, however it exits.
 set -euo pipefail
@@ -26,6 +27,7 @@ port=7400
 data=./data
 view=""
 build=1
+bin=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --duration) duration="$2"; shift 2 ;;
@@ -35,7 +37,8 @@ while [ $# -gt 0 ]; do
         --data) data="$2"; shift 2 ;;
         --view) view="$2"; shift 2 ;;
         --no-build) build=0; shift ;;
-        -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --bin) bin="$2"; build=0; shift 2 ;;
+        -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
         *) echo "demo: unknown option '$1' (try --help)" >&2; exit 2 ;;
     esac
 done
@@ -51,7 +54,7 @@ if [ "$build" = 1 ]; then
     swift build --product meridian-server >&2
     swift build --product meridian >&2
 fi
-bin="$(swift build --show-bin-path)"
+[ -n "$bin" ] || bin="$(swift build --show-bin-path)"
 server_bin="$bin/meridian-server"
 meridian="$bin/meridian"
 for b in "$server_bin" "$meridian"; do
