@@ -15,6 +15,7 @@ let package = Package(
     products: [
         .library(name: "MeridianCore", targets: ["MeridianCore"]),
         .library(name: "MeridianStore", targets: ["MeridianStore"]),
+        .executable(name: "meridian-bench", targets: ["meridian-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
@@ -78,6 +79,29 @@ let package = Package(
                 "MeridianProto",
                 "MeridianCore",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // A child process for the store tests: a Store writer to kill -9, and a plain SQLite connection (no Meridian).
+        .executableTarget(
+            name: "meridian-store-testhelper",
+            dependencies: [
+                "MeridianStore",
+                "MeridianCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // Benchmarks, one subcommand per part (`meridian-bench store`); run in release.
+        .executableTarget(
+            name: "meridian-bench",
+            dependencies: [
+                "MeridianStore",
+                "MeridianCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,0 +1,165 @@
+// MARK: - GroupCommitter
+
+#if canImport(Glibc)
+internal import Glibc
+#elseif canImport(Darwin)
+internal import Darwin
+#endif
+internal import GRDB
+internal import Synchronization
+
+/// Queues concurrent transactions and commits those that arrive while a commit is in progress together, in one
+/// SQLite transaction, each inside its own savepoint.
+///
+/// The hot path is one hop in (the caller's continuation is queued and, if no commit is running, a job is put on
+/// GRDB's writer queue) and one hop out (the continuation is resumed). A failing transaction rolls back only itself
+/// and gets its own error; every successful one gets the commit's final `seq`.
+final class GroupCommitter: Sendable {
+    struct Pending: Sendable {
+        var operations: [PreparedOperation]
+        var policy: ConflictPolicy
+        var continuation: CheckedContinuation<CommitResult, any Error>
+    }
+
+    struct State {
+        var queue: [Pending] = []
+        var running = false
+    }
+
+    private let state = Mutex(State())
+    private let writer: any DatabaseWriter
+    private let maxBatch: Int
+    private let onCommit: @Sendable (Int64) -> Void
+
+    init(writer: any DatabaseWriter, maxBatch: Int, onCommit: @escaping @Sendable (Int64) -> Void) {
+        self.writer = writer
+        self.maxBatch = max(1, maxBatch)
+        self.onCommit = onCommit
+    }
+
+    func submit(_ operations: [PreparedOperation], policy: ConflictPolicy) async throws -> CommitResult {
+        try await withCheckedThrowingContinuation { continuation in
+            let start = self.state.withLock { state in
+                state.queue.append(Pending(operations: operations, policy: policy, continuation: continuation))
+                if state.running { return false }
+                state.running = true
+                return true
+            }
+            if start { self.schedule() }
+        }
+    }
+
+    /// Puts one drain job on the writer queue. Each job commits one batch and reschedules itself if more arrived,
+    /// so that other writes (pruning, migrations) interleave.
+    private func schedule() {
+        self.writer.asyncWriteWithoutTransaction { db in
+            let batch: [Pending] = self.state.withLock { state in
+                let n = min(self.maxBatch, state.queue.count)
+                let batch = Array(state.queue.prefix(n))
+                state.queue.removeFirst(n)
+                return batch
+            }
+            if !batch.isEmpty { self.commit(batch, db) }
+            if batch.count > 1 { self.linger(for: batch.count) }
+            let more = self.state.withLock { state in
+                if state.queue.isEmpty {
+                    state.running = false
+                    return false
+                }
+                return true
+            }
+            if more { self.schedule() }
+        }
+    }
+
+    /// Commits a batch. The common case — nothing fails — runs every transaction in one SQLite transaction without
+    /// savepoints; if one fails, that attempt is rolled back and the batch runs again with a savepoint around each
+    /// transaction, so that only the failing ones fail.
+    /// After a grouped commit, gives the writers it just answered a moment (at most ~100 µs) to submit their next
+    /// transactions, so that the next batch is about as large as this one instead of holding only the first to
+    /// arrive. A lone writer (batches of one) never waits.
+    private func linger(for previous: Int) {
+        let deadline = ContinuousClock.now + .microseconds(100)
+        while self.state.withLock({ $0.queue.count }) < previous, ContinuousClock.now < deadline {
+            sched_yield()
+        }
+    }
+
+    private func commit(_ batch: [Pending], _ db: Database) {
+        var firstFailure: (any Error)? = nil
+        do {
+            var rows: [[CommitResult.WrittenRow]] = []
+            rows.reserveCapacity(batch.count)
+            var seq: Int64 = 0
+            try db.inTransaction(.immediate) {
+                for pending in batch {
+                    do {
+                        rows.append(try TransactionExecutor.run(pending.operations, policy: pending.policy, db: db))
+                    } catch {
+                        firstFailure = error
+                        return .rollback
+                    }
+                }
+                seq = try Store.latestSeq(db)
+                return .commit
+            }
+            if firstFailure == nil {
+                for (pending, written) in zip(batch, rows) {
+                    pending.continuation.resume(returning: CommitResult(seq: seq, rows: written))
+                }
+                self.onCommit(seq)
+                return
+            }
+        } catch {
+            for pending in batch { pending.continuation.resume(throwing: StoreError.wrap(error, "the commit failed")) }
+            return
+        }
+        if batch.count == 1, let firstFailure {
+            batch[0].continuation.resume(throwing: StoreError.wrap(firstFailure, "the transaction failed"))
+            return
+        }
+        self.commitWithSavepoints(batch, db)
+    }
+
+    private func commitWithSavepoints(_ batch: [Pending], _ db: Database) {
+        var outcomes: [Result<[CommitResult.WrittenRow], any Error>] = []
+        outcomes.reserveCapacity(batch.count)
+        var seq: Int64 = 0
+        do {
+            try db.inTransaction(.immediate) {
+                for pending in batch {
+                    do {
+                        var rows: [CommitResult.WrittenRow] = []
+                        try db.inSavepoint {
+                            rows = try TransactionExecutor.run(pending.operations, policy: pending.policy, db: db)
+                            return .commit
+                        }
+                        outcomes.append(.success(rows))
+                    } catch {
+                        outcomes.append(.failure(error))
+                        // Some SQLite errors (disk full, I/O) abort the whole transaction: fail the batch.
+                        if !db.isInsideTransaction { throw error }
+                    }
+                }
+                seq = try Store.latestSeq(db)
+                return .commit
+            }
+        } catch {
+            outcomes = batch.indices.map { i in
+                if i < outcomes.count, case .failure = outcomes[i] { return outcomes[i] }
+                return .failure(error)
+            }
+        }
+        var committed = false
+        for (pending, outcome) in zip(batch, outcomes) {
+            switch outcome {
+            case .success(let rows):
+                committed = true
+                pending.continuation.resume(returning: CommitResult(seq: seq, rows: rows))
+            case .failure(let error):
+                pending.continuation.resume(throwing: StoreError.wrap(error, "the transaction failed"))
+            }
+        }
+        if committed { self.onCommit(seq) }
+    }
+}

@@ -1,0 +1,109 @@
+// MARK: - OperationValidation
+
+internal import Foundation
+internal import MeridianCore
+
+/// An operation checked against the schema, with its id resolved and its values converted to the attribute types.
+struct PreparedOperation: Sendable {
+    var index: Int
+    var kind: WriteOperation.Kind
+    var entity: EntitySchema
+    var id: String
+    /// The attribute names set, sorted, so that equal shapes share one cached statement.
+    var columns: [String]
+    /// The values, parallel to `columns`.
+    var values: [Value]
+    var expectedVersion: Int64?
+
+    /// `operation 2 (update Item 'a')`, the prefix of every error about this operation.
+    var label: String { OperationValidation.label(self.index, self.kind, self.entity.name, self.id) }
+}
+
+/// Checks operations against the schema before they reach SQLite.
+enum OperationValidation {
+    static func label(_ index: Int, _ kind: WriteOperation.Kind, _ entity: String, _ id: String?) -> String {
+        "operation \(index) (\(kind.rawValue) \(entity)\(id.map { " '\($0)'" } ?? ""))"
+    }
+
+    static func prepare(_ operations: [WriteOperation], schema: Schema) throws(StoreError) -> [PreparedOperation] {
+        var out: [PreparedOperation] = []
+        out.reserveCapacity(operations.count)
+        for (index, operation) in operations.enumerated() {
+            out.append(try self.prepare(operation, index: index, schema: schema))
+        }
+        return out
+    }
+
+    static func prepare(_ operation: WriteOperation, index: Int, schema: Schema) throws(StoreError) -> PreparedOperation {
+        let prefix = label(index, operation.kind, operation.entity, operation.id)
+        guard let entity = schema.entity(named: operation.entity) else {
+            let known = schema.entities.map(\.name).joined(separator: ", ")
+            throw StoreError(
+                .validation, "\(prefix): unknown entity '\(operation.entity)' (the schema has: \(known))",
+                operationIndex: index)
+        }
+        let id: String
+        if let given = operation.id {
+            id = given
+        } else if operation.kind == .insert, entity.idPolicy == .auto {
+            id = UUID().uuidString.lowercased()
+        } else {
+            let why = operation.kind == .insert ? " (\(entity.name)'s id policy is 'client')" : ""
+            throw StoreError(.validation, "\(prefix): an id is required\(why)", operationIndex: index, attributes: ["id"])
+        }
+        let names = operation.kind == .delete ? [] : operation.values.keys.sorted { $0.utf8Compare($1) < 0 }
+        var values: [Value] = []
+        values.reserveCapacity(names.count)
+        for name in names {
+            let value = operation.values[name]!
+            guard let attribute = entity.attribute(named: name) else {
+                let why =
+                    name == EntitySchema.idAttribute
+                    ? "'id' is not an attribute: set the operation's id instead" : "unknown attribute '\(name)'"
+                throw StoreError(.validation, "\(prefix): \(why)", operationIndex: index, attributes: [name])
+            }
+            guard value.isValid else {
+                throw StoreError(.validation, "\(prefix): attribute '\(name)' is NaN", operationIndex: index, attributes: [name])
+            }
+            if value.isNull {
+                guard attribute.isOptional else {
+                    throw StoreError(
+                        .validation, "\(prefix): attribute '\(name)' is required and cannot be nil", operationIndex: index,
+                        attributes: [name])
+                }
+                values.append(.null)
+                continue
+            }
+            switch (value, attribute.type) {
+            case (.int(let i), .double):
+                values.append(.double(Double(i)))
+            default:
+                guard value.type == attribute.type else {
+                    throw StoreError(
+                        .validation,
+                        "\(prefix): attribute '\(name)' is \(attribute.type.rawValue), got \(value.type!.rawValue) \(value)",
+                        operationIndex: index, attributes: [name])
+                }
+                values.append(value)
+            }
+        }
+        let prepared = PreparedOperation(
+            index: index, kind: operation.kind, entity: entity, id: id, columns: names, values: values,
+            expectedVersion: operation.expectedVersion)
+        if operation.kind == .insert { try checkRequired(prepared) }
+        return prepared
+    }
+
+    /// Checks that an insert (or an upsert that turns out to be one) gives every attribute that has no default.
+    static func checkRequired(_ operation: PreparedOperation) throws(StoreError) {
+        let given = Set(operation.columns)
+        let missing = operation.entity.attributes.filter { $0.isRequiredOnInsert && !given.contains($0.name) }.map(\.name)
+        guard missing.isEmpty else {
+            let list = missing.map { "'\($0)'" }.joined(separator: ", ")
+            throw StoreError(
+                .validation,
+                "\(operation.label): required attribute\(missing.count == 1 ? "" : "s") \(list) missing",
+                operationIndex: operation.index, attributes: missing)
+        }
+    }
+}

@@ -1,0 +1,185 @@
+// MARK: - StoreDDL
+
+internal import Foundation
+internal import MeridianCore
+
+/// The SQL that lays out a store file: Meridian's own tables, and per entity its table, indexes and capture triggers.
+///
+/// Everything here is plain SQL using only SQLite's built-in functions (JSON1 included), so that any process that
+/// writes the file — the `sqlite3` shell included — runs the same capture triggers.
+enum StoreDDL {
+    /// The store-format version written to `meridian_meta`.
+    static let formatVersion = 1
+
+    /// Meridian's own tables (created once, never edited once shipped).
+    static let metaTables: [String] = [
+        """
+        CREATE TABLE meridian_meta (key TEXT PRIMARY KEY NOT NULL, value TEXT)
+        """,
+        """
+        CREATE TABLE meridian_entities (
+            name TEXT PRIMARY KEY NOT NULL, position INTEGER NOT NULL, id_policy TEXT NOT NULL)
+        """,
+        """
+        CREATE TABLE meridian_attributes (
+            entity TEXT NOT NULL, name TEXT NOT NULL, position INTEGER NOT NULL, type TEXT NOT NULL,
+            optional INTEGER NOT NULL, has_default INTEGER NOT NULL, default_value,
+            PRIMARY KEY (entity, name))
+        """,
+        """
+        CREATE TABLE meridian_indexes (
+            entity TEXT NOT NULL, name TEXT NOT NULL, position INTEGER NOT NULL, attributes TEXT NOT NULL,
+            is_unique INTEGER NOT NULL, PRIMARY KEY (entity, name))
+        """,
+        """
+        CREATE TABLE meridian_changes (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT, entity TEXT NOT NULL, row_id TEXT NOT NULL,
+            kind INTEGER NOT NULL, version INTEGER NOT NULL, before TEXT, after TEXT, committed_at INTEGER NOT NULL)
+        """,
+    ]
+
+    /// Microseconds since the Unix epoch, from built-in functions only.
+    static let nowMicroseconds = "CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)"
+
+    static func quoted(_ name: String) -> String {
+        "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    static func sqlString(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+    }
+
+    // MARK: - Tables and indexes
+
+    static func sqlType(_ type: AttributeType) -> String {
+        switch type {
+        case .string: "TEXT"
+        case .int, .bool, .timestamp: "INTEGER"
+        case .double: "REAL"
+        case .bytes: "BLOB"
+        }
+    }
+
+    static func columnDefinition(_ attribute: Attribute) -> String {
+        var sql = "\(quoted(attribute.name)) \(sqlType(attribute.type))"
+        if !attribute.isOptional { sql += " NOT NULL" }
+        if let value = attribute.defaultValue { sql += " DEFAULT \(value.sqlLiteral)" }
+        return sql
+    }
+
+    static func createTable(_ entity: EntitySchema) -> String {
+        var columns = ["\"id\" TEXT PRIMARY KEY NOT NULL"]
+        columns += entity.attributes.map(columnDefinition)
+        columns.append("\"_version\" INTEGER NOT NULL DEFAULT 1")
+        return "CREATE TABLE \(quoted(entity.name)) (\(columns.joined(separator: ", ")))"
+    }
+
+    static func indexName(_ entity: EntitySchema, _ index: Index) -> String {
+        quoted("\(entity.name)__\(index.name)")
+    }
+
+    static func createIndex(_ entity: EntitySchema, _ index: Index) -> String {
+        let columns = index.attributes.map(quoted).joined(separator: ", ")
+        return "CREATE \(index.isUnique ? "UNIQUE " : "")INDEX \(indexName(entity, index)) ON \(quoted(entity.name)) (\(columns))"
+    }
+
+    // MARK: - Capture triggers
+
+    static func triggerName(_ entity: String, _ suffix: String) -> String {
+        quoted("meridian_\(entity)_\(suffix)")
+    }
+
+    static func dropTriggers(_ entity: String) -> [String] {
+        ["insert", "update", "rekey", "delete"].map { "DROP TRIGGER IF EXISTS \(triggerName(entity, $0))" }
+    }
+
+    /// One attribute of `record` (`NEW` or `OLD`) as an exact JSON value, whatever its storage class.
+    static func imageValue(_ record: String, _ column: String) -> String {
+        let c = "\(record).\(quoted(column))"
+        return """
+            CASE typeof(\(c)) WHEN 'real' THEN json(CASE WHEN \(c) > 1.7976931348623157e308 THEN '1e999' \
+            WHEN \(c) < -1.7976931348623157e308 THEN '-1e999' ELSE printf('%!.19g', \(c)) END) \
+            WHEN 'blob' THEN json_object('$blob', hex(\(c))) ELSE \(c) END
+            """
+    }
+
+    /// The JSON object of all attributes of `record`; built in chunks to stay under SQLite's argument limit.
+    static func image(_ entity: EntitySchema, _ record: String) -> String {
+        let names = entity.attributes.map(\.name)
+        guard !names.isEmpty else { return "json_object()" }
+        let chunkSize = 50
+        var expression = ""
+        var start = 0
+        while start < names.count {
+            let chunk = names[start..<min(start + chunkSize, names.count)]
+            if start == 0 {
+                let args = chunk.map { "\(sqlString($0)), \(imageValue(record, $0))" }
+                expression = "json_object(\(args.joined(separator: ", ")))"
+            } else {
+                let args = chunk.map { "\(sqlString("$.\"\($0)\"")), \(imageValue(record, $0))" }
+                expression = "json_insert(\(expression), \(args.joined(separator: ", ")))"
+            }
+            start += chunkSize
+        }
+        return expression
+    }
+
+    static func logInsert(
+        _ entity: EntitySchema,
+        rowID: String,
+        kind: Int,
+        version: String,
+        before: String,
+        after: String
+    ) -> String {
+        """
+        INSERT INTO meridian_changes (entity, row_id, kind, version, before, after, committed_at) \
+        VALUES (\(sqlString(entity.name)), \(rowID), \(kind), \(version), \(before), \(after), \(nowMicroseconds));
+        """
+    }
+
+    /// The capture triggers of an entity.
+    ///
+    /// Meridian never sets `_version`: an update that leaves it unchanged (every update, by Meridian or by a raw
+    /// writer) is logged with version `OLD._version + 1`, and the trigger bumps the column; the bump's own update
+    /// changes `_version`, so it is not logged again. An update that changes the id is logged as a delete of the old
+    /// id and an insert of the new one.
+    static func createTriggers(_ entity: EntitySchema) -> [String] {
+        let table = quoted(entity.name)
+        let newImage = image(entity, "NEW")
+        let oldImage = image(entity, "OLD")
+        let bump = "UPDATE \(table) SET \"_version\" = OLD.\"_version\" + 1 WHERE rowid = NEW.rowid;"
+        return [
+            """
+            CREATE TRIGGER \(triggerName(entity.name, "insert")) AFTER INSERT ON \(table) BEGIN
+            \(logInsert(entity, rowID: "NEW.\"id\"", kind: 1, version: "NEW.\"_version\"", before: "NULL", after: newImage))
+            END
+            """,
+            """
+            CREATE TRIGGER \(triggerName(entity.name, "update")) AFTER UPDATE ON \(table)
+            WHEN NEW."_version" IS OLD."_version" AND NEW."id" IS OLD."id" BEGIN
+            \(bump)
+            \(logInsert(entity, rowID: "NEW.\"id\"", kind: 2, version: "OLD.\"_version\" + 1", before: oldImage, after: newImage))
+            END
+            """,
+            """
+            CREATE TRIGGER \(triggerName(entity.name, "rekey")) AFTER UPDATE ON \(table)
+            WHEN NEW."_version" IS OLD."_version" AND NEW."id" IS NOT OLD."id" BEGIN
+            \(bump)
+            \(logInsert(entity, rowID: "OLD.\"id\"", kind: 3, version: "OLD.\"_version\" + 1", before: oldImage, after: "NULL"))
+            \(logInsert(entity, rowID: "NEW.\"id\"", kind: 1, version: "OLD.\"_version\" + 1", before: "NULL", after: newImage))
+            END
+            """,
+            """
+            CREATE TRIGGER \(triggerName(entity.name, "delete")) AFTER DELETE ON \(table) BEGIN
+            \(logInsert(entity, rowID: "OLD.\"id\"", kind: 3, version: "OLD.\"_version\" + 1", before: oldImage, after: "NULL"))
+            END
+            """,
+        ]
+    }
+
+    /// Everything a new entity needs: table, indexes, triggers.
+    static func createEntity(_ entity: EntitySchema) -> [String] {
+        [createTable(entity)] + entity.indexes.map { createIndex(entity, $0) } + createTriggers(entity)
+    }
+}

@@ -1,0 +1,98 @@
+// MARK: - StoredValue
+
+internal import Foundation
+internal import GRDB
+internal import MeridianCore
+
+/// A value as SQLite stores it (one of its five storage classes), before it is typed by the schema.
+enum StoredValue: Sendable, Hashable {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+    case blob([UInt8])
+
+    init(_ databaseValue: DatabaseValue) {
+        switch databaseValue.storage {
+        case .null: self = .null
+        case .int64(let i): self = .integer(i)
+        case .double(let d): self = .real(d)
+        case .string(let s): self = .text(s)
+        case .blob(let data): self = .blob([UInt8](data))
+        }
+    }
+
+    /// The value as it is, without a schema type.
+    var rawValue: Value {
+        switch self {
+        case .null: .null
+        case .integer(let i): .int(i)
+        case .real(let d): .double(d)
+        case .text(let s): .string(s)
+        case .blob(let b): .bytes(b)
+        }
+    }
+
+    /// The value typed as `type`: converted when the conversion is lossless, else the raw value and `fits == false`.
+    func typed(as type: AttributeType) -> (value: Value, fits: Bool) {
+        switch (self, type) {
+        case (.null, _): return (.null, true)
+        case (.text(let s), .string): return (.string(s), true)
+        case (.integer(let i), .int): return (.int(i), true)
+        case (.real(let d), .int):
+            if let i = Self.exactInteger(d) { return (.int(i), true) }
+        case (.real(let d), .double): return (.double(d), true)
+        case (.integer(let i), .double):
+            let d = Double(i)
+            if Self.exactInteger(d) == i { return (.double(d), true) }
+        case (.integer(let i), .bool):
+            if i == 0 || i == 1 { return (.bool(i == 1), true) }
+        case (.real(let d), .bool):
+            if d == 0 || d == 1 { return (.bool(d == 1), true) }
+        case (.integer(let i), .timestamp): return (.timestamp(Timestamp(microseconds: i)), true)
+        case (.real(let d), .timestamp):
+            if let i = Self.exactInteger(d) { return (.timestamp(Timestamp(microseconds: i)), true) }
+        case (.blob(let b), .bytes): return (.bytes(b), true)
+        default: break
+        }
+        return (self.rawValue, false)
+    }
+
+    static func exactInteger(_ d: Double) -> Int64? {
+        guard d == d.rounded(), d >= -9_223_372_036_854_775_808.0, d < 9_223_372_036_854_775_808.0 else { return nil }
+        return Int64(d)
+    }
+}
+
+// MARK: - Value to SQLite
+
+extension Value {
+    /// The value as GRDB binds it: bools as 0/1, timestamps as microseconds, bytes as a blob.
+    var databaseValue: DatabaseValue {
+        switch self {
+        case .null: .null
+        case .int(let i): i.databaseValue
+        case .double(let d): d.databaseValue
+        case .string(let s): s.databaseValue
+        case .bool(let b): Int64(b ? 1 : 0).databaseValue
+        case .bytes(let b): Data(b).databaseValue
+        case .timestamp(let t): t.microseconds.databaseValue
+        }
+    }
+
+    /// The value as an SQL literal, for `DEFAULT` clauses.
+    var sqlLiteral: String {
+        switch self {
+        case .null: return "NULL"
+        case .int(let i): return String(i)
+        case .double(let d):
+            if d.isInfinite { return d < 0 ? "-9e999" : "9e999" }
+            let text = String(d)
+            return text.contains(".") || text.contains("e") ? text : text + ".0"
+        case .string(let s): return "'" + s.replacingOccurrences(of: "'", with: "''") + "'"
+        case .bool(let b): return b ? "1" : "0"
+        case .bytes(let b): return "X'" + b.map { String(format: "%02X", $0) }.joined() + "'"
+        case .timestamp(let t): return String(t.microseconds)
+        }
+    }
+}

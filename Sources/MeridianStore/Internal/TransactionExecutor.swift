@@ -1,0 +1,176 @@
+// MARK: - TransactionExecutor
+
+internal import GRDB
+internal import MeridianCore
+
+/// Runs prepared operations inside an open SQLite transaction (the capture triggers log them).
+enum TransactionExecutor {
+    typealias WrittenRow = CommitResult.WrittenRow
+
+    static func run(
+        _ operations: [PreparedOperation],
+        policy: ConflictPolicy,
+        db: Database
+    ) throws -> [WrittenRow] {
+        var rows: [WrittenRow] = []
+        rows.reserveCapacity(operations.count)
+        var shapes = Shapes()
+        for op in operations {
+            switch op.kind {
+            case .insert:
+                try insert(op, db, &shapes)
+                rows.append(WrittenRow(entity: op.entity.name, id: op.id, kind: .insert, version: 1))
+            case .update, .upsert:
+                guard let current = try currentVersion(op, db) else {
+                    guard op.kind == .upsert else { throw notFound(op) }
+                    if op.expectedVersion != nil, policy == .storeWins {
+                        throw StoreError(
+                            .conflict, "\(op.label): expected version \(op.expectedVersion!), but the row no longer exists",
+                            operationIndex: op.index, attributes: op.columns)
+                    }
+                    try OperationValidation.checkRequired(op)
+                    try insert(op, db, &shapes)
+                    rows.append(WrittenRow(entity: op.entity.name, id: op.id, kind: .insert, version: 1))
+                    continue
+                }
+                try checkVersion(op, current: current, touched: op.columns, policy: policy, db: db)
+                try update(op, db, &shapes)
+                rows.append(WrittenRow(entity: op.entity.name, id: op.id, kind: .update, version: current + 1))
+            case .delete:
+                guard let current = try currentVersion(op, db) else { throw notFound(op) }
+                try checkVersion(
+                    op, current: current, touched: op.entity.attributes.map(\.name), policy: policy, db: db)
+                try db.cachedStatement(sql: "DELETE FROM \(StoreDDL.quoted(op.entity.name)) WHERE \"id\" = ?")
+                    .execute(arguments: [op.id])
+                rows.append(WrittenRow(entity: op.entity.name, id: op.id, kind: .delete, version: current + 1))
+            }
+        }
+        return rows
+    }
+
+    static func notFound(_ op: PreparedOperation) -> StoreError {
+        StoreError(.notFound, "\(op.label): no such row", operationIndex: op.index)
+    }
+
+    static func arguments(_ values: [Value], then id: String? = nil, first: String? = nil) -> StatementArguments {
+        var list: [(any DatabaseValueConvertible)?] = []
+        list.reserveCapacity(values.count + 1)
+        if let first { list.append(first) }
+        for value in values { list.append(value.databaseValue) }
+        if let id { list.append(id) }
+        return StatementArguments(list)
+    }
+
+    /// The statements of the previous insert and update, reused while operations keep the same shape (entity and
+    /// columns), which spares building and hashing their SQL for every row of a large transaction.
+    struct Shapes {
+        var insert: (entity: String, columns: [String], statement: Statement)?
+        var update: (entity: String, columns: [String], statement: Statement)?
+    }
+
+    static func insert(_ op: PreparedOperation, _ db: Database, _ shapes: inout Shapes) throws {
+        let statement: Statement
+        if let last = shapes.insert, last.entity == op.entity.name, last.columns == op.columns {
+            statement = last.statement
+        } else {
+            let table = StoreDDL.quoted(op.entity.name)
+            let columns = (["id"] + op.columns).map(StoreDDL.quoted).joined(separator: ", ")
+            let marks = Array(repeating: "?", count: op.columns.count + 1).joined(separator: ", ")
+            statement = try db.cachedStatement(sql: "INSERT INTO \(table) (\(columns)) VALUES (\(marks))")
+            shapes.insert = (op.entity.name, op.columns, statement)
+        }
+        do {
+            try statement.execute(arguments: arguments(op.values, first: op.id))
+        } catch let error as DatabaseError {
+            switch error.extendedResultCode {
+            case .SQLITE_CONSTRAINT_PRIMARYKEY:
+                throw StoreError(
+                    .alreadyExists, "\(op.label): a row with this id already exists", operationIndex: op.index, cause: error)
+            case .SQLITE_CONSTRAINT_UNIQUE, .SQLITE_CONSTRAINT_NOTNULL, .SQLITE_CONSTRAINT_CHECK:
+                throw StoreError(
+                    .validation, "\(op.label): \(error.message ?? "constraint failed")", operationIndex: op.index,
+                    cause: error)
+            default:
+                throw error
+            }
+        }
+    }
+
+    static func update(_ op: PreparedOperation, _ db: Database, _ shapes: inout Shapes) throws {
+        let statement: Statement
+        if let last = shapes.update, last.entity == op.entity.name, last.columns == op.columns {
+            statement = last.statement
+        } else {
+            let table = StoreDDL.quoted(op.entity.name)
+            let assignments =
+                op.columns.isEmpty
+                ? "\"id\" = \"id\"" : op.columns.map { "\(StoreDDL.quoted($0)) = ?" }.joined(separator: ", ")
+            statement = try db.cachedStatement(sql: "UPDATE \(table) SET \(assignments) WHERE \"id\" = ?")
+            shapes.update = (op.entity.name, op.columns, statement)
+        }
+        do {
+            try statement.execute(arguments: arguments(op.values, then: op.id))
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+            throw StoreError(
+                .validation, "\(op.label): \(error.message ?? "constraint failed")", operationIndex: op.index, cause: error)
+        }
+    }
+
+    static func currentVersion(_ op: PreparedOperation, _ db: Database) throws -> Int64? {
+        try Int64.fetchOne(
+            db.cachedStatement(sql: "SELECT \"_version\" FROM \(StoreDDL.quoted(op.entity.name)) WHERE \"id\" = ?"),
+            arguments: [op.id])
+    }
+
+    // MARK: - Optimistic locking
+
+    static func checkVersion(
+        _ op: PreparedOperation,
+        current: Int64,
+        touched: [String],
+        policy: ConflictPolicy,
+        db: Database
+    ) throws {
+        guard let expected = op.expectedVersion, expected != current, policy == .storeWins else { return }
+        let changed = try changedAttributes(entity: op.entity.name, id: op.id, after: expected, current: current, db: db)
+        let conflicting = changed.map { set in touched.filter { set.contains($0) } } ?? touched
+        guard !conflicting.isEmpty || op.kind == .delete else { return }
+        let list = conflicting.isEmpty ? "" : "; changed since: \(conflicting.joined(separator: ", "))"
+        throw StoreError(
+            .conflict, "\(op.label): expected version \(expected), the row is at version \(current)\(list)",
+            operationIndex: op.index, attributes: conflicting)
+    }
+
+    /// The attributes changed by the writes after version `expected` of a row, from the change log's images, or
+    /// `nil` when the log does not cover them all (pruned, or the row was deleted and re-created since).
+    static func changedAttributes(
+        entity: String,
+        id: String,
+        after expected: Int64,
+        current: Int64,
+        db: Database
+    ) throws -> Set<String>? {
+        guard expected >= 1, expected < current else { return nil }
+        let cursor = try GRDB.Row.fetchCursor(
+            db,
+            sql: """
+                SELECT kind, version, before, after FROM meridian_changes
+                WHERE entity = ? AND row_id = ? ORDER BY seq DESC
+                """,
+            arguments: [entity, id])
+        var changed = Set<String>()
+        while let row = try cursor.next() {
+            let kind: Int = row[0]
+            let version: Int64 = row[1]
+            if version <= expected { return changed }
+            guard kind == Change.Kind.update.rawValue, let beforeText: String = row[2], let afterText: String = row[3],
+                let before = try? ImageJSON.parseObject(beforeText), let after = try? ImageJSON.parseObject(afterText)
+            else { return nil }
+            for key in Set(before.keys).union(after.keys) where before[key] != after[key] {
+                changed.insert(key)
+            }
+            if version == expected + 1 { return changed }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,192 @@
+// MARK: - Reads: latest seq, snapshots, changes, retention
+
+internal import Foundation
+internal import GRDB
+internal import Logging
+public import MeridianCore
+
+extension Store {
+    /// The sequence number of the latest committed change (0 for a store that never changed).
+    public func latestSeq() async throws -> Int64 {
+        try await self.read("cannot read the latest seq") { db in try Store.latestSeq(db) }
+    }
+
+    /// The rows of a query, together with the `seq` they are consistent with, read in one read transaction.
+    ///
+    /// - Parameters:
+    ///   - entity: The entity to read.
+    ///   - predicate: A `WHERE` condition (a compiled predicate); `nil` for every row.
+    ///   - orderBy: An `ORDER BY` list (a compiled sort); the id is always appended as the final tie-break.
+    ///   - limit: The most rows to return.
+    /// - Returns: The rows with their versions, and the latest `seq` in the same transaction.
+    /// - Throws: ``StoreError`` `schemaMismatch` for an unknown entity or SQL that does not fit the table.
+    public func snapshot(
+        entity: String,
+        where predicate: SQLFragment? = nil,
+        orderBy: String? = nil,
+        limit: Int? = nil
+    ) async throws -> Snapshot {
+        let entitySchema = try self.requireEntity(entity)
+        let columns = entitySchema.attributes.map { StoreDDL.quoted($0.name) }
+        var sql = "SELECT \(([#""id""#, #""_version""#] + columns).joined(separator: ", ")) FROM \(StoreDDL.quoted(entity))"
+        if let predicate { sql += " WHERE (\(predicate.sql))" }
+        sql += " ORDER BY " + (orderBy.map { "\($0), " } ?? "") + #""id""#
+        if let limit { sql += " LIMIT \(max(0, limit))" }
+        let query = sql
+        let arguments = StatementArguments(predicate?.arguments.map { $0.databaseValue } ?? [])
+        let (snapshot, misfits) = try await self.read("cannot read a snapshot of \(entity)") { db in
+            let seq = try Store.latestSeq(db)
+            var rows: [MeridianCore.Row] = []
+            var versions: [Int64] = []
+            var misfits = 0
+            let statement: Statement
+            do {
+                statement = try db.cachedStatement(sql: query)
+            } catch {
+                throw StoreError(.schemaMismatch, "the query does not fit \(entity): \(query)", cause: error)
+            }
+            let cursor = try GRDB.Row.fetchCursor(statement, arguments: arguments)
+            while let row = try cursor.next() {
+                var values: [String: Value] = [:]
+                values.reserveCapacity(entitySchema.attributes.count)
+                for (i, attribute) in entitySchema.attributes.enumerated() {
+                    let typed = StoredValue(row[i + 2] as DatabaseValue).typed(as: attribute.type)
+                    if !typed.fits { misfits += 1 }
+                    if !typed.value.isNull { values[attribute.name] = typed.value }
+                }
+                rows.append(MeridianCore.Row(id: row[0], values: values))
+                versions.append(row[1])
+            }
+            return (Snapshot(rows: rows, versions: versions, seq: seq), misfits)
+        }
+        if misfits > 0 { self.reportMisfits(misfits, entity: entity) }
+        return snapshot
+    }
+
+    /// The changes after `seq`, up to the latest commit, read in one read transaction.
+    ///
+    /// - Parameters:
+    ///   - seq: The last `seq` the reader has applied (0 for everything).
+    ///   - entities: Only changes of these entities, or all when `nil`; `throughSeq` still advances past the others.
+    ///   - limit: The most changes to return; a cut batch has `hasMore` set.
+    /// - Returns: `.changes` with the decoded changes, or `.tooOld` when the log was pruned past `seq` (or `seq` is
+    ///   beyond this store's latest, as when a reader comes from another store file).
+    public func changes(after seq: Int64, entities: Set<String>? = nil, limit: Int? = nil) async throws -> ChangesResult {
+        var sql = """
+            SELECT seq, entity, row_id, kind, version, before, after, committed_at FROM meridian_changes WHERE seq > ?
+            """
+        var arguments: [(any DatabaseValueConvertible)?] = [seq]
+        if let entities {
+            sql += " AND entity IN (\(Array(repeating: "?", count: entities.count).joined(separator: ", ")))"
+            arguments += entities.sorted().map { $0 }
+        }
+        sql += " ORDER BY seq"
+        if let limit { sql += " LIMIT \(max(1, limit))" }
+        let query = sql
+        let statementArguments = StatementArguments(arguments)
+        let schema = self.schema
+        let (result, misfits) = try await self.read("cannot read the change log") { db -> (ChangesResult, Int) in
+            let prunedThrough = Int64(try SchemaRecord.meta(db, "pruned_through") ?? "0") ?? 0
+            let latest = try Store.latestSeq(db)
+            if seq < prunedThrough || seq > latest { return (.tooOld(prunedThrough: prunedThrough), 0) }
+            var changes: [Change] = []
+            var misfits = 0
+            let cursor = try GRDB.Row.fetchCursor(db, sql: query, arguments: statementArguments)
+            while let row = try cursor.next() {
+                changes.append(try ChangeDecoding.change(row, schema: schema, misfits: &misfits))
+            }
+            let hasMore = limit.map { changes.count >= max(1, $0) } == true && changes.last!.seq < latest
+            let batch = ChangeBatch(changes: changes, throughSeq: hasMore ? changes.last!.seq : latest, hasMore: hasMore)
+            return (.changes(batch), misfits)
+        }
+        if misfits > 0 { self.reportMisfits(misfits, entity: nil) }
+        return result
+    }
+
+    /// Removes old changes from the log and records how far it was pruned.
+    ///
+    /// A change is removed when it is not among the last `keepingLast` changes, or when it was committed more than
+    /// `olderThan` ago (either rule prunes). Readers behind the pruned point get ``ChangesResult/tooOld(prunedThrough:)``.
+    ///
+    /// - Returns: The `seq` the log is now pruned through and how many changes were removed.
+    @discardableResult
+    public func prune(keepingLast count: Int? = nil, olderThan age: Duration? = nil) async throws -> PruneResult {
+        do {
+            return try await self.writer.write { db in
+                let previous = Int64(try SchemaRecord.meta(db, "pruned_through") ?? "0") ?? 0
+                let latest = try Store.latestSeq(db)
+                var through = previous
+                if let count { through = max(through, latest - Int64(max(0, count))) }
+                if let age {
+                    let parts = age.components
+                    let ageMicros = parts.seconds * 1_000_000 + parts.attoseconds / 1_000_000_000_000
+                    let cutoff = Int64(Date().timeIntervalSince1970 * 1_000_000) - ageMicros
+                    let cursor = try GRDB.Row.fetchCursor(
+                        db, sql: "SELECT seq, committed_at FROM meridian_changes WHERE seq > ? ORDER BY seq",
+                        arguments: [through])
+                    while let row = try cursor.next(), (row[1] as Int64) < cutoff {
+                        through = max(through, row[0])
+                    }
+                }
+                guard through > previous else { return PruneResult(prunedThrough: previous, removed: 0) }
+                try db.execute(sql: "DELETE FROM meridian_changes WHERE seq <= ?", arguments: [through])
+                let removed = db.changesCount
+                try SchemaRecord.setMeta(db, "pruned_through", String(through))
+                return PruneResult(prunedThrough: through, removed: removed)
+            }
+        } catch {
+            throw StoreError.wrap(error, "cannot prune the change log")
+        }
+    }
+
+    func reportMisfits(_ count: Int, entity: String?) {
+        self.logger.info(
+            "\(count) stored value(s) do not fit their attribute's type (written by another process?); passed on as stored",
+            metadata: entity.map { ["meridian.entity": "\($0)"] } ?? [:])
+    }
+}
+
+// MARK: - Decoding the log
+
+/// Turns rows of `meridian_changes` into ``Change`` values typed by the schema.
+enum ChangeDecoding {
+    static func change(_ row: GRDB.Row, schema: Schema, misfits: inout Int) throws -> Change {
+        let seq: Int64 = row[0]
+        let entityName: String = row[1]
+        let id: String = row[2]
+        let rawKind: Int = row[3]
+        guard let kind = Change.Kind(rawValue: rawKind) else {
+            throw StoreError(.internalError, "change \(seq) has unknown kind \(rawKind)")
+        }
+        let entity = schema.entity(named: entityName)
+        func image(_ text: String?) throws -> MeridianCore.Row? {
+            guard let text else { return nil }
+            let stored: [String: StoredValue]
+            do {
+                stored = try ImageJSON.parseObject(text)
+            } catch {
+                throw StoreError(.internalError, "change \(seq): \(error)", cause: error)
+            }
+            var values: [String: Value] = [:]
+            values.reserveCapacity(stored.count)
+            for (name, value) in stored {
+                let typed: (value: Value, fits: Bool)
+                if let type = entity?.attribute(named: name)?.type {
+                    typed = value.typed(as: type)
+                } else {
+                    typed = (value.rawValue, true)
+                }
+                if !typed.fits { misfits += 1 }
+                if !typed.value.isNull { values[name] = typed.value }
+            }
+            return MeridianCore.Row(id: id, values: values)
+        }
+        let before = try image(row[5])
+        let after = try image(row[6])
+        var changed: [String] = []
+        if kind == .update, let before, let after { changed = after.changedAttributes(from: before) }
+        return Change(
+            seq: seq, entity: entityName, id: id, kind: kind, version: row[4], before: before, after: after,
+            changedAttributes: changed, committedAt: Timestamp(microseconds: row[7]))
+    }
+}

@@ -1,0 +1,219 @@
+// MARK: - Store
+
+internal import Foundation
+internal import GRDB
+public import Logging
+public import MeridianCore
+
+/// The authoritative store: one SQLite file (or an in-memory database) holding the schema's entity tables, the
+/// change log that SQLite triggers fill on every write — by Meridian or by any other process — and the recorded
+/// schema.
+///
+/// Open it at a path you choose; it creates the file, migrates additive schema changes, or refuses with a message
+/// naming each difference that cannot be migrated:
+///
+/// ```swift
+/// let store = try Store.open(path: "/var/lib/meridian/store.sqlite", schema: schema, logger: logger)
+/// let result = try await store.apply([.insert("Item", id: "a", ["title": "Pen"])])
+/// let snapshot = try await store.snapshot(entity: "Item", orderBy: "\"title\"")
+/// if case .changes(let batch) = try await store.changes(after: snapshot.seq) { … }
+/// ```
+///
+/// All methods may be called from any task. Writes are group-committed (see ``apply(_:policy:)``).
+public final class Store: Sendable {
+    /// How a store uses SQLite.
+    public struct Configuration: Sendable {
+        /// How long a write waits for another process's write lock before failing.
+        public var busyTimeout: Duration = .seconds(5)
+        /// The most transactions committed together in one SQLite commit; 1 commits each transaction alone.
+        public var maxGroupCommitSize: Int = 256
+        /// The most concurrent read connections (file stores only).
+        public var maximumReaderCount: Int = 5
+
+        /// The default configuration.
+        public init() {}
+
+        func grdb(readonly: Bool = false) -> GRDB.Configuration {
+            var config = GRDB.Configuration()
+            config.readonly = readonly
+            config.label = "meridian.store"
+            config.maximumReaderCount = self.maximumReaderCount
+            let timeout = self.busyTimeout.components
+            config.busyMode = .timeout(Double(timeout.seconds) + Double(timeout.attoseconds) * 1e-18)
+            config.prepareDatabase { db in
+                if !db.configuration.readonly { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+                // Meridian SQL functions are registered here.
+                db.registerMeridianFunctions()
+            }
+            return config
+        }
+    }
+
+    /// The schema the store serves.
+    public let schema: Schema
+    /// The file's path, `nil` for an in-memory store.
+    public let path: String?
+    let writer: any DatabaseWriter
+    let logger: Logger
+    let notifier: CommitNotifier
+    let committer: GroupCommitter
+    let configuration: Configuration
+    /// A directory this store created and removes when it is deinitialized (`temporary()` only).
+    private let ownedDirectory: String?
+
+    private init(
+        writer: any DatabaseWriter, schema: Schema, path: String?, configuration: Configuration, logger: Logger,
+        ownedDirectory: String?
+    ) {
+        self.writer = writer
+        self.schema = schema
+        self.path = path
+        self.logger = logger
+        self.configuration = configuration
+        self.ownedDirectory = ownedDirectory
+        let notifier = CommitNotifier()
+        self.notifier = notifier
+        self.committer = GroupCommitter(writer: writer, maxBatch: configuration.maxGroupCommitSize) { seq in
+            notifier.publish(seq)
+        }
+    }
+
+    deinit {
+        self.notifier.finishAll()
+        if let directory = self.ownedDirectory {
+            try? (self.writer as? DatabasePool)?.close()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
+    // MARK: - Opening
+
+    /// Opens (or creates) the store file at `path`, migrating additive schema changes.
+    ///
+    /// - Parameters:
+    ///   - path: The SQLite file; its directory must exist. Other processes may write the same file.
+    ///   - schema: The schema to serve.
+    ///   - configuration: SQLite settings.
+    ///   - logger: Receives an `info` line when the store is created or migrated.
+    /// - Returns: The open store (WAL mode, `synchronous=NORMAL`, a busy timeout).
+    /// - Throws: ``StoreError`` — `migrationRefused` with one line per difference that cannot be migrated and what to
+    ///   do about it, or `io` when the file cannot be opened.
+    public static func open(
+        path: String,
+        schema: Schema,
+        configuration: Configuration = Configuration(),
+        logger: Logger = Logger(label: "meridian.store")
+    ) throws -> Store {
+        let pool: DatabasePool
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration.grdb())
+        } catch {
+            throw StoreError(.io, "cannot open the store at '\(path)'", cause: error)
+        }
+        try prepareSchema(pool, schema: schema, path: path, logger: logger)
+        return Store(
+            writer: pool, schema: schema, path: path, configuration: configuration, logger: logger, ownedDirectory: nil)
+    }
+
+    /// Creates a store in a new, unique temporary directory, removed when the store is deinitialized.
+    ///
+    /// It is a real file store (WAL, several readers), for tests that want one without choosing a path.
+    public static func temporary(
+        schema: Schema,
+        configuration: Configuration = Configuration(),
+        logger: Logger = Logger(label: "meridian.store")
+    ) throws -> Store {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("meridian-store-\(UUID().uuidString)").path
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw StoreError(.io, "cannot create a temporary directory", cause: error)
+        }
+        let path = directory + "/store.sqlite"
+        let pool: DatabasePool
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration.grdb())
+            try prepareSchema(pool, schema: schema, path: path, logger: logger)
+        } catch {
+            try? FileManager.default.removeItem(atPath: directory)
+            throw StoreError.wrap(error, "cannot create a temporary store")
+        }
+        return Store(
+            writer: pool, schema: schema, path: path, configuration: configuration, logger: logger,
+            ownedDirectory: directory)
+    }
+
+    /// Creates a store in memory (one connection; nothing outlives the store, and no other process can write it).
+    public static func inMemory(
+        schema: Schema,
+        configuration: Configuration = Configuration(),
+        logger: Logger = Logger(label: "meridian.store")
+    ) throws -> Store {
+        let queue: DatabaseQueue
+        do {
+            queue = try DatabaseQueue(configuration: configuration.grdb())
+        } catch {
+            throw StoreError(.io, "cannot create an in-memory store", cause: error)
+        }
+        try prepareSchema(queue, schema: schema, path: ":memory:", logger: logger)
+        return Store(
+            writer: queue, schema: schema, path: nil, configuration: configuration, logger: logger, ownedDirectory: nil)
+    }
+
+    /// Closes the database connections; later calls fail. Subscribers of ``commits(pollInterval:)`` end.
+    public func close() throws {
+        self.notifier.finishAll()
+        do {
+            if let pool = self.writer as? DatabasePool { try pool.close() }
+            if let queue = self.writer as? DatabaseQueue { try queue.close() }
+        } catch {
+            throw StoreError.wrap(error, "cannot close the store")
+        }
+    }
+
+    // MARK: - Writing
+
+    /// Applies a transaction atomically: every operation or none.
+    ///
+    /// Operations are validated against the schema first (unknown entity or attribute, type — an int for a double
+    /// attribute is converted —, a required attribute missing or nil, NaN). An operation with an `expectedVersion`
+    /// that is not the row's current version conflicts on the attributes it sets that other writes changed since
+    /// that version; under `.storeWins` such a conflict (or a delete of a changed row) rejects the transaction, under
+    /// `.clientWins` the operation is applied.
+    ///
+    /// Concurrent calls are group-committed: those arriving while a commit runs share the next SQLite commit, each in
+    /// its own savepoint, so one failing does not fail the others.
+    ///
+    /// - Returns: The commit's `seq` and the written rows' ids and versions.
+    /// - Throws: ``StoreError`` with `operationIndex` set: `validation`, `conflict` (with `attributes`), `notFound`,
+    ///   `alreadyExists`; or `io`.
+    @discardableResult
+    public func apply(_ operations: [WriteOperation], policy: ConflictPolicy = .storeWins) async throws -> CommitResult {
+        let prepared = try OperationValidation.prepare(operations, schema: self.schema)
+        return try await self.committer.submit(prepared, policy: policy)
+    }
+
+    // MARK: - Helpers
+
+    static func latestSeq(_ db: Database) throws -> Int64 {
+        try Int64.fetchOne(
+            db.cachedStatement(sql: "SELECT seq FROM sqlite_sequence WHERE name = 'meridian_changes'")) ?? 0
+    }
+
+    func read<T: Sendable>(_ what: String, _ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await self.writer.read(body)
+        } catch {
+            throw StoreError.wrap(error, what)
+        }
+    }
+
+    func requireEntity(_ name: String) throws -> EntitySchema {
+        guard let entity = self.schema.entity(named: name) else {
+            let known = self.schema.entities.map(\.name).joined(separator: ", ")
+            throw StoreError(.schemaMismatch, "unknown entity '\(name)' (the schema has: \(known))")
+        }
+        return entity
+    }
+}

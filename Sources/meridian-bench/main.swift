@@ -1,0 +1,16 @@
+// Meridian's benchmarks, one subcommand per part. Build and run in release:
+//
+//   swift build -c release --product meridian-bench && .build/release/meridian-bench store
+
+import Foundation
+
+let benchmarks: [String: @Sendable () async throws -> Void] = [
+    "store": { try await StoreBenchmark.run() }
+]
+
+let name = CommandLine.arguments.dropFirst().first ?? ""
+guard let benchmark = benchmarks[name] else {
+    print("usage: meridian-bench \(benchmarks.keys.sorted().joined(separator: " | "))")
+    exit(2)
+}
+try await benchmark()

@@ -1,0 +1,146 @@
+import Foundation
+import MeridianCore
+import MeridianStore
+import Testing
+
+/// Strict equality: same value type and, for doubles, the same bits.
+func identical(_ a: Value, _ b: Value) -> Bool {
+    switch (a, b) {
+    case (.double(let x), .double(let y)): return x.bitPattern == y.bitPattern
+    default: return a.type == b.type && a == b
+    }
+}
+
+func identical(_ a: Row?, _ b: Row?) -> Bool {
+    guard let a, let b else { return a == nil && b == nil }
+    return a.id == b.id && a.values.count == b.values.count
+        && a.values.allSatisfy { name, value in b.values[name].map { identical(value, $0) } ?? false }
+}
+
+@Suite struct CaptureTests {
+    static let tricky: [[String: Value]] = [
+        ["title": "plain", "price": 0.1, "qty": .int(.max), "active": true, "due": .timestamp(Timestamp(microseconds: -1)),
+         "data": .bytes([0, 255, 1, 0x7f]), "note": "é\"\\\n\u{1}😀 'quote'"],
+        ["title": "", "price": .double(1.0 / 3), "qty": .int(.min), "active": false, "due": .timestamp(Timestamp(microseconds: 1_700_000_000_123_456)),
+         "data": .bytes([])],
+        ["title": "inf", "price": .double(.infinity), "qty": 0],
+        ["title": "-inf", "price": .double(-.infinity), "qty": 0],
+        ["title": "tiny", "price": .double(.leastNonzeroMagnitude), "qty": 0],
+        ["title": "huge", "price": .double(.greatestFiniteMagnitude), "qty": 0],
+        ["title": "big", "price": .double(Double(bitPattern: 0x4340_0000_0000_0001)), "qty": 0],
+        ["title": "negzero-ish", "price": -123456.789e-7, "qty": 0],
+    ]
+
+    @Test("row images round-trip every value exactly", arguments: StoreVariant.allCases)
+    func imagesRoundTrip(variant: StoreVariant) async throws {
+        try await withStore(variant) { store in
+            let operations = Self.tricky.enumerated().map { WriteOperation.insert("Item", id: "r\($0.offset)", $0.element) }
+            try await store.apply(operations)
+            let batch = try await allChanges(store)
+            #expect(batch.changes.count == Self.tricky.count)
+            #expect(!batch.hasMore && batch.throughSeq == Int64(Self.tricky.count))
+            for (i, change) in batch.changes.enumerated() {
+                #expect(change.kind == .insert && change.version == 1 && change.before == nil && change.entity == "Item")
+                #expect(identical(change.after, Row(id: "r\(i)", values: Self.tricky[i])), "\(String(describing: change.after))")
+            }
+            let table = try await tableState(store, "Item")
+            for (i, values) in Self.tricky.enumerated() {
+                #expect(identical(table["r\(i)"]?.0, Row(id: "r\(i)", values: values)))
+            }
+        }
+    }
+
+    @Test("random doubles of every magnitude round-trip through the log bit for bit")
+    func randomDoubles() async throws {
+        try await withStore(.file) { store in
+            var generator = SystemRandomNumberGenerator()
+            var doubles: [Double] = []
+            while doubles.count < 3_000 {
+                let d = Double(bitPattern: generator.next())
+                if !d.isNaN { doubles.append(d) }
+            }
+            try await store.apply(doubles.enumerated().map { .insert("Item", id: "d\($0.offset)", ["title": "x", "price": .double($0.element)]) })
+            let changes = try await allChanges(store).changes
+            #expect(changes.count == doubles.count)
+            for (change, d) in zip(changes, doubles) {
+                guard case .double(let logged)? = change.after?["price"] else {
+                    Issue.record("no double for \(d)")
+                    continue
+                }
+                #expect(logged.bitPattern == d.bitPattern || (d == 0 && logged == 0), "\(d) logged as \(logged)")
+            }
+        }
+    }
+
+    @Test("updates log before and after images, the changed attributes, and bump the version", arguments: StoreVariant.allCases)
+    func updateImages(variant: StoreVariant) async throws {
+        try await withStore(variant) { store in
+            try await store.apply([.insert("Item", id: "a", ["title": "Pen", "price": 1.5])])
+            try await store.apply([.update("Item", id: "a", ["price": 2.5, "title": "Pen"])])
+            try await store.apply([.update("Item", id: "a", [:])])
+            try await store.apply([.delete("Item", id: "a")])
+            let changes = try await allChanges(store, after: 1).changes
+            #expect(changes.map(\.kind) == [.update, .update, .delete])
+            #expect(changes.map(\.version) == [2, 3, 4])
+            #expect(changes[0].changedAttributes == ["price"])
+            #expect(changes[0].before?["price"] == 1.5 && changes[0].after?["price"] == 2.5)
+            #expect(changes[1].changedAttributes == [])
+            #expect(changes[2].after == nil && changes[2].before?["title"] == "Pen")
+        }
+    }
+
+    @Test("writes through a plain SQLite connection in another process are captured with the right images")
+    func rawConnection() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try Store.open(path: directory.storePath, schema: Fixtures.schema())
+        try await store.apply([.insert("Item", id: "a", ["title": "Pen", "price": 1.5])])
+        try ChildProcess.rawSQL(
+            directory.storePath,
+            """
+            INSERT INTO Item (id, title, price, data) VALUES ('b', 'Raw', 0.1, x'00ff');
+            UPDATE Item SET price = 2.25, note = 'raw note' WHERE id = 'a';
+            UPDATE Item SET id = 'c' WHERE id = 'b';
+            DELETE FROM Item WHERE id = 'a';
+            """)
+        let changes = try await allChanges(store, after: 1).changes
+        #expect(changes.map(\.kind) == [.insert, .update, .delete, .insert, .delete])
+        #expect(changes.map(\.id) == ["b", "a", "b", "c", "a"])
+        #expect(changes.map(\.version) == [1, 2, 2, 2, 3])
+        #expect(identical(changes[0].after, Row(id: "b", values: ["title": "Raw", "price": 0.1, "qty": 0, "data": .bytes([0, 255])])))
+        #expect(changes[1].changedAttributes == ["note", "price"])
+        #expect(identical(changes[1].after, Row(id: "a", values: ["title": "Pen", "price": 2.25, "qty": 0, "note": "raw note"])))
+        #expect(identical(changes[3].after, Row(id: "c", values: ["title": "Raw", "price": 0.1, "qty": 0, "data": .bytes([0, 255])])))
+        let table = try await tableState(store, "Item")
+        #expect(table.keys.sorted() == ["c"])
+        #expect(table["c"]?.1 == 2)
+        try store.close()
+    }
+
+    @Test("writes through the sqlite3 shell are captured, and values of the wrong type are passed on, not a crash")
+    func sqlite3Shell() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try Store.open(path: directory.storePath, schema: Fixtures.schema())
+        try ChildProcess.sqlite3(
+            directory.storePath,
+            """
+            INSERT INTO Item (id, title, qty, price, due, active) VALUES ('s', 'Shell', 7, 3, 1700000000000000, 1);
+            UPDATE Item SET qty = qty + 1 WHERE id = 's';
+            INSERT INTO Item (id, title, qty, active) VALUES ('odd', 'Odd', 'many', 7);
+            """)
+        let changes = try await allChanges(store).changes
+        #expect(changes.map(\.kind) == [.insert, .update, .insert])
+        #expect(changes.map(\.version) == [1, 2, 1])
+        #expect(
+            identical(
+                changes[1].after,
+                Row(id: "s", values: ["title": "Shell", "qty": 8, "price": 3.0, "active": true,
+                                      "due": .timestamp(Timestamp(microseconds: 1_700_000_000_000_000))])))
+        #expect(changes[1].changedAttributes == ["qty"])
+        #expect(changes[2].after?["qty"] == "many")
+        #expect(changes[2].after?["active"] == .int(7))
+        let snapshot = try await store.snapshot(entity: "Item", where: SQLFragment("\"id\" = ?", arguments: ["odd"]))
+        #expect(snapshot.rows.first?["qty"] == "many")
+        #expect(snapshot.versions == [1])
+        try store.close()
+    }
+}

@@ -1,0 +1,51 @@
+import MeridianCore
+import MeridianStore
+import Testing
+
+@Suite struct CommitStreamTests {
+    @Test("commits() yields the latest seq now and after each of the store's own commits", .timeLimit(.minutes(1)), arguments: StoreVariant.allCases)
+    func ownCommits(variant: StoreVariant) async throws {
+        try await withStore(variant) { store in
+            try await store.apply([.insert("Tag", id: "a", ["name": "x"])])
+            var iterator = store.commits().makeAsyncIterator()
+            #expect(await iterator.next() == 1)
+            try await store.apply([.insert("Tag", id: "b", ["name": "x"])])
+            #expect(await iterator.next() == 2)
+            try await store.apply([.update("Tag", id: "b", ["name": "y"]), .delete("Tag", id: "a")])
+            #expect(await iterator.next() == 4)
+        }
+    }
+
+    @Test("commits() sees commits by another process (the sqlite3 shell) through polling", .timeLimit(.minutes(1)))
+    func externalCommits() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try Store.open(path: directory.storePath, schema: Fixtures.schema())
+        var iterator = store.commits(pollInterval: .milliseconds(2)).makeAsyncIterator()
+        #expect(await iterator.next() == 0)
+        try ChildProcess.sqlite3(directory.storePath, "INSERT INTO Tag (id, name) VALUES ('ext', 'shell');")
+        #expect(await iterator.next() == 1)
+        try ChildProcess.sqlite3(directory.storePath, "UPDATE Tag SET name = 'again'; DELETE FROM Tag;")
+        var seq = await iterator.next()
+        while let s = seq, s < 3 { seq = await iterator.next() }
+        #expect(seq == 3)
+        try store.close()
+    }
+
+    @Test("ending the iteration stops the subscription; closing the store ends the others", .timeLimit(.minutes(1)))
+    func termination() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try Store.open(path: directory.storePath, schema: Fixtures.schema())
+        let task = Task {
+            var count = 0
+            for await _ in store.commits(pollInterval: .milliseconds(1)) { count += 1 }
+            return count
+        }
+        let watcher = store.commits()
+        var iterator = watcher.makeAsyncIterator()
+        #expect(await iterator.next() == 0)
+        task.cancel()
+        _ = await task.value
+        try store.close()
+        #expect(await iterator.next() == nil)
+    }
+}

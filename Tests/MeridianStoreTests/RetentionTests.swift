@@ -1,0 +1,79 @@
+import MeridianCore
+import MeridianStore
+import Testing
+
+@Suite struct RetentionTests {
+    @Test("pruning by count answers too-old before the pruned point and changes after it", arguments: StoreVariant.allCases)
+    func pruneByCount(variant: StoreVariant) async throws {
+        try await withStore(variant) { store in
+            for i in 0..<10 { try await store.apply([.insert("Tag", id: "t\(i)", ["name": "n"])]) }
+            let pruned = try await store.prune(keepingLast: 4)
+            #expect(pruned == PruneResult(prunedThrough: 6, removed: 6))
+            #expect(try await store.changes(after: 5) == .tooOld(prunedThrough: 6))
+            #expect(try await store.changes(after: 0) == .tooOld(prunedThrough: 6))
+            let batch = try await allChanges(store, after: 6)
+            #expect(batch.changes.map(\.seq) == [7, 8, 9, 10])
+            // Pruning again with a larger count removes nothing and never goes back.
+            #expect(try await store.prune(keepingLast: 8) == PruneResult(prunedThrough: 6, removed: 0))
+        }
+    }
+
+    @Test("pruning by age removes what is older; seqs are never reused after pruning everything", arguments: StoreVariant.allCases)
+    func pruneByAge(variant: StoreVariant) async throws {
+        try await withStore(variant) { store in
+            for i in 0..<5 { try await store.apply([.insert("Tag", id: "t\(i)", ["name": "n"])]) }
+            #expect(try await store.prune(olderThan: .seconds(3600)).removed == 0)
+            let all = try await store.prune(olderThan: .zero)
+            #expect(all == PruneResult(prunedThrough: 5, removed: 5))
+            #expect(try await store.latestSeq() == 5)
+            let empty = try await allChanges(store, after: 5)
+            #expect(empty.changes.isEmpty && empty.throughSeq == 5 && !empty.hasMore)
+            let next = try await store.apply([.update("Tag", id: "t1", ["name": "m"])])
+            #expect(next.seq == 6)
+        }
+    }
+
+    @Test("the pruned point survives reopening the file")
+    func prunedPointPersists() async throws {
+        let directory = try TemporaryDirectory()
+        do {
+            let store = try Store.open(path: directory.storePath, schema: Fixtures.schema())
+            for i in 0..<3 { try await store.apply([.insert("Tag", id: "t\(i)", ["name": "n"])]) }
+            try await store.prune(keepingLast: 1)
+            try store.close()
+        }
+        let store = try Store.open(path: directory.storePath, schema: Fixtures.schema())
+        #expect(try await store.changes(after: 1) == .tooOld(prunedThrough: 2))
+        #expect(try await store.latestSeq() == 3)
+        try store.close()
+    }
+
+    @Test("changes can be limited and filtered by entity; a cut batch says so", arguments: StoreVariant.allCases)
+    func limitAndFilter(variant: StoreVariant) async throws {
+        try await withStore(variant) { store in
+            try await store.apply([
+                .insert("Tag", id: "t1", ["name": "a"]), .insert("Item", id: "i1", ["title": "x"]),
+                .insert("Tag", id: "t2", ["name": "b"]), .insert("Item", id: "i2", ["title": "y"]),
+            ])
+            let first = try await allChanges(store, after: 0).changes
+            #expect(first.count == 4)
+            let cut = try await allChanges(store, after: 0, entities: nil)
+            #expect(!cut.hasMore && cut.throughSeq == 4)
+            guard case .changes(let limited) = try await store.changes(after: 0, limit: 3) else {
+                Issue.record("expected changes")
+                return
+            }
+            #expect(limited.hasMore && limited.throughSeq == 3 && limited.changes.count == 3)
+            let tags = try await allChanges(store, after: 0, entities: ["Tag"])
+            #expect(tags.changes.map(\.id) == ["t1", "t2"] && tags.throughSeq == 4 && !tags.hasMore)
+        }
+    }
+
+    @Test("a seq beyond the store's latest (another store file) is answered too-old")
+    func futureSeq() async throws {
+        try await withStore(.inMemory) { store in
+            let result = try await store.changes(after: 99)
+            #expect(result == .tooOld(prunedThrough: 0))
+        }
+    }
+}

@@ -1,0 +1,177 @@
+import MeridianCore
+import MeridianStore
+import Testing
+
+/// A seeded generator, so a failing run can be replayed.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        self.state &+= 0x9E37_79B9_7F4A_7C15
+        var z = self.state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// A predicate as raw SQL and the same predicate in Swift, with SQLite's semantics (null compares false).
+struct TestPredicate: Sendable {
+    var sql: SQLFragment?
+    var matches: @Sendable (Row) -> Bool
+
+    static func random(_ g: inout SplitMix64) -> TestPredicate {
+        let n = Int64.random(in: 0...100, using: &g)
+        let x = Double.random(in: 0...100, using: &g)
+        let letter = ["a", "b", "c", "d"].randomElement(using: &g)!
+        switch Int.random(in: 0..<7, using: &g) {
+        case 0: return TestPredicate(sql: nil) { _ in true }
+        case 1: return TestPredicate(sql: SQLFragment("\"qty\" > ?", arguments: [.int(n)])) { $0["qty"] > .int(n) }
+        case 2:
+            return TestPredicate(sql: SQLFragment("\"price\" < ?", arguments: [.double(x)])) {
+                !$0["price"].isNull && $0["price"] < .double(x)
+            }
+        case 3:
+            return TestPredicate(sql: SQLFragment("\"title\" >= ? AND \"title\" < ?", arguments: [.string(letter), .string(letter + "z")])) {
+                guard let t = $0["title"].stringValue else { return false }
+                return t.utf8Compare(letter) >= 0 && t.utf8Compare(letter + "z") < 0
+            }
+        case 4: return TestPredicate(sql: SQLFragment("\"active\" = 1")) { $0["active"] == .bool(true) }
+        case 5: return TestPredicate(sql: SQLFragment("\"note\" IS NULL")) { $0["note"].isNull }
+        default:
+            return TestPredicate(sql: SQLFragment("(\"qty\" <= ? OR \"note\" IS NOT NULL)", arguments: [.int(n)])) {
+                $0["qty"] <= .int(n) || !$0["note"].isNull
+            }
+        }
+    }
+}
+
+/// A sort as an ORDER BY list and the same order in Swift (nulls first ascending, last descending; id last).
+struct TestSort: Sendable {
+    var keys: [(String, Bool)]
+    var sql: String? { self.keys.isEmpty ? nil : self.keys.map { "\"\($0.0)\" \($0.1 ? "DESC" : "ASC")" }.joined(separator: ", ") }
+
+    func inOrder(_ a: Row, _ b: Row) -> Bool {
+        for (key, descending) in self.keys {
+            let c = Value.compare(a[key], b[key])
+            if c != 0 { return descending ? c > 0 : c < 0 }
+        }
+        return a.id.utf8Compare(b.id) < 0
+    }
+
+    static func random(_ g: inout SplitMix64) -> TestSort {
+        let all = [("price", true), ("title", false), ("qty", false), ("active", true), ("note", false)]
+        return TestSort(keys: Array(all.shuffled(using: &g).prefix(Int.random(in: 0...2, using: &g))))
+    }
+}
+
+/// A snapshot taken while writers ran, with the full-table snapshot taken right after it.
+struct Taken: Sendable {
+    var predicate: TestPredicate
+    var sort: TestSort
+    var snapshot: Snapshot
+    var full: Snapshot
+}
+
+@Suite struct SnapshotTests {
+    static func randomValues(_ g: inout SplitMix64) -> [String: Value] {
+        var values: [String: Value] = [
+            "title": .string(["a", "b", "c", "d"].randomElement(using: &g)! + String(Int.random(in: 0..<50, using: &g))),
+            "qty": .int(Int64.random(in: 0...100, using: &g)),
+        ]
+        if Bool.random(using: &g) { values["price"] = .double(Double.random(in: 0...100, using: &g)) }
+        if Bool.random(using: &g) { values["active"] = .bool(Bool.random(using: &g)) }
+        if Int.random(in: 0..<3, using: &g) == 0 { values["note"] = .string("n\(Int.random(in: 0..<5, using: &g))") }
+        return values
+    }
+
+    @Test("a snapshot at S plus the changes after S equals the final state, for random predicates and sorts", .timeLimit(.minutes(1)), arguments: StoreVariant.allCases)
+    func snapshotPlusChanges(variant: StoreVariant) async throws {
+        try await withStore(variant) { store in
+            var g = SplitMix64(state: 42)
+            try await store.apply((0..<150).map { .insert("Item", id: "seed\($0)", Self.randomValues(&g)) })
+            let snapshots = try await withThrowingTaskGroup(of: [Taken].self) { group in
+                for writer in 0..<4 {
+                    group.addTask {
+                        var g = SplitMix64(state: UInt64(writer) + 100)
+                        for t in 0..<60 {
+                            var operations: [WriteOperation] = []
+                            for o in 0..<Int.random(in: 1...4, using: &g) {
+                                let target = "seed\(Int.random(in: 0..<150, using: &g))"
+                                switch Int.random(in: 0..<4, using: &g) {
+                                case 0: operations.append(.insert("Item", id: "w\(writer)-\(t)-\(o)", Self.randomValues(&g)))
+                                case 1: operations.append(.delete("Item", id: target))
+                                default: operations.append(.upsert("Item", id: target, Self.randomValues(&g)))
+                                }
+                            }
+                            _ = try? await store.apply(operations)
+                        }
+                        return []
+                    }
+                }
+                group.addTask {
+                    var g = SplitMix64(state: 7)
+                    var taken: [Taken] = []
+                    for _ in 0..<25 {
+                        let predicate = TestPredicate.random(&g)
+                        let sort = TestSort.random(&g)
+                        let snapshot = try await store.snapshot(entity: "Item", where: predicate.sql, orderBy: sort.sql)
+                        let full = try await store.snapshot(entity: "Item")
+                        taken.append(Taken(predicate: predicate, sort: sort, snapshot: snapshot, full: full))
+                    }
+                    return taken
+                }
+                return try await group.reduce(into: []) { $0 += $1 }
+            }
+            let log = try await allChanges(store).changes
+            #expect(log.map(\.seq) == Array(1...Int64(log.count)))
+            #expect(snapshots.count == 25)
+            for taken in snapshots {
+                let (predicate, sort, snapshot, full) = (taken.predicate, taken.sort, taken.snapshot, taken.full)
+                // The snapshot is in order.
+                #expect(zip(snapshot.rows, snapshot.rows.dropFirst()).allSatisfy { sort.inOrder($0, $1) })
+                // The full snapshot at S is exactly the log replayed up to S.
+                var replayed: [String: Row] = [:]
+                for change in log where change.seq <= full.seq { replayed[change.id] = change.after }
+                #expect(Dictionary(uniqueKeysWithValues: full.rows.map { ($0.id, $0) }) == replayed)
+                // Snapshot at S + changes after S == the final query result, in order.
+                var state = Dictionary(uniqueKeysWithValues: snapshot.rows.map { ($0.id, $0) })
+                let batch = try await allChanges(store, after: snapshot.seq)
+                for change in batch.changes {
+                    if let after = change.after, predicate.matches(after) {
+                        state[change.id] = after
+                    } else {
+                        state[change.id] = nil
+                    }
+                }
+                let final = try await store.snapshot(entity: "Item", where: predicate.sql, orderBy: sort.sql)
+                #expect(final.seq == batch.throughSeq)
+                #expect(final.rows == state.values.sorted(by: sort.inOrder), "predicate \(String(describing: predicate.sql)) sort \(String(describing: sort.sql))")
+            }
+        }
+    }
+
+    @Test("a limit returns the first rows of the order; the seq is the latest commit", arguments: StoreVariant.allCases)
+    func limit(variant: StoreVariant) async throws {
+        try await withStore(variant) { store in
+            var g = SplitMix64(state: 1)
+            try await store.apply((0..<40).map { .insert("Item", id: "r\($0)", Self.randomValues(&g)) })
+            let sort = TestSort(keys: [("qty", true)])
+            let all = try await store.snapshot(entity: "Item", orderBy: sort.sql)
+            let first = try await store.snapshot(entity: "Item", orderBy: sort.sql, limit: 7)
+            #expect(first.rows == Array(all.rows.prefix(7)))
+            #expect(first.seq == 40 && first.versions == Array(repeating: 1, count: 7))
+        }
+    }
+
+    @Test("an unknown entity or SQL that does not fit the table is a schemaMismatch error")
+    func badQueries() async throws {
+        try await withStore(.inMemory) { store in
+            let unknown = await #expect(throws: StoreError.self) { try await store.snapshot(entity: "Nope") }
+            #expect(unknown?.code == .schemaMismatch)
+            let badColumn = await #expect(throws: StoreError.self) {
+                try await store.snapshot(entity: "Item", where: SQLFragment("\"colour\" = 1"))
+            }
+            #expect(badColumn?.code == .schemaMismatch)
+        }
+    }
+}

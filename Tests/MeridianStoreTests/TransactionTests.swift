@@ -1,0 +1,101 @@
+import MeridianCore
+import MeridianStore
+import Testing
+
+@Suite struct TransactionTests {
+    @Test("insert, update, upsert and delete return the commit seq and row versions", arguments: StoreVariant.allCases)
+    func basicOperations(variant: StoreVariant) async throws {
+        try await withStore(variant) { store in
+            let first = try await store.apply([
+                .insert("Item", id: "a", ["title": "Pen", "price": 2.5]),
+                .insert("Tag", id: "t1", ["name": "office"]),
+            ])
+            #expect(first.seq == 2)
+            #expect(first.rows.map(\.version) == [1, 1])
+            let second = try await store.apply([
+                .update("Item", id: "a", ["price": 3.0]),
+                .upsert("Item", id: "b", ["title": "Ink"]),
+                .upsert("Item", id: "a", ["qty": 5]),
+                .delete("Tag", id: "t1"),
+            ])
+            #expect(second.seq == 6)
+            #expect(second.rows.map(\.kind) == [.update, .insert, .update, .delete])
+            #expect(second.rows.map(\.version) == [2, 1, 3, 2])
+            let items = try await tableState(store, "Item")
+            #expect(items["a"]?.0 == Row(id: "a", values: ["title": "Pen", "price": 3.0, "qty": 5]))
+            #expect(items["a"]?.1 == 3)
+            #expect(items["b"]?.0 == Row(id: "b", values: ["title": "Ink", "qty": 0]))
+            #expect(try await tableState(store, "Tag").isEmpty)
+            #expect(try await store.latestSeq() == 6)
+        }
+    }
+
+    @Test("an insert without an id gets a generated one on an auto-id entity", arguments: StoreVariant.allCases)
+    func generatedID(variant: StoreVariant) async throws {
+        try await withStore(variant) { store in
+            let result = try await store.apply([.insert("Item", ["title": "Pen"]), .insert("Item", ["title": "Cap"])])
+            let ids = result.rows.map(\.id)
+            #expect(ids.count == 2 && Set(ids).count == 2 && ids.allSatisfy { $0.count == 36 })
+            let error = await #expect(throws: StoreError.self) { try await store.apply([.insert("Tag", ["name": "x"])]) }
+            #expect(error?.code == .validation)
+            #expect(error?.message == "operation 0 (insert Tag): an id is required (Tag's id policy is 'client')")
+        }
+    }
+
+    @Test("an int given for a double attribute is converted")
+    func intToDouble() async throws {
+        try await withStore(.inMemory) { store in
+            try await store.apply([.insert("Item", id: "a", ["title": "Pen", "price": 3])])
+            let row = try await tableState(store, "Item")["a"]?.0
+            #expect(row?["price"].type == .double)
+            #expect(row?["price"] == .double(3))
+        }
+    }
+
+    static let invalid: [(WriteOperation, String, [String])] = [
+        (.insert("Nope", id: "x", [:]), "operation 1 (insert Nope 'x'): unknown entity 'Nope' (the schema has: Item, Tag)", []),
+        (.insert("Item", id: "x", ["title": "a", "colour": "red"]), "operation 1 (insert Item 'x'): unknown attribute 'colour'", ["colour"]),
+        (.update("Item", id: "x", ["price": "cheap"]), "operation 1 (update Item 'x'): attribute 'price' is double, got string \"cheap\"", ["price"]),
+        (.update("Item", id: "x", ["qty": 1.5]), "operation 1 (update Item 'x'): attribute 'qty' is int, got double 1.5", ["qty"]),
+        (.update("Item", id: "x", ["price": .double(.nan)]), "operation 1 (update Item 'x'): attribute 'price' is NaN", ["price"]),
+        (.update("Item", id: "x", ["title": nil]), "operation 1 (update Item 'x'): attribute 'title' is required and cannot be nil", ["title"]),
+        (.insert("Item", id: "x", ["price": 1.0]), "operation 1 (insert Item 'x'): required attribute 'title' missing", ["title"]),
+        (.insert("Item", id: "x", ["id": "y", "title": "a"]), "operation 1 (insert Item 'x'): 'id' is not an attribute: set the operation's id instead", ["id"]),
+    ]
+
+    @Test("validation errors name the operation index and the attribute, and nothing is written", arguments: invalid)
+    func validation(operation: WriteOperation, message: String, attributes: [String]) async throws {
+        try await withStore(.inMemory) { store in
+            let error = await #expect(throws: StoreError.self) {
+                try await store.apply([.insert("Item", id: "ok", ["title": "fine"]), operation])
+            }
+            #expect(error?.code == .validation)
+            #expect(error?.operationIndex == 1)
+            #expect(error?.message == message)
+            #expect(error?.attributes == attributes)
+            let seq = try await store.latestSeq()
+            #expect(seq == 0)
+        }
+    }
+
+    @Test("update or delete of a missing row is notFound; insert of an existing id is alreadyExists; the transaction is rolled back", arguments: StoreVariant.allCases)
+    func notFoundAndAlreadyExists(variant: StoreVariant) async throws {
+        try await withStore(variant) { store in
+            try await store.apply([.insert("Item", id: "a", ["title": "Pen"])])
+            for operation in [WriteOperation.update("Item", id: "zz", ["qty": 1]), .delete("Item", id: "zz")] {
+                let error = await #expect(throws: StoreError.self) {
+                    try await store.apply([.insert("Item", id: "b", ["title": "Cap"]), operation])
+                }
+                #expect(error?.code == .notFound)
+                #expect(error?.operationIndex == 1)
+            }
+            let error = await #expect(throws: StoreError.self) {
+                try await store.apply([.insert("Item", id: "c", ["title": "Cap"]), .insert("Item", id: "a", ["title": "Dup"])])
+            }
+            #expect(error?.code == .alreadyExists)
+            #expect(error?.message == "operation 1 (insert Item 'a'): a row with this id already exists")
+            #expect(try await store.latestSeq() == 1)
+            #expect(try await tableState(store, "Item").keys.sorted() == ["a"])
+        }
+    }
+}
