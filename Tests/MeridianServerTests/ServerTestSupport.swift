@@ -175,8 +175,14 @@ func directQuery(_ store: Store, _ fetch: Meridian_V1_FetchRequest) async throws
 
 /// Binds a wire fetch request in a test.
 func bindForTest(_ fetch: Meridian_V1_FetchRequest, _ schema: Schema) throws -> BoundFetchRequest {
+    let variables = try fetch.decodedVariables().mapValues { variable -> PredicateVariable in
+        switch variable {
+        case .value(let value): .value(value)
+        case .list(let values): .list(values)
+        }
+    }
     var request = try FetchRequest(
-        entity: fetch.entity, where: fetch.predicate,
+        entity: fetch.entity, where: fetch.predicate, variables: variables,
         limit: fetch.hasLimit ? Int(fetch.limit) : nil)
     request.order = RowOrder(fetch.sort.map { SortKey($0.attribute, ascending: !$0.descending) })
     return try request.bind(to: schema)

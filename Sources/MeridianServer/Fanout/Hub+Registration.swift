@@ -239,14 +239,10 @@ extension Hub {
             let afterIDs = Set(after.map(\.row.id))
             let left = before.filter { !afterIDs.contains($0.row.id) }.map { (id: $0.row.id, before: Optional($0.row)) }
             let entered = after.filter { !beforeIDs.contains($0.row.id) }
-            if !after.isEmpty, left.count + entered.count > after.count {
-                // Cheaper as a snapshot (docs/protocol.md, "Replacing").
-                self.metrics.resnapshots.increment()
-                client.outbox.enqueue(QueuedSnapshot(subscriptionID: id, seq: seq, rows: after, resnapshot: true))
-            } else {
-                let delta = SharedDelta(entered: entered, left: left, updated: [])
-                self.enqueue(pending.clientID, seq, [BatchPart(subscriptionID: id, delta: delta, replaced: true)], &state)
-            }
+            // Only the ids that left and the rows that entered: rows in both are identical at `seq` (the client
+            // got the old request's deltas up to `seq`), so they need nothing.
+            let delta = SharedDelta(entered: entered, left: left, updated: [])
+            self.enqueue(pending.clientID, seq, [BatchPart(subscriptionID: id, delta: delta, replaced: true)], &state)
         }
     }
 
