@@ -1,11 +1,13 @@
 // Meridian's benchmarks, one subcommand per part. Build and run in release:
 //
 //   swift build -c release --product meridian-bench && .build/release/meridian-bench store
+//   .build/release/meridian-bench server
 
 import Foundation
 
 let benchmarks: [String: @Sendable () async throws -> Void] = [
-    "store": { try await StoreBenchmark.run() }
+    "store": { try await StoreBenchmark.run() },
+    "server": { try await ServerBenchmark.run() },
 ]
 
 let name = CommandLine.arguments.dropFirst().first ?? ""

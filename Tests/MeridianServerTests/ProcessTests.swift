@@ -194,7 +194,12 @@ struct ProcessTests {
             "--grpc_python_out=\(directory)", Fixtures.root + "/Protos/meridian/v1/meridian.proto",
         ]
         try generate.run()
-        generate.waitUntilExit()
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                generate.waitUntilExit()
+                continuation.resume()
+            }
+        }
         try #require(generate.terminationStatus == 0, "python3 -m grpc_tools.protoc failed (is grpcio-tools installed?)")
         let script = directory + "/client.py"
         try Self.pythonScript.write(toFile: script, atomically: true, encoding: .utf8)
