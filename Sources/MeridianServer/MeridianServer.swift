@@ -1,6 +1,6 @@
 // MARK: - MeridianServer
 
-internal import CoreMetrics
+public import CoreMetrics
 internal import GRPCCore
 package import GRPCInProcessTransport
 internal import GRPCNIOTransportHTTP2
@@ -54,10 +54,12 @@ public final class MeridianServer: Service, Sendable {
     ///   - store: The store to serve (the server never closes it).
     ///   - configuration: Where to listen and the limits to enforce.
     ///   - logger: Receives the server's logs (label it `meridian.server`); the server logs at info and below.
+    ///   - metricsFactory: Where the server's metrics go; `nil` for the bootstrapped `MetricsSystem`.
     public convenience init(
         store: Store,
         configuration: ServerConfiguration = ServerConfiguration(),
-        logger: Logger = Logger(label: "meridian.server")
+        logger: Logger = Logger(label: "meridian.server"),
+        metricsFactory: (any MetricsFactory)? = nil
     ) {
         let host = configuration.host == "localhost" ? "127.0.0.1" : configuration.host
         let transport = HTTP2ServerTransport.Posix(
@@ -69,7 +71,9 @@ public final class MeridianServer: Service, Sendable {
                 // them with a MESSAGE_TOO_LARGE detail; far larger ones are refused by the transport itself.
                 config.rpc.maxRequestPayloadSize = max(4 << 20, configuration.maxRequestBytes * 4)
             })
-        self.init(store: store, configuration: configuration, logger: logger, transport: .http2(transport))
+        self.init(
+            store: store, configuration: configuration, logger: logger, metricsFactory: metricsFactory,
+            transport: .http2(transport))
     }
 
     /// Creates a server on an in-process transport (tests): connect a client to `transport.client`.
@@ -79,15 +83,20 @@ public final class MeridianServer: Service, Sendable {
         logger: Logger = Logger(label: "meridian.server"),
         inProcess transport: InProcessTransport
     ) {
-        self.init(store: store, configuration: configuration, logger: logger, transport: .inProcess(transport.server))
+        self.init(
+            store: store, configuration: configuration, logger: logger, metricsFactory: nil,
+            transport: .inProcess(transport.server))
     }
 
-    private init(store: Store, configuration: ServerConfiguration, logger: Logger, transport: Transport) {
+    private init(
+        store: Store, configuration: ServerConfiguration, logger: Logger, metricsFactory: (any MetricsFactory)?,
+        transport: Transport
+    ) {
         self.store = store
         self.configuration = configuration
         self.logger = logger
         self.transport = transport
-        let metrics = ServerMetrics()
+        let metrics = ServerMetrics(factory: metricsFactory ?? MetricsSystem.factory)
         self.hub = Hub(store: store, configuration: configuration, metrics: metrics, logger: logger)
         self.service = MeridianService(
             store: store, hub: self.hub, configuration: configuration, metrics: metrics, logger: logger)

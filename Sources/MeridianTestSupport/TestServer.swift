@@ -1,5 +1,8 @@
 // MARK: - A real server for tests, always stopped
 
+public import CoreMetrics
+package import GRPCCore
+package import GRPCInProcessTransport
 public import MeridianServer
 public import MeridianStore
 
@@ -18,17 +21,19 @@ public import MeridianStore
 /// - Parameters:
 ///   - store: The store to serve.
 ///   - configuration: Limits and intervals; its host and port are replaced by `127.0.0.1` and 0.
+///   - metricsFactory: Where the server's metrics go (`TestMetrics` in a test); `nil` for the global system.
 ///   - body: The test.
 /// - Returns: What `body` returns.
 public func withTestServer<Result: Sendable>(
     store: Store,
     configuration: ServerConfiguration = ServerConfiguration(),
+    metricsFactory: (any MetricsFactory)? = nil,
     _ body: (MeridianServer, Int) async throws -> Result
 ) async throws -> Result {
     var configuration = configuration
     configuration.host = "127.0.0.1"
     configuration.port = 0
-    let server = MeridianServer(store: store, configuration: configuration)
+    let server = MeridianServer(store: store, configuration: configuration, metricsFactory: metricsFactory)
     return try await withRunningServer(server) {
         try await body(server, try await server.listeningAddress.port)
     }
@@ -57,9 +62,6 @@ public func withRunningServer<Result: Sendable>(
 }
 
 // MARK: - In process
-
-package import GRPCInProcessTransport
-package import GRPCCore
 
 /// Runs a server on an in-process transport and a client connected to it for the duration of `body`.
 package func withInProcessServer<Result: Sendable>(

@@ -31,15 +31,17 @@ enum ServerBenchmark {
     }()
 
     static func schema() throws -> Schema {
-        try Schema(version: 1, entities: [
-            EntitySchema(
-                name: "Bench",
-                attributes: [
-                    Attribute(name: "title", type: .string),
-                    Attribute(name: "stamp", type: .int),
-                    Attribute(name: "qty", type: .int),
-                ])
-        ])
+        try Schema(
+            version: 1,
+            entities: [
+                EntitySchema(
+                    name: "Bench",
+                    attributes: [
+                        Attribute(name: "title", type: .string),
+                        Attribute(name: "stamp", type: .int),
+                        Attribute(name: "qty", type: .int),
+                    ])
+            ])
     }
 
     static func now() -> Int64 { Int64(DispatchTime.now().uptimeNanoseconds) }
@@ -52,7 +54,9 @@ enum ServerBenchmark {
     }
 
     static func run() async throws {
-        print("server benchmark: \(ProcessInfo.processInfo.activeProcessorCount) cores, loopback HTTP/2, one connection per client")
+        print(
+            "server benchmark: \(ProcessInfo.processInfo.activeProcessorCount) cores, loopback HTTP/2, one connection per client"
+        )
         print("")
         print("latency at 1,000 commits/s (1-row transactions), commit to client apply, ms")
         print(pad("clients", 8) + pad("meridian p50", 14) + pad("p99", 9) + pad("raw p50", 10) + pad("raw p99", 9))
@@ -65,13 +69,16 @@ enum ServerBenchmark {
         }
         for rows in [1, 100] {
             print("")
-            print("sustained throughput, \(rows)-row transactions as fast as possible, row changes/s delivered (all clients)")
+            print(
+                "sustained throughput, \(rows)-row transactions as fast as possible, row changes/s delivered (all clients)"
+            )
             print(pad("clients", 8) + pad("meridian", 14) + pad("raw gRPC", 14) + pad("per client", 12))
             for clients in [1, 10, 100] {
                 let meridian = try await self.meridian(clients: clients, rowsPerCommit: rows, rate: nil)
                 let raw = try await self.raw(clients: clients, rowsPerCommit: rows, rate: nil)
                 print(
-                    pad("\(clients)", 8) + pad(count(meridian.changesPerSecond), 14) + pad(count(raw.changesPerSecond), 14)
+                    pad("\(clients)", 8) + pad(count(meridian.changesPerSecond), 14)
+                        + pad(count(raw.changesPerSecond), 14)
                         + pad(count(meridian.changesPerSecond / Double(clients)), 12))
             }
         }
@@ -98,7 +105,9 @@ enum ServerBenchmark {
                     var operations: [WriteOperation] = []
                     for r in 0..<rowsPerCommit {
                         operations.append(
-                            .insert("Bench", id: "\(index)-\(r)", ["title": .string("row \(index)"), "stamp": .int(stamp), "qty": .int(Int64(r))]))
+                            .insert(
+                                "Bench", id: "\(index)-\(r)",
+                                ["title": .string("row \(index)"), "stamp": .int(stamp), "qty": .int(Int64(r))]))
                     }
                     try await store.apply(operations)
                 })
@@ -109,8 +118,11 @@ enum ServerBenchmark {
     }
 
     /// A client that subscribes to every Bench row, applies each batch to a dictionary, and reports per-row latency.
-    static func meridianClient(port: Int, collector: Collector, ready: @escaping @Sendable () -> Void, expected: Int) async throws {
-        let transport = try HTTP2ClientTransport.Posix(target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext)
+    static func meridianClient(port: Int, collector: Collector, ready: @escaping @Sendable () -> Void, expected: Int)
+        async throws
+    {
+        let transport = try HTTP2ClientTransport.Posix(
+            target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext)
         try await withGRPCClient(transport: transport) { client in
             let meridian = Meridian_V1_Meridian.Client(wrapping: client)
             let (requests, continuation) = AsyncStream<Meridian_V1_SyncRequest>.makeStream()
@@ -135,7 +147,9 @@ enum ServerBenchmark {
                             for delta in batch.deltas {
                                 for row in delta.entered {
                                     rows[row.id] = row
-                                    if case .intValue(let stamp) = row.values["stamp"]?.kind { latencies.append(now - stamp) }
+                                    if case .intValue(let stamp) = row.values["stamp"]?.kind {
+                                        latencies.append(now - stamp)
+                                    }
                                 }
                                 received += delta.entered.count
                             }
@@ -154,7 +168,8 @@ enum ServerBenchmark {
     /// The ceiling: the same bytes (one SyncResponse{batch} per commit, encoded once) streamed by a trivial service.
     static func raw(clients: Int, rowsPerCommit: Int, rate: Int?) async throws -> Figure {
         let broadcast = Broadcast()
-        let transport = HTTP2ServerTransport.Posix(address: .ipv4(host: "127.0.0.1", port: 0), transportSecurity: .plaintext)
+        let transport = HTTP2ServerTransport.Posix(
+            address: .ipv4(host: "127.0.0.1", port: 0), transportSecurity: .plaintext)
         let server = GRPCServer(transport: transport, services: [RawService(broadcast: broadcast)])
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await server.serve() }
@@ -174,7 +189,8 @@ enum ServerBenchmark {
                         row.id = "\(index)-\(r)"
                         row.version = 1
                         row.values = [
-                            "title": Meridian_V1_Value(.string("row \(index)")), "stamp": Meridian_V1_Value(.int(stamp)),
+                            "title": Meridian_V1_Value(.string("row \(index)")),
+                            "stamp": Meridian_V1_Value(.int(stamp)),
                             "qty": Meridian_V1_Value(.int(Int64(r))),
                         ]
                         delta.entered.append(row)
@@ -191,8 +207,11 @@ enum ServerBenchmark {
         }
     }
 
-    static func rawClient(port: Int, collector: Collector, ready: @escaping @Sendable () -> Void, expected: Int) async throws {
-        let transport = try HTTP2ClientTransport.Posix(target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext)
+    static func rawClient(port: Int, collector: Collector, ready: @escaping @Sendable () -> Void, expected: Int)
+        async throws
+    {
+        let transport = try HTTP2ClientTransport.Posix(
+            target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext)
         try await withGRPCClient(transport: transport) { client in
             try await client.serverStreaming(
                 request: ClientRequest(message: [UInt8]()),
@@ -262,7 +281,8 @@ enum ServerBenchmark {
             let seconds = Double(collector.lastFinish - start) / 1e9
             let latencies = collector.latencies.sorted()
             func percentile(_ p: Double) -> Double? {
-                latencies.isEmpty ? nil : Double(latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))]) / 1e6
+                latencies.isEmpty
+                    ? nil : Double(latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))]) / 1e6
             }
             return Figure(
                 p50: percentile(0.5), p99: percentile(0.99), changesPerSecond: Double(expected * clients) / seconds)

@@ -20,7 +20,9 @@ struct MeridianServerCommand: AsyncParsableCommand {
             Exit status 2: bad arguments, an unreadable schema, or a store that would need a destructive migration.
             """)
 
-    @Option(help: ArgumentHelp("The SQLite store file (created if missing; other processes may write it).", valueName: "path"))
+    @Option(
+        help: ArgumentHelp(
+            "The SQLite store file (created if missing; other processes may write it).", valueName: "path"))
     var db: String?
 
     @Flag(help: "Serve an in-memory store instead of a file (nothing is kept; other processes cannot write it).")
@@ -68,7 +70,8 @@ struct MeridianServerCommand: AsyncParsableCommand {
         }
         guard Logger.Level(rawValue: self.logLevel) != nil else {
             throw ValidationError(
-                "--log-level must be one of trace, debug, info, notice, warning, error, critical, not '\(self.logLevel)'")
+                "--log-level must be one of trace, debug, info, notice, warning, error, critical, not '\(self.logLevel)'"
+            )
         }
         guard LogRetention(parsing: self.logRetention) != nil else {
             throw ValidationError(

@@ -87,7 +87,8 @@ struct ErrorTests {
     @Test("too many subscriptions: TOO_MANY_SUBSCRIPTIONS; the others carry on", arguments: Wire.allCases)
     func tooMany(wire: Wire) async throws {
         let store = try Fixtures.store()
-        try await onWire(wire, store: store, configuration: Fixtures.configuration { $0.maxSubscriptionsPerStream = 2 }) {
+        try await onWire(wire, store: store, configuration: Fixtures.configuration { $0.maxSubscriptionsPerStream = 2 })
+        {
             client in
             try await withSyncStream(client) { stream in
                 stream.hello()
@@ -121,7 +122,10 @@ struct ErrorTests {
                 stream.replace("yy", Fixtures.fetch("Point"))
                 stream.replace("a", Fixtures.fetch("Point", "nope == 1"))
                 while mirror.errors.count < 4 { mirror.apply(try await stream.next()) }
-                #expect(mirror.errors.map(\.error.code) == [.duplicateSubscription, .unknownSubscription, .unknownSubscription, .unknownAttribute])
+                #expect(
+                    mirror.errors.map(\.error.code) == [
+                        .duplicateSubscription, .unknownSubscription, .unknownSubscription, .unknownAttribute,
+                    ])
                 // The failed Replace left "a" as it was.
                 let seq = try await commit(store, [.insert("Point", id: "x", Fixtures.point("x"))])
                 try await mirror.catchUp(stream, to: seq)
@@ -172,10 +176,14 @@ struct ErrorTests {
     @Test("an oversized message ends the stream with RESOURCE_EXHAUSTED", arguments: Wire.allCases)
     func oversized(wire: Wire) async throws {
         let error = try #require(
-            try await self.streamError(wire: wire, configure: { $0.maxRequestBytes = 1_000 }) { stream in
-                stream.hello()
-                stream.subscribe("a", Fixtures.fetch("Point", "title == \"\(String(repeating: "x", count: 5_000))\""))
-            })
+            try await self.streamError(
+                wire: wire,
+                configure: { $0.maxRequestBytes = 1_000 },
+                { stream in
+                    stream.hello()
+                    stream.subscribe(
+                        "a", Fixtures.fetch("Point", "title == \"\(String(repeating: "x", count: 5_000))\""))
+                }))
         #expect(error.code == .resourceExhausted)
         #expect(error.errorDetail?.code == .messageTooLarge)
         #expect(error.message.contains("1000 bytes"))
@@ -204,20 +212,26 @@ struct ErrorTests {
             #expect(response.error.code == .notFound)
             #expect(response.error.entity == "Point")
             #expect(response.error.id == "zz")
-            response = try await apply([Meridian_V1_Operation(kind: .insert, entity: "Point", id: "a", values: ["title": "x"])])
+            response = try await apply([
+                Meridian_V1_Operation(kind: .insert, entity: "Point", id: "a", values: ["title": "x"])
+            ])
             #expect(response.error.code == .alreadyExists)
             response = try await apply([
-                Meridian_V1_Operation(kind: .update, entity: "Point", id: "a", values: ["title": "x"], expectedVersion: 1)
+                Meridian_V1_Operation(
+                    kind: .update, entity: "Point", id: "a", values: ["title": "x"], expectedVersion: 1)
             ])
             #expect(response.result.seq > 0)
             response = try await apply([
-                Meridian_V1_Operation(kind: .update, entity: "Point", id: "a", values: ["title": "y"], expectedVersion: 1)
+                Meridian_V1_Operation(
+                    kind: .update, entity: "Point", id: "a", values: ["title": "y"], expectedVersion: 1)
             ])
             #expect(response.error.code == .conflict)
             #expect(response.error.attributes == ["title"])
             response = try await apply([Meridian_V1_Operation(kind: .insert, entity: "Planet", values: [:])])
             #expect(response.error.code == .unknownEntity)
-            response = try await apply([Meridian_V1_Operation(kind: .insert, entity: "Point", values: ["colour": "red"])])
+            response = try await apply([
+                Meridian_V1_Operation(kind: .insert, entity: "Point", values: ["colour": "red"])
+            ])
             #expect(response.error.code == .unknownAttribute)
             #expect(response.error.attributes == ["colour"])
             response = try await apply([Meridian_V1_Operation(kind: .unspecified, entity: "Point")])
@@ -227,7 +241,9 @@ struct ErrorTests {
         }
     }
 
-    @Test("Query: chunks in order at one seq; a bad request fails with its detail in the trailers", arguments: Wire.allCases)
+    @Test(
+        "Query: chunks in order at one seq; a bad request fails with its detail in the trailers",
+        arguments: Wire.allCases)
     func query(wire: Wire) async throws {
         let store = try Fixtures.store()
         var operations: [WriteOperation] = []
@@ -276,7 +292,9 @@ struct ErrorTests {
                         request.clientTag = "\(i)"
                         // Every 10th inserts a taken id and is rejected.
                         let id = i % 10 == 9 ? "r0" : "r\(i)"
-                        request.operations = [Meridian_V1_Operation(kind: .insert, entity: "Point", id: id, values: ["title": "t"])]
+                        request.operations = [
+                            Meridian_V1_Operation(kind: .insert, entity: "Point", id: id, values: ["title": "t"])
+                        ]
                         try await writer.write(request)
                     }
                 },

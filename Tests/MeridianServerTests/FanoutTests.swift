@@ -8,6 +8,7 @@ import MeridianProto
 import MeridianServer
 import MeridianStore
 import MeridianTestSupport
+import MetricsTestKit
 import Synchronization
 import Testing
 
@@ -18,18 +19,22 @@ struct FanoutTests {
         switch i % 5 {
         case 0: Fixtures.fetch("Point", "category == \(i % 7)")
         case 1: Fixtures.fetch("Point", "category < \(i % 7) AND title BEGINSWITH \"t\(i % 3)\"")
-        case 2: Fixtures.fetch("Point", "title CONTAINS \"\(i % 10)\"", sort: [("title", i % 2 == 0)], limit: UInt32(5 + i % 7))
+        case 2:
+            Fixtures.fetch(
+                "Point", "title CONTAINS \"\(i % 10)\"", sort: [("title", i % 2 == 0)], limit: UInt32(5 + i % 7))
         case 3: Fixtures.fetch("Point", "latitude > \(Double(i % 20)) OR category == \(i % 4)")
         default: Fixtures.fetch("Point", "NOT (category IN {1, 3, \(i % 7)})", sort: [("category", true)], limit: 20)
         }
     }
 
-    @Test("50 concurrent clients with different predicates all equal direct queries at the end", .timeLimit(.minutes(1)))
+    @Test(
+        "50 concurrent clients with different predicates all equal direct queries at the end", .timeLimit(.minutes(1)))
     func fiftyClients() async throws {
         let store = try Fixtures.store()
         var seed: [WriteOperation] = []
         for i in 0..<200 {
-            seed.append(.insert("Point", id: "p\(i)", Fixtures.point("t\(i)", category: Int64(i % 7), lat: Double(i % 30))))
+            seed.append(
+                .insert("Point", id: "p\(i)", Fixtures.point("t\(i)", category: Int64(i % 7), lat: Double(i % 30))))
         }
         try await commit(store, seed)
         let sentinel = Fixtures.fetch("Author", "id == \"done\"")
@@ -75,7 +80,8 @@ struct FanoutTests {
                                         "latitude": .double(Double(Int.random(in: 0..<30, using: &generator))),
                                     ]))
                         }
-                        operations.append(.insert("Point", id: "n\(round)", Fixtures.point("t\(round)", category: Int64(round % 7))))
+                        operations.append(
+                            .insert("Point", id: "n\(round)", Fixtures.point("t\(round)", category: Int64(round % 7))))
                         if round % 3 == 0 { operations.append(.delete("Point", id: "n\(round)")) }
                         try await commit(store, operations)
                     }
@@ -93,7 +99,8 @@ struct FanoutTests {
         let configuration = Fixtures.configuration { $0.clientQueueLimit = 50 }
         let all = Fixtures.fetch("Point")
         let sentinel = Fixtures.fetch("Author")
-        try await withTestServer(store: store, configuration: configuration) { _, port in
+        let metrics = TestMetrics()
+        try await withTestServer(store: store, configuration: configuration, metricsFactory: metrics) { _, port in
             try await withHTTP2Client(port: port, windowSize: 65_535) { slowClient in
                 try await withSyncStream(Meridian_V1_Meridian.Client(wrapping: slowClient), capacity: 1) { slow in
                     slow.hello(name: "slow")
@@ -117,15 +124,20 @@ struct FanoutTests {
                             for t in 0..<300 {
                                 var operations: [WriteOperation] = []
                                 for r in 0..<10 {
-                                    operations.append(.insert("Point", id: "p\(t)-\(r)", Fixtures.point("\(padding)\(t)")))
+                                    operations.append(
+                                        .insert("Point", id: "p\(t)-\(r)", Fixtures.point("\(padding)\(t)")))
                                 }
-                                if t > 0 { operations.append(.update("Point", id: "p\(t - 1)-0", ["category": .int(Int64(t))])) }
+                                if t > 0 {
+                                    operations.append(.update("Point", id: "p\(t - 1)-0", ["category": .int(Int64(t))]))
+                                }
                                 try await commit(store, operations)
                             }
                             doneSeq = try await commit(
                                 store, [.insert("Author", id: "done", ["firstName": "a", "lastName": "b"])])
                             // The fast client gets everything while the slow one is still stalled.
-                            while fastMirror.results["done"]?.isEmpty != false { fastMirror.apply(try await fast.next()) }
+                            while fastMirror.results["done"]?.isEmpty != false {
+                                fastMirror.apply(try await fast.next())
+                            }
                             #expect(fastMirror.resnapshots == 0)
                             #expect(fastMirror.results["all"]?.count == 3_000)
                             #expect(fastMirror.results["all"] == (try await directQuery(store, all)))
@@ -138,6 +150,11 @@ struct FanoutTests {
                         slowMirror.apply(try await slow.next())
                     }
                     #expect(slowMirror.results["done"]?.count == 1)
+                    // Each case counted.
+                    #expect(metrics.counterTotal(label: "meridian.overflows") >= 1)
+                    #expect(metrics.counterTotal(label: "meridian.resnapshots") >= 2)
+                    #expect(metrics.counterTotal(label: "meridian.coalesced") >= 1)
+                    #expect(metrics.counterTotal(label: "meridian.commits") >= 1)
                     #expect(slowMirror.resnapshots >= 1)
                     #expect(slowMirror.results["all"] == (try await directQuery(store, all)))
                 }
@@ -160,7 +177,8 @@ struct FanoutTests {
                     var latencies: [Duration] = []
                     var disturbed = 0
                     for i in 0..<10 {
-                        let sql = "PRAGMA busy_timeout = 5000; INSERT INTO Point (id, title, category) VALUES ('ext\(i)', 'shell', 5);"
+                        let sql =
+                            "PRAGMA busy_timeout = 5000; INSERT INTO Point (id, title, category) VALUES ('ext\(i)', 'shell', 5);"
                         // Run the shell off the cooperative pool: waiting for a process blocks a thread.
                         let status = await withCheckedContinuation { continuation in
                             Thread.detachNewThread {
@@ -202,7 +220,9 @@ struct FanoutTests {
                     if let best = latencies.min() {
                         #expect(best < .milliseconds(50), "latencies: \(latencies)")
                     } else {
-                        print("external writer: all \(disturbed) attempts ran on a starved cooperative pool; timing not checked")
+                        print(
+                            "external writer: all \(disturbed) attempts ran on a starved cooperative pool; timing not checked"
+                        )
                     }
                 }
             }

@@ -80,7 +80,9 @@ func readLine(_ handle: FileHandle) async -> String? {
             var line = Data()
             while true {
                 let byte = handle.readData(ofLength: 1)
-                if byte.isEmpty { return continuation.resume(returning: line.isEmpty ? nil : String(decoding: line, as: UTF8.self)) }
+                if byte.isEmpty {
+                    return continuation.resume(returning: line.isEmpty ? nil : String(decoding: line, as: UTF8.self))
+                }
                 if byte.first == 0x0A { return continuation.resume(returning: String(decoding: line, as: UTF8.self)) }
                 line.append(byte)
             }
@@ -97,7 +99,9 @@ func listeningPort(_ line: String?) -> Int? {
 @Suite("meridian-server process", .timeLimit(.minutes(1)))
 struct ProcessTests {
     static func temporaryDirectory() throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("meridian-server-test-\(UUID().uuidString)").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "meridian-server-test-\(UUID().uuidString)"
+        ).path
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         return path
     }
@@ -108,19 +112,22 @@ struct ProcessTests {
         #expect(status == 0)
         for flag in [
             "--db", "--in-memory", "--schema", "--listen", "--log-level", "--log-retention", "--max-subscriptions",
-            "--max-request-bytes", "--client-queue-limit", "--snapshot-chunk-bytes", "--heartbeat-ms", "--commit-poll-ms",
+            "--max-request-bytes", "--client-queue-limit", "--snapshot-chunk-bytes", "--heartbeat-ms",
+            "--commit-poll-ms",
         ] {
             #expect(out.contains(flag), "--help mentions \(flag)")
         }
     }
 
-    @Test("bad arguments exit 2 with a clear message", arguments: [
-        (["--in-memory", "--schema", "s.yaml", "--listen", "nohost"], "--listen must be HOST:PORT"),
-        (["--in-memory", "--schema", "s.yaml", "--listen", "127.0.0.1:70000"], "--listen must be HOST:PORT"),
-        (["--schema", "s.yaml"], "give exactly one of --db PATH and --in-memory"),
-        (["--in-memory", "--schema", "s.yaml", "--log-retention", "7w"], "--log-retention must be"),
-        (["--in-memory"], "Missing expected argument '--schema <path>'"),
-    ])
+    @Test(
+        "bad arguments exit 2 with a clear message",
+        arguments: [
+            (["--in-memory", "--schema", "s.yaml", "--listen", "nohost"], "--listen must be HOST:PORT"),
+            (["--in-memory", "--schema", "s.yaml", "--listen", "127.0.0.1:70000"], "--listen must be HOST:PORT"),
+            (["--schema", "s.yaml"], "give exactly one of --db PATH and --in-memory"),
+            (["--in-memory", "--schema", "s.yaml", "--log-retention", "7w"], "--log-retention must be"),
+            (["--in-memory"], "Missing expected argument '--schema <path>'"),
+        ])
     func badArguments(arguments: [String], message: String) async throws {
         let (status, _, stderr) = try await ServerProcess.run(arguments)
         #expect(status == 2)
@@ -145,7 +152,9 @@ struct ProcessTests {
             expected = error.message
         }
         #expect(!expected.isEmpty)
-        let (status, out, stderr) = try await ServerProcess.run(["--db", db, "--schema", schemaPath, "--listen", "127.0.0.1:0"])
+        let (status, out, stderr) = try await ServerProcess.run([
+            "--db", db, "--schema", schemaPath, "--listen", "127.0.0.1:0",
+        ])
         #expect(status == 2)
         #expect(out.isEmpty)
         #expect(stderr.contains(expected), "stderr: \(stderr)")
@@ -200,7 +209,8 @@ struct ProcessTests {
                 continuation.resume()
             }
         }
-        try #require(generate.terminationStatus == 0, "python3 -m grpc_tools.protoc failed (is grpcio-tools installed?)")
+        try #require(
+            generate.terminationStatus == 0, "python3 -m grpc_tools.protoc failed (is grpcio-tools installed?)")
         let script = directory + "/client.py"
         try Self.pythonScript.write(toFile: script, atomically: true, encoding: .utf8)
 

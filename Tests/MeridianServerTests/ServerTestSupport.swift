@@ -126,7 +126,8 @@ struct Mirror {
                     rows[row.id] = row
                 }
                 for update in delta.updated {
-                    #expect(rows[update.row.id] != nil, "\(update.row.id) updated in \(delta.subscriptionID) but absent")
+                    #expect(
+                        rows[update.row.id] != nil, "\(update.row.id) updated in \(delta.subscriptionID) but absent")
                     rows[update.row.id] = update.row
                 }
                 self.results[delta.subscriptionID] = rows

@@ -16,7 +16,8 @@ struct SyncTests {
         let store = try Fixtures.store()
         var operations: [WriteOperation] = []
         for i in 0..<300 {
-            operations.append(.insert("Point", id: String(format: "p%03d", i), Fixtures.point("t\(i)", category: Int64(i % 5))))
+            operations.append(
+                .insert("Point", id: String(format: "p%03d", i), Fixtures.point("t\(i)", category: Int64(i % 5))))
         }
         try await commit(store, operations)
         try await onWire(wire, store: store) { client in
@@ -24,7 +25,10 @@ struct SyncTests {
                 stream.hello(maxBatchBytes: 2_000)
                 var mirror = Mirror()
                 let welcome = mirror.apply(try await stream.nextMessage())
-                guard case .welcome(let w) = welcome.kind else { Issue.record("expected Welcome, got \(welcome)"); return }
+                guard case .welcome(let w) = welcome.kind else {
+                    Issue.record("expected Welcome, got \(welcome)")
+                    return
+                }
                 #expect(w.seq == 1 || w.seq == 300)
                 #expect(w.schemaFingerprint == store.schema.fingerprint)
                 let fetch = Fixtures.fetch("Point", "category == 2", sort: [("title", false)])
@@ -62,8 +66,9 @@ struct SyncTests {
         }
     }
 
-    @Test("an update moves a row into and out of a predicate: enter and leave (the fetched-results trap)",
-          arguments: Wire.allCases)
+    @Test(
+        "an update moves a row into and out of a predicate: enter and leave (the fetched-results trap)",
+        arguments: Wire.allCases)
     func enterAndLeaveOnUpdate(wire: Wire) async throws {
         let store = try Fixtures.store()
         try await commit(store, [.insert("Point", id: "a", Fixtures.point("A", category: 1))])
@@ -78,7 +83,10 @@ struct SyncTests {
 
                 try await commit(store, [.update("Point", id: "a", ["category": 2])])
                 var response = mirror.apply(try await stream.nextMessage())
-                guard case .batch(let entered) = response.kind else { Issue.record("expected a batch: \(response)"); return }
+                guard case .batch(let entered) = response.kind else {
+                    Issue.record("expected a batch: \(response)")
+                    return
+                }
                 #expect(entered.deltas.count == 1)
                 #expect(entered.deltas[0].entered.map(\.id) == ["a"])
                 #expect(entered.deltas[0].entered[0].values["category"] == Meridian_V1_Value(.int(2)))
@@ -86,18 +94,27 @@ struct SyncTests {
 
                 try await commit(store, [.update("Point", id: "a", ["title": "A2"])])
                 response = mirror.apply(try await stream.nextMessage())
-                guard case .batch(let updated) = response.kind else { Issue.record("expected a batch: \(response)"); return }
+                guard case .batch(let updated) = response.kind else {
+                    Issue.record("expected a batch: \(response)")
+                    return
+                }
                 #expect(updated.deltas[0].updated.map(\.row.id) == ["a"])
                 #expect(updated.deltas[0].updated[0].changed == ["title"])
 
                 try await commit(store, [.update("Point", id: "a", ["latitude": 1.5])])
                 response = mirror.apply(try await stream.nextMessage())
-                guard case .batch(let moved) = response.kind else { Issue.record("expected a batch: \(response)"); return }
+                guard case .batch(let moved) = response.kind else {
+                    Issue.record("expected a batch: \(response)")
+                    return
+                }
                 #expect(moved.deltas[0].updated[0].changed == ["coordinate", "latitude"])
 
                 try await commit(store, [.update("Point", id: "a", ["category": 3])])
                 response = mirror.apply(try await stream.nextMessage())
-                guard case .batch(let left) = response.kind else { Issue.record("expected a batch: \(response)"); return }
+                guard case .batch(let left) = response.kind else {
+                    Issue.record("expected a batch: \(response)")
+                    return
+                }
                 #expect(left.deltas[0].left == ["a"])
                 #expect(mirror.ids("two") == [])
             }
@@ -127,7 +144,10 @@ struct SyncTests {
                 #expect(mirror.ids("map") == ["p0", "p1", "p2", "p3", "p4"])
                 stream.replace("map", region(3, 6.5))
                 let response = mirror.apply(try await stream.nextMessage())
-                guard case .batch(let batch) = response.kind else { Issue.record("expected a batch: \(response)"); return }
+                guard case .batch(let batch) = response.kind else {
+                    Issue.record("expected a batch: \(response)")
+                    return
+                }
                 #expect(batch.deltas.count == 1)
                 #expect(batch.deltas[0].replaced)
                 #expect(batch.deltas[0].left.sorted() == ["p0", "p1", "p2"])
@@ -191,7 +211,9 @@ struct SyncTests {
     @Test("resume sends only the missed deltas", arguments: Wire.allCases)
     func resume(wire: Wire) async throws {
         let store = try Fixtures.store()
-        for i in 0..<20 { try await commit(store, [.insert("Point", id: "p\(i)", Fixtures.point("t\(i)", category: Int64(i % 2)))]) }
+        for i in 0..<20 {
+            try await commit(store, [.insert("Point", id: "p\(i)", Fixtures.point("t\(i)", category: Int64(i % 2)))])
+        }
         let fetch = Fixtures.fetch("Point", "category == 1")
         try await onWire(wire, store: store) { client in
             var mirror = Mirror()
@@ -210,7 +232,10 @@ struct SyncTests {
             try await withSyncStream(client) { stream in
                 stream.hello(resumeFrom: resumeFrom)
                 let welcome = mirror.apply(try await stream.nextMessage())
-                guard case .welcome(let w) = welcome.kind else { Issue.record("expected Welcome: \(welcome)"); return }
+                guard case .welcome(let w) = welcome.kind else {
+                    Issue.record("expected Welcome: \(welcome)")
+                    return
+                }
                 #expect(w.resumed)
                 stream.subscribe("odd", fetch, resume: true)
                 let response = mirror.apply(try await stream.nextMessage())
@@ -249,7 +274,10 @@ struct SyncTests {
             try await withSyncStream(client) { stream in
                 stream.hello(resumeFrom: resumeFrom)
                 let welcome = mirror.apply(try await stream.nextMessage())
-                guard case .welcome(let w) = welcome.kind else { Issue.record("expected Welcome: \(welcome)"); return }
+                guard case .welcome(let w) = welcome.kind else {
+                    Issue.record("expected Welcome: \(welcome)")
+                    return
+                }
                 #expect(!w.resumed)
                 stream.subscribe("all", fetch, resume: true)
                 try await mirror.awaitSnapshot(stream, "all", count: 2)

@@ -81,7 +81,8 @@ struct QueuedBatch: Sendable {
         if let shared {
             return SharedBatchEncoding.syncResponse(
                 seq: self.seq,
-                encodedDeltas: shared.map { $0.delta.encoded(subscriptionID: $0.subscriptionID, replaced: $0.replaced) })
+                encodedDeltas: shared.map { $0.delta.encoded(subscriptionID: $0.subscriptionID, replaced: $0.replaced) }
+            )
         }
         var batch = Meridian_V1_Batch()
         batch.seq = self.seq

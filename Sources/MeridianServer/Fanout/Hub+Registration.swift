@@ -160,7 +160,8 @@ extension Hub {
             }
         } catch {
             self.logger.info(
-                "cannot read a subscription's base: \(error)", metadata: ["meridian.subscription.id": "\(pending.subscriptionID)"])
+                "cannot read a subscription's base: \(error)",
+                metadata: ["meridian.subscription.id": "\(pending.subscriptionID)"])
             let outbox = self.state.withLock { state -> ClientOutbox? in
                 guard state.pendings.removeValue(forKey: pendingID) != nil else { return nil }
                 state.clients[pending.clientID]?.subscriptions[pending.subscriptionID] = nil
@@ -181,7 +182,9 @@ extension Hub {
             entity: request.entity.name, where: request.whereSQL, orderBy: request.orderBySQL, limit: nil)
         var rows: [VersionedRow] = []
         rows.reserveCapacity(snapshot.rows.count)
-        for (row, version) in zip(snapshot.rows, snapshot.versions) { rows.append(VersionedRow(row: row, version: version)) }
+        for (row, version) in zip(snapshot.rows, snapshot.versions) {
+            rows.append(VersionedRow(row: row, version: version))
+        }
         return (rows, snapshot.seq)
     }
 

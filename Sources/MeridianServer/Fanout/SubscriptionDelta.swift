@@ -31,7 +31,8 @@ struct NetChange: Sendable {
                 out[i].version = change.version
             } else {
                 index[change.id] = out.count
-                out.append(NetChange(id: change.id, before: change.before, after: change.after, version: change.version))
+                out.append(
+                    NetChange(id: change.id, before: change.before, after: change.after, version: change.version))
             }
         }
         return out
@@ -59,7 +60,8 @@ final class SharedDelta: Sendable {
     /// `SubscriptionDelta` fields 2–4 (entered, left, updated), serialized; field 1 (the id) is per client.
     let body: [UInt8]
 
-    init(entered: [VersionedRow], left: [(id: String, before: Row?)], updated: [(row: VersionedRow, changed: [String])]) {
+    init(entered: [VersionedRow], left: [(id: String, before: Row?)], updated: [(row: VersionedRow, changed: [String])])
+    {
         self.entered = entered
         self.left = left
         self.updated = updated

@@ -39,7 +39,8 @@ enum RequestDecoding {
             }
             guard proto.sort.first?.attribute == sectionKey else {
                 throw DetailError(
-                    .malformedRequest, "the section key '\(sectionKey)' must be the first sort key", entity: entity.name)
+                    .malformedRequest, "the section key '\(sectionKey)' must be the first sort key", entity: entity.name
+                )
             }
         }
         let text = proto.predicate

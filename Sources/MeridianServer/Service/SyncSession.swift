@@ -5,6 +5,7 @@ internal import Logging
 internal import MeridianCore
 internal import MeridianProto
 internal import MeridianStore
+internal import Synchronization
 
 /// One `Sync` stream: reads the client's requests, registers its subscriptions with the hub, reads their bases from
 /// the store, and writes its queue to the stream — three child tasks, so a stream that is slow to write never stops
@@ -183,8 +184,6 @@ struct SyncSession {
 }
 
 // MARK: - Small shared boxes
-
-internal import Synchronization
 
 /// The stream's chunk size, set by Hello (read by the writer task).
 final class ChunkSize: Sendable {
