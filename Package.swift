@@ -15,6 +15,8 @@ let package = Package(
     products: [
         .library(name: "MeridianCore", targets: ["MeridianCore"]),
         .library(name: "MeridianStore", targets: ["MeridianStore"]),
+        .library(name: "MeridianServer", targets: ["MeridianServer"]),
+        .executable(name: "meridian-server", targets: ["meridian-server"]),
         .executable(name: "meridian-bench", targets: ["meridian-bench"]),
         .executable(name: "meridian", targets: ["meridian"]),
     ],
@@ -27,6 +29,8 @@ let package = Package(
         .package(url: "https://github.com/grpc/grpc-swift-protobuf", from: "2.4.1"),
         .package(url: "https://github.com/grpc/grpc-swift-nio-transport", from: "2.9.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
     ],
     targets: [
         // Schema, values, predicates, sort order and change-set algebra: pure Swift, no I/O.
@@ -86,6 +90,77 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // The gRPC service: subscriptions, fan-out, snapshots, resume, flow control, limits, metrics.
+        .target(
+            name: "MeridianServer",
+            dependencies: [
+                "MeridianCore",
+                "MeridianStore",
+                "MeridianProto",
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCProtobuf", package: "grpc-swift-protobuf"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "GRPCInProcessTransport", package: "grpc-swift-2"),
+                .product(name: "GRPCNIOTransportHTTP2", package: "grpc-swift-nio-transport"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The server in-process and over loopback: snapshots, deltas, resume, flow control, errors, Python and CLI.
+        .testTarget(
+            name: "MeridianServerTests",
+            dependencies: [
+                "MeridianServer",
+                "MeridianTestSupport",
+                "MeridianCore",
+                "MeridianStore",
+                "MeridianProto",
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCInProcessTransport", package: "grpc-swift-2"),
+                .product(name: "GRPCNIOTransportHTTP2", package: "grpc-swift-nio-transport"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // Helpers shared by the server, client and integration tests: a real server on 127.0.0.1:0 that always stops.
+        .target(
+            name: "MeridianTestSupport",
+            dependencies: [
+                "MeridianServer",
+                "MeridianCore",
+                "MeridianStore",
+                "MeridianProto",
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCInProcessTransport", package: "grpc-swift-2"),
+                .product(name: "GRPCNIOTransportHTTP2", package: "grpc-swift-nio-transport"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // The server executable: parse arguments, build the configuration, bootstrap logging, run.
+        .executableTarget(
+            name: "meridian-server",
+            dependencies: [
+                "MeridianServer",
+                "MeridianCore",
+                "MeridianStore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // A child process for the store tests: a Store writer to kill -9, and a plain SQLite connection (no Meridian).
         .executableTarget(
             name: "meridian-store-testhelper",
@@ -114,6 +189,12 @@ let package = Package(
             dependencies: [
                 "MeridianStore",
                 "MeridianCore",
+                "MeridianServer",
+                "MeridianProto",
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCProtobuf", package: "grpc-swift-protobuf"),
+                .product(name: "GRPCNIOTransportHTTP2", package: "grpc-swift-nio-transport"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -143,6 +224,7 @@ let package = Package(
                 "MeridianCore",
                 "MeridianProto",
                 "meridian",
+                "meridian-server",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRPCCore", package: "grpc-swift-2"),
             ],
