@@ -44,7 +44,7 @@ struct LiveCommandTests {
                 let watcher = try ChildProcess(product("meridian"), ["watch"] + query + ["--format", "jsonl", "--server", s])
                 var replay = WatchReplay()
                 let first = try #require(await watcher.nextLine(timeout: .seconds(60)), "\(watcher.errorOutput)")
-                #expect(first.hasPrefix(#"{"event":"snapshot","seq":1,"sections":["#), "\(first)")
+                #expect(first.hasPrefix(#"{"event":"snapshot","seq":30,"sections":["#), "\(first)")
                 try replay.apply(line: first)
                 watchers.append(watcher)
                 replays.append(replay)
