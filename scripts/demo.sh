@@ -55,6 +55,7 @@ if [ "$build" = 1 ]; then
     swift build --product meridian >&2
 fi
 [ -n "$bin" ] || bin="$(swift build --show-bin-path)"
+bin="$(cd "$bin" && pwd)"
 server_bin="$bin/meridian-server"
 meridian="$bin/meridian"
 for b in "$server_bin" "$meridian"; do
