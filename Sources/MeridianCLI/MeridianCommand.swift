@@ -65,9 +65,9 @@ struct MeridianCommand: AsyncParsableCommand {
     /// `watch` and `map`, built on MeridianClient.
     static var liveCommands: [any ParsableCommand.Type] {
         #if canImport(MeridianClient)
-        [WatchCommand.self, MapCommand.self]
+            [WatchCommand.self, MapCommand.self]
         #else
-        []
+            []
         #endif
     }
 

@@ -8,7 +8,14 @@ import Testing
     func help() async throws {
         let result = try await runMeridian(["--help"])
         #expect(result.status == 0)
-        #expect(result.stdout.trimmingTrailingNewlines == expectedRootHelp.trimmingTrailingNewlines, "\(result.stdout)")
+        var expected = expectedRootHelp
+        if !meridianCLIHasWatch {
+            // watch and map are compiled in once MeridianClient is part of the package.
+            expected = expected.split(separator: "\n", omittingEmptySubsequences: false)
+                .filter { !["watch", "map", "interrupted."].contains($0.split(separator: " ").first ?? "") }
+                .joined(separator: "\n")
+        }
+        #expect(result.stdout.trimmingTrailingNewlines == expected.trimmingTrailingNewlines, "\(result.stdout)")
         #expect(result.stderr == "")
     }
 
@@ -78,6 +85,10 @@ let expectedRootHelp = """
       apply                   Apply JSON lines as one transaction and print the
                               commit seq.
       query                   Fetch rows once.
+      watch                   Show a live query: its rows, then every change, until
+                              interrupted.
+      map                     Show a live map of the rows' coordinates, until
+                              interrupted.
       import                  Insert rows from a CSV or JSON-lines file, in chunked
                               transactions.
       export                  Write rows as CSV or JSON lines, for import.
@@ -116,5 +127,15 @@ extension String {
         var s = self
         while s.last == "\n" { s.removeLast() }
         return s
+    }
+}
+
+@Suite struct LiveCommandsPresenceTests {
+    @Test("watch and map are compiled in as soon as the package has MeridianClient")
+    func present() {
+        let clientExists = FileManager.default.fileExists(atPath: repositoryRoot + "/Sources/MeridianClient")
+        #expect(
+            meridianCLIHasWatch == clientExists,
+            "add \"MeridianClient\" to the dependencies of the MeridianCLI target in Package.swift")
     }
 }

@@ -11,7 +11,10 @@ struct DemoTests {
         defer { try? FileManager.default.removeItem(atPath: data) }
         let demo = try ChildProcess(
             repositoryRoot + "/scripts/demo.sh",
-            ["--bin", productsFolder, "--duration", "6", "--port", "0", "--points", "500", "--data", data, "--view", "none"])
+            [
+                "--bin", productsFolder, "--duration", "6", "--port", "0", "--points", "500", "--data", data, "--view",
+                "none",
+            ])
         let status = await demo.waitForExit(timeout: .seconds(150))
         let log = demo.errorOutput
         #expect(status == 0, "\(log)")
@@ -45,7 +48,7 @@ struct DemoTests {
 }
 
 #if canImport(MeridianClient)
-let meridianCLIHasWatch = true
+    let meridianCLIHasWatch = true
 #else
-let meridianCLIHasWatch = false
+    let meridianCLIHasWatch = false
 #endif
