@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "MeridianStore", targets: ["MeridianStore"]),
         .library(name: "MeridianServer", targets: ["MeridianServer"]),
         .executable(name: "meridian-server", targets: ["meridian-server"]),
+        .library(name: "MeridianClient", targets: ["MeridianClient"]),
         .executable(name: "meridian-bench", targets: ["meridian-bench"]),
         .executable(name: "meridian", targets: ["meridian"]),
     ],
@@ -161,6 +162,34 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // The client library: connection, cache context, results controllers, list and map models. GRDB is used only
+        // for the persisted cache file, inside Internal/Persistence/ (the client must not depend on MeridianStore).
+        .target(
+            name: "MeridianClient",
+            dependencies: [
+                "MeridianCore",
+                "MeridianProto",
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCNIOTransportHTTP2", package: "grpc-swift-nio-transport"),
+                .product(name: "GRPCProtobuf", package: "grpc-swift-protobuf"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Cache context, controllers, list and map models fed decoded protocol messages; real-server tests.
+        .testTarget(
+            name: "MeridianClientTests",
+            dependencies: [
+                "MeridianClient",
+                "MeridianCore",
+                "MeridianProto",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // A child process for the store tests: a Store writer to kill -9, and a plain SQLite connection (no Meridian).
         .executableTarget(
             name: "meridian-store-testhelper",
@@ -187,6 +216,7 @@ let package = Package(
         .executableTarget(
             name: "meridian-bench",
             dependencies: [
+                "MeridianClient",
                 "MeridianStore",
                 "MeridianCore",
                 "MeridianServer",
@@ -205,6 +235,7 @@ let package = Package(
         .target(
             name: "MeridianCLI",
             dependencies: [
+                "MeridianClient",
                 "MeridianCore",
                 "MeridianProto",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -16,6 +16,7 @@ let benchmarks: [String: @Sendable () async throws -> Void] = [
         }
     },
     "server": { try await ServerBenchmark.run() },
+    "client": { try await runClientBenchmark(arguments: Array(CommandLine.arguments.dropFirst(2))) },
 ]
 
 let name = CommandLine.arguments.dropFirst().first ?? ""

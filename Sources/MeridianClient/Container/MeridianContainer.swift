@@ -1,0 +1,213 @@
+// MARK: - MeridianContainer
+
+public import Logging
+public import MeridianCore
+internal import Synchronization
+
+/// The client stack in one object — like a persistent container: a server address, a cache (in memory or in a
+/// local SQLite file), a cache context, and the connection that keeps it current.
+///
+/// ```swift
+/// let container = try await MeridianContainer(.init(server: "127.0.0.1:7400", cache: .file("/var/lib/app/cache.sqlite")))
+/// try await withThrowingDiscardingTaskGroup { group in
+///     group.addTask { await container.run() }          // connect, resume, reconnect until cancelled
+///     let points = try await container.controller(for: FetchRequest(Point.self), as: Point.self)
+///     try await points.waitUntilLoaded()
+///     …
+/// }
+/// ```
+///
+/// A persisted container shows the cached state at once (controllers created before any network answer with the
+/// cached rows at the cached seq), then resumes from the saved seq once connected.
+public final class MeridianContainer: Sendable {
+    /// Where the cache lives.
+    public struct CacheLocation: Sendable, Hashable {
+        let path: String?
+
+        /// In memory: nothing survives the process (tests, tools).
+        public static let inMemory = CacheLocation(path: nil)
+
+        /// A local SQLite file (created if absent): subscriptions, their rows, the applied seq and the write queue.
+        public static func file(_ path: String) -> CacheLocation { CacheLocation(path: path) }
+    }
+
+    /// How a container connects and caches.
+    public struct Configuration: Sendable {
+        /// The server's IPv4 address.
+        public var host: String
+        /// The server's port.
+        public var port: Int
+        /// Where the cache lives.
+        public var cache: CacheLocation
+        /// The schema, when the app ships it; otherwise the cache's, or the server's (`GetSchema`) once connected.
+        public var schema: Schema?
+        /// A name for the server's logs.
+        public var clientName: String
+        /// Check every change set against its controller's section counts before delivery (cheap; on by default).
+        public var validatesChangeSets: Bool
+        /// Where the library logs (label `meridian.client` by default). The library never bootstraps logging.
+        public var logger: Logger
+
+        /// Creates a configuration.
+        ///
+        /// - Parameters:
+        ///   - server: `HOST:PORT`, for example `127.0.0.1:7400`.
+        ///   - cache: In memory (default) or a file.
+        ///   - schema: The schema, if known.
+        ///   - clientName: A name for the server's logs.
+        ///   - logger: Where to log.
+        /// - Throws: ``ClientError`` with code `malformedRequest` for an address without a valid port.
+        public init(
+            server: String,
+            cache: CacheLocation = .inMemory,
+            schema: Schema? = nil,
+            clientName: String = "MeridianClient",
+            logger: Logger = Logger(label: "meridian.client")
+        ) throws(ClientError) {
+            guard let colon = server.lastIndex(of: ":"), let port = Int(server[server.index(after: colon)...]),
+                (0...65535).contains(port)
+            else {
+                throw ClientError(.malformedRequest, "the server address must be HOST:PORT, not \"\(server)\"")
+            }
+            self.host = String(server[..<colon])
+            self.port = port
+            self.cache = cache
+            self.schema = schema
+            self.clientName = clientName
+            self.validatesChangeSets = true
+            self.logger = logger
+        }
+    }
+
+    /// The configuration the container was created with.
+    public let configuration: Configuration
+    /// The cache context: the replicated rows, and the transaction for writes.
+    public let context: CacheContext
+    let status = ConnectionStatusBox()
+    private let running = Mutex(false)
+
+    /// Creates the stack; with a cache file, restores it (schema, subscriptions, rows, seq, write queue).
+    ///
+    /// - Throws: ``ClientError`` with code `cacheFailure` when the cache file cannot be opened or read.
+    public init(_ configuration: Configuration) async throws(ClientError) {
+        self.configuration = configuration
+        let file = try configuration.cache.path.map { path throws(ClientError) in
+            try CacheFile(path: path, logger: configuration.logger)
+        }
+        self.context = try await CacheContext(
+            schema: configuration.schema,
+            file: file,
+            validatesChangeSets: configuration.validatesChangeSets,
+            logger: configuration.logger
+        )
+    }
+
+    // MARK: - Connection
+
+    /// Connects to the server and keeps the cache current until the calling task is cancelled: resumes from the
+    /// applied seq, re-adds every subscription, sends queued writes, and reconnects with exponential backoff and
+    /// jitter whenever the connection is lost.
+    ///
+    /// - Precondition: Not already running.
+    public func run() async {
+        let alreadyRunning = self.running.withLock { running in
+            defer { running = true }
+            return running
+        }
+        precondition(!alreadyRunning, "MeridianContainer.run() is already running")
+        defer { self.running.withLock { $0 = false } }
+        let connection = SyncConnection(
+            host: self.configuration.host,
+            port: self.configuration.port,
+            clientName: self.configuration.clientName,
+            context: self.context,
+            logger: self.configuration.logger,
+            status: self.status
+        )
+        await connection.run()
+        await self.context.flushToDisk()
+    }
+
+    /// Where the connection stands.
+    public var connectionStatus: ConnectionStatus {
+        self.status.current
+    }
+
+    /// The connection's status changes, starting with the current one.
+    public func connectionStatusUpdates() -> AsyncStream<ConnectionStatus> {
+        self.status.updates()
+    }
+
+    // MARK: - Controllers
+
+    /// A results controller of rows for a fetch request. Equal requests share one subscription; the controller shows
+    /// the cached rows at once.
+    ///
+    /// - Throws: ``ClientError`` when the request does not bind to the schema (with the predicate's position).
+    public func controller(for request: FetchRequest) async throws(ClientError) -> ResultsController<Row> {
+        try await self.makeController(for: request, narrowing: nil, private: false)
+    }
+
+    /// A results controller of an app's model type.
+    ///
+    /// ```swift
+    /// let points = try await container.controller(
+    ///     for: FetchRequest(Point.self, sortedBy: [.ascending(Point.Attr.title)]), as: Point.self)
+    /// ```
+    ///
+    /// - Throws: ``ClientError``: `modelMismatch` when the request's entity is not the model's.
+    public func controller<Model: MeridianModel>(
+        for request: FetchRequest,
+        as model: Model.Type
+    ) async throws(ClientError) -> ResultsController<Model> {
+        guard request.entity == Model.entityName else {
+            throw ClientError(
+                .modelMismatch, "\(Model.self) represents \(Model.entityName), not \(request.entity)",
+                entity: request.entity)
+        }
+        return try await self.makeController(for: request, narrowing: nil, private: false)
+    }
+
+    /// A controller that narrows another one locally — its own predicate, order, sections and limit over the
+    /// cached rows of `parent`'s subscription — without a second network subscription.
+    ///
+    /// - Throws: ``ClientError`` when the request does not bind, names another entity, or `parent` is closed.
+    public func controller<Element: RowConvertible, Parent: RowConvertible>(
+        for request: FetchRequest,
+        as element: Element.Type,
+        narrowing parent: ResultsController<Parent>
+    ) async throws(ClientError) -> ResultsController<Element> {
+        try await self.makeController(for: request, narrowing: parent.id, private: false)
+    }
+
+    func makeController<Element: RowConvertible>(
+        for request: FetchRequest,
+        narrowing parent: UInt64?,
+        private isPrivate: Bool
+    ) async throws(ClientError) -> ResultsController<Element> {
+        let id = try await self.context.registerController(
+            request: request, narrowing: parent, privateSubscription: isPrivate)
+        return ResultsController(context: self.context, id: id, request: request)
+    }
+}
+
+/// Runs a container's connection around `body`, and stops it (cancelling the connection) when `body` returns or
+/// throws.
+///
+/// ```swift
+/// try await withMeridianContainer(.init(server: "127.0.0.1:7400")) { container in
+///     let points = try await container.controller(for: FetchRequest(entity: "Point"))
+///     try await points.waitUntilLoaded()
+/// }
+/// ```
+public func withMeridianContainer<Result: Sendable>(
+    _ configuration: MeridianContainer.Configuration,
+    _ body: @Sendable (MeridianContainer) async throws -> Result
+) async throws -> Result {
+    let container = try await MeridianContainer(configuration)
+    return try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask { await container.run() }
+        defer { group.cancelAll() }
+        return try await body(container)
+    }
+}

@@ -1,0 +1,188 @@
+// MARK: - SyncConnection
+//
+// The network side of a container: one gRPC HTTP/2 connection at a time, and on it the Sync stream (fed to the
+// context, message by message, in order), the writer (one Apply at a time from the context's queue) and a watchdog
+// (no message for three heartbeat intervals means the connection is lost). Any of the three ending ends the session;
+// the loop then waits (exponential backoff with jitter) and reconnects, resuming from the applied seq.
+
+internal import GRPCCore
+internal import GRPCNIOTransportHTTP2
+internal import Logging
+internal import MeridianCore
+internal import MeridianProto
+internal import Synchronization
+
+/// Runs the connection of one context until cancelled.
+struct SyncConnection: Sendable {
+    let host: String
+    let port: Int
+    let clientName: String
+    let context: CacheContext
+    let logger: Logger
+    let status: ConnectionStatusBox
+
+    /// Connects, runs sessions and reconnects with backoff until the task is cancelled.
+    func run() async {
+        var backoff = Backoff()
+        while !Task.isCancelled {
+            self.setStatus(.connecting)
+            let established = LockedValue(false)
+            do {
+                try await self.runSession(onEstablished: {
+                    established.set(true)
+                    self.setStatus(.connected)
+                })
+                self.logger.info("sync stream ended; reconnecting")
+            } catch {
+                if Task.isCancelled { break }
+                self.logger.info("connection lost", metadata: ["meridian.error": "\(error)"])
+            }
+            await self.context.connectionClosed()
+            if established.value { backoff.reset() }
+            self.setStatus(.waitingToReconnect)
+            do {
+                try await Task.sleep(for: backoff.next())
+            } catch {
+                break
+            }
+        }
+        self.setStatus(.disconnected)
+    }
+
+    private func setStatus(_ status: ConnectionStatus) {
+        self.status.set(status)
+    }
+
+    /// One connection: schema, Sync stream, writer and watchdog, until one of them ends.
+    private func runSession(onEstablished: @escaping @Sendable () -> Void) async throws {
+        let transport = try HTTP2ClientTransport.Posix(
+            target: .ipv4(address: self.host, port: self.port),
+            transportSecurity: .plaintext
+        )
+        try await withGRPCClient(transport: transport) { client in
+            let meridian = Meridian_V1_Meridian.Client(wrapping: client)
+            if await self.context.schema == nil {
+                let response = try await meridian.getSchema(Meridian_V1_GetSchemaRequest())
+                await self.context.setSchema(try Schema(response.schema))
+            }
+            let (outbound, outboundContinuation) = AsyncStream<Meridian_V1_SyncRequest>.makeStream(
+                bufferingPolicy: .unbounded)
+            await self.context.connectionOpened(outbound: outboundContinuation, clientName: self.clientName)
+            let lastHeard = LockedValue(ContinuousClock.now)
+            let context = self.context
+
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    try await meridian.sync(
+                        requestProducer: { writer in
+                            for await message in outbound { try await writer.write(message) }
+                        },
+                        onResponse: { response in
+                            var first = true
+                            for try await message in response.messages {
+                                lastHeard.set(.now)
+                                if first, case .welcome(let welcome)? = message.kind {
+                                    first = false
+                                    onEstablished()
+                                    if let schema = await context.schema, schema.fingerprint != welcome.schemaFingerprint {
+                                        let fresh = try await meridian.getSchema(Meridian_V1_GetSchemaRequest())
+                                        await context.setSchema(try Schema(fresh.schema))
+                                    }
+                                }
+                                try await context.receive(message)
+                            }
+                        }
+                    )
+                }
+                group.addTask {
+                    let (signal, signalContinuation) = AsyncStream<Void>.makeStream(
+                        bufferingPolicy: .bufferingNewest(1))
+                    await context.setWriteSignal(signalContinuation)
+                    for await _ in signal {
+                        while let (id, request) = await context.nextTransactionToSend() {
+                            do {
+                                let response = try await meridian.apply(request)
+                                await context.transactionAnswered(id, response: response)
+                            } catch {
+                                let failure = ClientError(calling: error)
+                                await context.transactionFailed(id, error: failure)
+                                if failure.isTransient { throw failure }
+                            }
+                        }
+                    }
+                }
+                group.addTask {
+                    while true {
+                        let interval = await context.heartbeatIntervalMilliseconds
+                        let period = Duration.milliseconds(interval == 0 ? 5_000 : Int64(interval))
+                        try await Task.sleep(for: period)
+                        let silence = ContinuousClock.now - lastHeard.value
+                        if silence > period * 3 {
+                            throw ClientError(.unavailable, "no message from the server for \(silence)")
+                        }
+                    }
+                }
+                defer { group.cancelAll() }
+                try await group.next()
+            }
+            await context.setWriteSignal(nil)
+        }
+    }
+}
+
+/// A small value shared between the session's tasks.
+final class LockedValue<Value: Sendable>: Sendable {
+    private let state: Mutex<Value>
+    init(_ value: Value) { self.state = Mutex(value) }
+    var value: Value { self.state.withLock { $0 } }
+    func set(_ value: Value) { self.state.withLock { $0 = value } }
+}
+
+/// The connection's status and its observers.
+final class ConnectionStatusBox: Sendable {
+    private let state = Mutex((current: ConnectionStatus.disconnected, observers: [UInt64: AsyncStream<ConnectionStatus>.Continuation](), next: UInt64(0)))
+
+    var current: ConnectionStatus { self.state.withLock { $0.current } }
+
+    func set(_ status: ConnectionStatus) {
+        self.state.withLock { state in
+            state.current = status
+            for observer in state.observers.values { observer.yield(status) }
+        }
+    }
+
+    func updates() -> AsyncStream<ConnectionStatus> {
+        let (stream, continuation) = AsyncStream<ConnectionStatus>.makeStream(bufferingPolicy: .bufferingNewest(16))
+        let key = self.state.withLock { state in
+            let key = state.next
+            state.next += 1
+            state.observers[key] = continuation
+            continuation.yield(state.current)
+            return key
+        }
+        continuation.onTermination = { [weak self] _ in
+            self?.state.withLock { _ = $0.observers.removeValue(forKey: key) }
+        }
+        return stream
+    }
+}
+
+/// Where a container's connection stands.
+public struct ConnectionStatus: Sendable, Hashable, CustomStringConvertible {
+    enum Wrapped: String, Sendable, Hashable {
+        case disconnected, connecting, connected, waitingToReconnect
+    }
+
+    let wrapped: Wrapped
+
+    /// Not running (before ``MeridianContainer/run()`` or after it ended).
+    public static let disconnected = ConnectionStatus(wrapped: .disconnected)
+    /// Opening a connection.
+    public static let connecting = ConnectionStatus(wrapped: .connecting)
+    /// The Sync stream is open (the server said Welcome).
+    public static let connected = ConnectionStatus(wrapped: .connected)
+    /// The connection was lost; waiting (with backoff) before reconnecting.
+    public static let waitingToReconnect = ConnectionStatus(wrapped: .waitingToReconnect)
+
+    public var description: String { self.wrapped.rawValue }
+}

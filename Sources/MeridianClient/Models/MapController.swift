@@ -1,0 +1,192 @@
+// MARK: - MapController
+
+public import MeridianCore
+internal import Synchronization
+
+/// A map over a subscription of its own, optionally restricted to a region: moving the region replaces the
+/// subscription on the server (`Replace`), and only the annotations that entered or left are reported.
+///
+/// ```swift
+/// let map = try await container.mapController(
+///     for: FetchRequest(entity: "Point"), configuration: MapConfiguration(latitude: "latitude",
+///     longitude: "longitude", title: "title"), region: MapRegion(south: 48.8, west: 2.2, north: 48.9, east: 2.4))
+/// let updates = map.updates()
+/// try await map.setRegion(MapRegion(south: 48.85, west: 2.3, north: 48.95, east: 2.5))
+/// for try await update in updates { for event in update.events { … } }   // adds and removes only
+/// ```
+public final class MapController: Sendable {
+    /// The controller behind the map (its request includes the region).
+    public let controller: ResultsController<Row>
+    /// The attributes read.
+    public let configuration: MapConfiguration
+    /// The request without the region.
+    public let baseRequest: FetchRequest
+    private let currentRegion: Mutex<MapRegion?>
+
+    init(controller: ResultsController<Row>, configuration: MapConfiguration, base: FetchRequest, region: MapRegion?) {
+        self.controller = controller
+        self.configuration = configuration
+        self.baseRequest = base
+        self.currentRegion = Mutex(region)
+    }
+
+    /// The region in force (`nil`: everywhere).
+    public var region: MapRegion? { self.currentRegion.withLock { $0 } }
+
+    /// Moves the region (`nil`: everywhere). Connected, the subscription is replaced on the server and this
+    /// returns once the controllers show the new region; offline, the cached rows inside the new region show at
+    /// once and the rest arrive on reconnection.
+    ///
+    /// - Throws: ``ClientError`` when the server rejects the new request (the old region stays in force).
+    public func setRegion(_ region: MapRegion?) async throws(ClientError) {
+        let request = try Self.request(self.baseRequest, configuration: self.configuration, region: region)
+        try await self.controller.replaceRequest(request)
+        self.currentRegion.withLock { $0 = region }
+    }
+
+    /// The placed annotations, by id, as the controller shows them now. O(n).
+    public var annotations: [String: Annotation] {
+        var result: [String: Annotation] = [:]
+        for row in self.controller.rows {
+            if let annotation = self.configuration.annotation(for: row) { result[row.id] = annotation }
+        }
+        return result
+    }
+
+    /// The placed annotations inside a region, sorted by id. O(n).
+    public func annotations(in region: MapRegion) -> [Annotation] {
+        self.annotations.values.filter { region.contains($0.coordinate) }
+            .sorted { $0.id.utf8.lexicographicallyPrecedes($1.id.utf8) }
+    }
+
+    /// The map's events, one ``MapUpdate`` per commit that changed an annotation, starting with the current
+    /// annotations as adds (cause ``ResultsChangeCause/initial``).
+    public func updates() -> MapUpdates {
+        MapUpdates(changes: self.controller.changes(includingInitial: true), model: MapModel(self.configuration))
+    }
+
+    /// Closes the map's controller and subscription.
+    public func close() async {
+        await self.controller.close()
+    }
+
+    /// The base request restricted to a region.
+    static func request(
+        _ base: FetchRequest,
+        configuration: MapConfiguration,
+        region: MapRegion?
+    ) throws(ClientError) -> FetchRequest {
+        guard let region else { return base }
+        var request = base
+        let latitude = configuration.latitude
+        let longitude = configuration.longitude
+        let longitudeText =
+            region.west <= region.east
+            ? "\(longitude) BETWEEN $meridianRegionLongitudes"
+            : "(\(longitude) >= $meridianRegionWest OR \(longitude) <= $meridianRegionEast)"
+        let text = "\(latitude) BETWEEN $meridianRegionLatitudes AND \(longitudeText)"
+        do {
+            let regionPredicate = try PredicateExpression.parse(text)
+            if case .constant(true, _) = base.predicate {
+                request.predicate = regionPredicate
+            } else {
+                request.predicate = .and(base.predicate, regionPredicate)
+            }
+        } catch {
+            throw ClientError(.internal, "cannot build the region predicate: \(error)", cause: error)
+        }
+        request.variables["meridianRegionLatitudes"] = .list([.double(region.south), .double(region.north)])
+        request.variables["meridianRegionLongitudes"] = .list([.double(region.west), .double(region.east)])
+        request.variables["meridianRegionWest"] = .value(.double(region.west))
+        request.variables["meridianRegionEast"] = .value(.double(region.east))
+        if region.west <= region.east {
+            request.variables["meridianRegionWest"] = nil
+            request.variables["meridianRegionEast"] = nil
+        } else {
+            request.variables["meridianRegionLongitudes"] = nil
+        }
+        return request
+    }
+}
+
+/// The events of one commit on a map.
+public struct MapUpdate: Sendable, Hashable {
+    /// The seq the map is at.
+    public var seq: Int64
+    /// Why it changed.
+    public var cause: ResultsChangeCause
+    /// The events, removals first.
+    public var events: [MapEvent]
+}
+
+/// A map's updates: one per commit that changed an annotation.
+public struct MapUpdates: AsyncSequence, Sendable {
+    public typealias Failure = any Error
+    let changes: ResultsChanges<Row>
+    let model: MapModel
+
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(base: self.changes.makeAsyncIterator(), model: self.model)
+    }
+
+    /// The iterator; it keeps the map model the events are computed against.
+    public struct Iterator: AsyncIteratorProtocol {
+        var base: ResultsChanges<Row>.Iterator
+        /// The annotations as of the last update returned.
+        public private(set) var model: MapModel
+
+        init(base: ResultsChanges<Row>.Iterator, model: MapModel) {
+            self.base = base
+            self.model = model
+        }
+
+        public mutating func next() async throws -> MapUpdate? {
+            while let change = try await self.base.next() {
+                let events = self.model.apply(change.changeSet)
+                if !events.isEmpty || change.cause == .initial {
+                    return MapUpdate(seq: change.seq, cause: change.cause, events: events)
+                }
+            }
+            return nil
+        }
+    }
+}
+
+extension MeridianContainer {
+    /// A map over a subscription of its own (never shared), optionally restricted to a region.
+    ///
+    /// - Parameters:
+    ///   - request: What to show (the region is added to its predicate).
+    ///   - configuration: The attributes read; by default the entity's derived `coordinate` and no title.
+    ///   - region: The initial region, or `nil` for everywhere.
+    /// - Throws: ``ClientError`` when the request does not bind, or no coordinate is configured or declared.
+    public func mapController(
+        for request: FetchRequest,
+        configuration: MapConfiguration? = nil,
+        region: MapRegion? = nil
+    ) async throws(ClientError) -> MapController {
+        let resolved: MapConfiguration
+        if let configuration {
+            resolved = configuration
+        } else {
+            let schema: Schema
+            do {
+                schema = try await self.context.requireSchema()
+            } catch {
+                throw ClientError(calling: error)
+            }
+            guard let entity = schema.entity(named: request.entity),
+                let derived = MapConfiguration(coordinateOf: entity)
+            else {
+                throw ClientError(
+                    .unknownAttribute, "\(request.entity) declares no coordinate; name the latitude and longitude",
+                    entity: request.entity)
+            }
+            resolved = derived
+        }
+        let regional = try MapController.request(request, configuration: resolved, region: region)
+        let controller: ResultsController<Row> = try await self.makeController(
+            for: regional, narrowing: nil, private: true)
+        return MapController(controller: controller, configuration: resolved, base: request, region: region)
+    }
+}

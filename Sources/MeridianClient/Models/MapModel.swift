@@ -1,0 +1,266 @@
+// MARK: - MapModel
+
+public import MeridianCore
+
+/// A geographic coordinate in degrees.
+public struct Coordinate: Sendable, Hashable, CustomStringConvertible {
+    /// The latitude, in [-90, 90] when valid.
+    public var latitude: Double
+    /// The longitude, in [-180, 180] when valid.
+    public var longitude: Double
+
+    /// Creates a coordinate.
+    public init(latitude: Double, longitude: Double) {
+        self.latitude = latitude
+        self.longitude = longitude
+    }
+
+    /// Whether the coordinate can be placed: finite, latitude in [-90, 90], longitude in [-180, 180].
+    public var isValid: Bool {
+        self.latitude.isFinite && self.longitude.isFinite && (-90...90).contains(self.latitude)
+            && (-180...180).contains(self.longitude)
+    }
+
+    public var description: String { "(\(self.latitude), \(self.longitude))" }
+}
+
+/// A latitude/longitude box. When `west > east` the box crosses the antimeridian.
+public struct MapRegion: Sendable, Hashable, CustomStringConvertible {
+    /// The southern edge (included).
+    public var south: Double
+    /// The northern edge (included).
+    public var north: Double
+    /// The western edge (included).
+    public var west: Double
+    /// The eastern edge (included).
+    public var east: Double
+
+    /// Creates a region from its edges.
+    public init(south: Double, west: Double, north: Double, east: Double) {
+        self.south = min(south, north)
+        self.north = max(south, north)
+        self.west = west
+        self.east = east
+    }
+
+    /// Creates the smallest region holding two corners (never crossing the antimeridian).
+    public init(_ a: Coordinate, _ b: Coordinate) {
+        self.init(
+            south: min(a.latitude, b.latitude), west: min(a.longitude, b.longitude),
+            north: max(a.latitude, b.latitude), east: max(a.longitude, b.longitude))
+    }
+
+    /// Whether the region holds a coordinate (edges included).
+    public func contains(_ coordinate: Coordinate) -> Bool {
+        guard coordinate.latitude >= self.south, coordinate.latitude <= self.north else { return false }
+        if self.west <= self.east {
+            return coordinate.longitude >= self.west && coordinate.longitude <= self.east
+        }
+        return coordinate.longitude >= self.west || coordinate.longitude <= self.east
+    }
+
+    public var description: String { "[\(self.south), \(self.west)] – [\(self.north), \(self.east)]" }
+}
+
+/// One annotation: a row placed on the map.
+public struct Annotation: Sendable, Hashable, Identifiable {
+    /// The row's id.
+    public var id: String
+    /// Where it is placed.
+    public var coordinate: Coordinate
+    /// The title attribute's text, if configured and not null.
+    public var title: String?
+    /// The subtitle attribute's text, if configured and not null.
+    public var subtitle: String?
+
+    /// Creates an annotation.
+    public init(id: String, coordinate: Coordinate, title: String? = nil, subtitle: String? = nil) {
+        self.id = id
+        self.coordinate = coordinate
+        self.title = title
+        self.subtitle = subtitle
+    }
+}
+
+/// What happened to one annotation in one commit.
+public struct MapEvent: Sendable, Hashable, CustomStringConvertible {
+    /// The kind of event.
+    public struct Kind: Sendable, Hashable, CustomStringConvertible {
+        let name: String
+
+        /// A row was placed (it entered with a valid coordinate, or its coordinate became valid).
+        public static let add = Kind(name: "add")
+        /// A placed row left (deleted, out of the predicate or region), or its coordinate became invalid.
+        public static let remove = Kind(name: "remove")
+        /// A placed row's coordinate changed (the annotation carries its current title too).
+        public static let move = Kind(name: "move")
+        /// Only a placed row's title or subtitle changed.
+        public static let retitle = Kind(name: "retitle")
+        /// A row entered (or changed) without a valid coordinate: it is not placed.
+        public static let unplaced = Kind(name: "unplaced")
+
+        public var description: String { self.name }
+    }
+
+    /// The kind.
+    public var kind: Kind
+    /// The row's id.
+    public var id: String
+    /// The annotation after the event (`nil` for remove and unplaced).
+    public var annotation: Annotation?
+
+    /// Creates an event.
+    public init(_ kind: Kind, id: String, annotation: Annotation? = nil) {
+        self.kind = kind
+        self.id = id
+        self.annotation = annotation
+    }
+
+    public var description: String {
+        "\(self.kind) \(self.id)" + (self.annotation.map { " at \($0.coordinate) \($0.title ?? "")" } ?? "")
+    }
+}
+
+/// Which attributes a map model reads.
+public struct MapConfiguration: Sendable, Hashable {
+    /// The latitude attribute.
+    public var latitude: String
+    /// The longitude attribute.
+    public var longitude: String
+    /// The title attribute, if any.
+    public var title: String?
+    /// The subtitle attribute, if any.
+    public var subtitle: String?
+
+    /// Names the attributes explicitly.
+    public init(latitude: String, longitude: String, title: String? = nil, subtitle: String? = nil) {
+        self.latitude = latitude
+        self.longitude = longitude
+        self.title = title
+        self.subtitle = subtitle
+    }
+
+    /// Uses an entity's derived `coordinate` attribute (its declared latitude and longitude dependencies).
+    ///
+    /// - Returns: `nil` when the entity declares no coordinate.
+    public init?(coordinateOf entity: EntitySchema, title: String? = nil, subtitle: String? = nil) {
+        for derived in entity.derived {
+            if case .coordinate(let latitude, let longitude) = derived.kind {
+                self.init(latitude: latitude, longitude: longitude, title: title, subtitle: subtitle)
+                return
+            }
+        }
+        return nil
+    }
+
+    /// The annotation for a row, or `nil` when its coordinate is missing or out of range.
+    public func annotation(for row: Row) -> Annotation? {
+        guard let latitude = Self.degrees(row[self.latitude]), let longitude = Self.degrees(row[self.longitude])
+        else { return nil }
+        let coordinate = Coordinate(latitude: latitude, longitude: longitude)
+        guard coordinate.isValid else { return nil }
+        return Annotation(
+            id: row.id, coordinate: coordinate,
+            title: self.title.flatMap { Self.text(row[$0]) },
+            subtitle: self.subtitle.flatMap { Self.text(row[$0]) })
+    }
+
+    private static func degrees(_ value: Value) -> Double? {
+        switch value {
+        case .int(let i): Double(i)
+        case .double(let d): d.isNaN ? nil : d
+        default: nil
+        }
+    }
+
+    private static func text(_ value: Value) -> String? {
+        value.isNull ? nil : value.stringValue ?? value.displayText
+    }
+}
+
+/// Annotations keyed by row id, maintained from a results controller's change sets the way a map view needs them:
+/// add, remove, move (the coordinate changed), retitle (only the title or subtitle changed), and nothing at all for
+/// a change to attributes the map does not show.
+///
+/// ```swift
+/// var map = MapModel(MapConfiguration(latitude: "latitude", longitude: "longitude", title: "title"))
+/// for try await change in points.changes() {
+///     for event in map.apply(change.changeSet) { mapView.handle(event) }
+/// }
+/// map.annotations(in: visibleRegion)
+/// ```
+public struct MapModel: Sendable, Equatable {
+    /// The attributes read.
+    public let configuration: MapConfiguration
+    /// The placed annotations, by row id.
+    public private(set) var annotations: [String: Annotation] = [:]
+    /// The rows shown without a valid coordinate (not placed).
+    public private(set) var unplacedIDs: Set<String> = []
+
+    /// Creates an empty map model.
+    public init(_ configuration: MapConfiguration) {
+        self.configuration = configuration
+    }
+
+    /// Applies one commit's change set and returns its events: removals first, then the rest in change order.
+    /// A deleted row's annotation is removed in the same commit.
+    public mutating func apply(_ changeSet: ChangeSet<Row>) -> [MapEvent] {
+        var events: [MapEvent] = []
+        for case .delete(let id, _) in changeSet.rowChanges {
+            if self.annotations.removeValue(forKey: id) != nil { events.append(MapEvent(.remove, id: id)) }
+            self.unplacedIDs.remove(id)
+        }
+        for change in changeSet.rowChanges {
+            guard let row = change.element else { continue }
+            let old = self.annotations[row.id]
+            let new = self.configuration.annotation(for: row)
+            switch (old, new) {
+            case (nil, let new?):
+                self.unplacedIDs.remove(row.id)
+                self.annotations[row.id] = new
+                events.append(MapEvent(.add, id: row.id, annotation: new))
+            case (_?, nil):
+                self.annotations[row.id] = nil
+                self.unplacedIDs.insert(row.id)
+                events.append(MapEvent(.remove, id: row.id))
+                events.append(MapEvent(.unplaced, id: row.id))
+            case (let old?, let new?):
+                self.annotations[row.id] = new
+                if old.coordinate != new.coordinate {
+                    events.append(MapEvent(.move, id: row.id, annotation: new))
+                } else if old.title != new.title || old.subtitle != new.subtitle {
+                    events.append(MapEvent(.retitle, id: row.id, annotation: new))
+                }
+            case (nil, nil):
+                if self.unplacedIDs.insert(row.id).inserted { events.append(MapEvent(.unplaced, id: row.id)) }
+            }
+        }
+        return events
+    }
+
+    /// Applies a typed controller's change set (rows are re-encoded from the model values).
+    public mutating func apply<Element: RowConvertible>(_ changeSet: ChangeSet<Element>) -> [MapEvent] {
+        var rows = ChangeSet<Row>(deletedSections: changeSet.deletedSections, insertedSections: changeSet.insertedSections)
+        for change in changeSet.rowChanges {
+            switch change {
+            case .delete(let id, let from):
+                rows.rowChanges.append(.delete(id: id, from: from))
+            case .insert(let id, let to, let element):
+                guard let row = try? element.row() else { continue }
+                rows.rowChanges.append(.insert(id: id, to: to, element: row))
+            case .move(let id, let from, let to, let element, let changed):
+                guard let row = try? element.row() else { continue }
+                rows.rowChanges.append(.move(id: id, from: from, to: to, element: row, changed: changed))
+            case .update(let id, let from, let to, let element, let changed):
+                guard let row = try? element.row() else { continue }
+                rows.rowChanges.append(.update(id: id, from: from, to: to, element: row, changed: changed))
+            }
+        }
+        return self.apply(rows)
+    }
+
+    /// The placed annotations inside a region, sorted by id.
+    public func annotations(in region: MapRegion) -> [Annotation] {
+        self.annotations.values.filter { region.contains($0.coordinate) }.sorted { $0.id.utf8.lexicographicallyPrecedes($1.id.utf8) }
+    }
+}

@@ -1,0 +1,132 @@
+// MARK: - Optimistic writes and the persisted cache
+
+import Foundation
+import MeridianClient
+import MeridianCore
+import MeridianProto
+import Testing
+
+@Suite("Optimistic writes and the persisted cache", .timeLimit(.minutes(1)))
+struct WriteTests {
+    @Test("an optimistic insert shows at once, pending, and is confirmed at the server's seq")
+    func pendingThenConfirmed() async throws {
+        let harness = try await Harness()
+        harness.server.commit("Point", [.upsert(point("a", "Alpha", 1))])
+        let controller = try await harness.container.controller(
+            for: FetchRequest(Point.self, sortedBy: [.ascending(Point.Attr.title)]), as: Point.self)
+        try await harness.connect()
+        let log = ChangeLog(controller)
+        _ = try await log.next()
+
+        try await harness.context.insert(Point(id: "b", title: "Bravo", category: 2))
+        let transaction = await harness.context.save()
+        let shown = try await log.next()
+        #expect(shown.cause == .localWrite)
+        #expect(shown.changeSet.rowChanges.map(\.operation) == ["insert"])
+        #expect(controller.objects.map(\.id) == ["a", "b"])
+        #expect(controller.isPending("b"))
+        #expect(controller.seq == harness.server.seq)
+
+        let sent = try #require(try await harness.sendNextTransaction())
+        await harness.context.transactionAnswered(sent.id, response: sent.response)
+        #expect(controller.isPending("b"), "still pending until the commit's seq is applied")
+        try await harness.deliver(sent.batch)
+        let confirmed = try await log.next()
+        #expect(confirmed.changeSet.isEmpty, "the server's row equals the optimistic one: nothing moves")
+        #expect(confirmed.pendingIDs.isEmpty)
+        #expect(!controller.isPending("b"))
+        #expect(try await transaction.confirmed() == harness.server.seq)
+        #expect(controller.rows == (try harness.server.evaluate(controller.request)))
+    }
+
+    @Test("a rejected update is reverted with a change set and the server's typed error")
+    func pendingThenReverted() async throws {
+        let harness = try await Harness()
+        harness.server.commit("Point", [.upsert(point("a", "Alpha", 1)), .upsert(point("b", "Bravo", 1))])
+        let controller = try await harness.container.controller(
+            for: FetchRequest(Point.self, sortedBy: [.ascending(Point.Attr.title)]), as: Point.self)
+        try await harness.connect()
+        let log = ChangeLog(controller)
+        _ = try await log.next()
+
+        try await harness.context.update(Point.self, id: "a", set: Point.Attr.title, to: "Zulu")
+        let transaction = await harness.context.save()
+        let shown = try await log.next()
+        #expect(shown.changeSet.rowChanges.map(\.operation) == ["move"])
+        #expect(controller.objects.map(\.title) == ["Bravo", "Zulu"])
+        #expect(controller.pendingIDs == ["a"])
+
+        let (id, _) = try #require(await harness.context.nextTransactionToSend())
+        var detail = Meridian_V1_ErrorDetail(.conflict, "Point a changed", attributes: ["title"], currentVersion: 4)
+        detail.entity = "Point"
+        var response = Meridian_V1_ApplyResponse()
+        response.outcome = .error(detail)
+        await harness.context.transactionAnswered(id, response: response)
+        let reverted = try await log.next()
+        #expect(reverted.cause == .reverted)
+        #expect(reverted.error?.code == .conflict)
+        #expect(reverted.changeSet.rowChanges.map(\.operation) == ["move"])
+        #expect(controller.objects.map(\.title) == ["Alpha", "Bravo"])
+        #expect(controller.pendingIDs.isEmpty)
+        do {
+            try await transaction.confirmed()
+            Issue.record("expected the conflict")
+        } catch {
+            #expect(error.code == .conflict)
+            #expect(error.attributes == ["title"])
+            #expect(error.currentVersion == 4)
+        }
+        #expect(log.list.inconsistency(with: controller) == nil)
+    }
+
+    @Test("writes are checked against the schema as they are staged")
+    func stagingValidation() async throws {
+        let harness = try await Harness()
+        await #expect(throws: ClientError.self) { try await harness.context.update("Point", id: "a", values: ["titel": "x"]) }
+        await #expect(throws: ClientError.self) { try await harness.context.update("Point", id: "a", values: ["category": "x"]) }
+        await #expect(throws: ClientError.self) { try await harness.context.update("Nope", id: "a", values: [:]) }
+        await #expect(throws: ClientError.self) { try await harness.context.update("Point", id: "a", values: ["latitude": .double(.nan)]) }
+        #expect(await !harness.context.hasChanges)
+    }
+
+    @Test("a persisted cache restores controllers before any network, with its pending writes, then resumes")
+    func persistedCache() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/cache.sqlite"
+        let server = FakeServer(schema: testSchema)
+        server.commit("Point", (0..<8).map { .upsert(point("p\($0)", "t\($0)", Int64($0 % 3))) })
+        let request = try FetchRequest(entity: "Point", where: "category < 2", sortedBy: "category,title", sectionKey: "category")
+        let before: [Row]
+        do {
+            let harness = try await Harness(server: server, cachePath: path)
+            let controller = try await harness.container.controller(for: request)
+            try await harness.connect()
+            try await harness.commit([.upsert(point("p2", "t2", 0)), .delete(id: "p0")])
+            before = controller.rows
+            #expect(before == (try server.evaluate(request)))
+            await harness.disconnect()
+            // Offline write: queued and persisted.
+            _ = try await harness.context.insert(into: "Point", id: "new", values: ["title": "fresh", "category": 1])
+            await harness.context.save()
+            await harness.context.flushToDisk()
+        }
+        // A new process: the same file, no network.
+        let restarted = try await Harness(server: server, cachePath: path)
+        let controller = try await restarted.container.controller(for: request)
+        #expect(controller.isLoaded)
+        #expect(controller.seq == server.seq)
+        #expect(controller.rows.filter { $0.id != "new" } == before)
+        #expect(controller.isPending("new"))
+        #expect(await restarted.context.pendingTransactionCount == 1)
+        // Then it resumes: Hello with the saved seq, the subscription re-added with resume.
+        try await restarted.connect()
+        let hello = try #require(server.received.reversed().first { if case .hello = $0.kind { true } else { false } })
+        #expect(hello.hello.resumeFromSeq == server.seq)
+        let sent = try #require(try await restarted.sendNextTransaction())
+        await restarted.context.transactionAnswered(sent.id, response: sent.response)
+        try await restarted.deliver(sent.batch)
+        #expect(!controller.isPending("new"))
+        #expect(controller.rows == (try server.evaluate(request)))
+    }
+}
