@@ -40,9 +40,7 @@ run_tests() {
 
 demo() {
     setup
-    log "building"
-    swift build --product meridian-demo
-    "$(swift build --show-bin-path)/meridian-demo" "$@"
+    exec scripts/demo.sh "$@"
 }
 
 bench() {
