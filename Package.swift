@@ -15,8 +15,11 @@ let package = Package(
     products: [
         .library(name: "MeridianCore", targets: ["MeridianCore"]),
         .library(name: "MeridianStore", targets: ["MeridianStore"]),
+        .library(name: "MeridianServer", targets: ["MeridianServer"]),
+        .executable(name: "meridian-server", targets: ["meridian-server"]),
         .library(name: "MeridianClient", targets: ["MeridianClient"]),
         .executable(name: "meridian-bench", targets: ["meridian-bench"]),
+        .executable(name: "meridian", targets: ["meridian"]),
     ],
     dependencies: [
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
@@ -26,6 +29,9 @@ let package = Package(
         .package(url: "https://github.com/grpc/grpc-swift-2", from: "2.4.3"),
         .package(url: "https://github.com/grpc/grpc-swift-protobuf", from: "2.4.1"),
         .package(url: "https://github.com/grpc/grpc-swift-nio-transport", from: "2.9.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
     ],
     targets: [
         // Schema, values, predicates, sort order and change-set algebra: pure Swift, no I/O.
@@ -81,6 +87,77 @@ let package = Package(
                 "MeridianProto",
                 "MeridianCore",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // The gRPC service: subscriptions, fan-out, snapshots, resume, flow control, limits, metrics.
+        .target(
+            name: "MeridianServer",
+            dependencies: [
+                "MeridianCore",
+                "MeridianStore",
+                "MeridianProto",
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCProtobuf", package: "grpc-swift-protobuf"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "GRPCInProcessTransport", package: "grpc-swift-2"),
+                .product(name: "GRPCNIOTransportHTTP2", package: "grpc-swift-nio-transport"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The server in-process and over loopback: snapshots, deltas, resume, flow control, errors, Python and CLI.
+        .testTarget(
+            name: "MeridianServerTests",
+            dependencies: [
+                "MeridianServer",
+                "MeridianTestSupport",
+                "MeridianCore",
+                "MeridianStore",
+                "MeridianProto",
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCInProcessTransport", package: "grpc-swift-2"),
+                .product(name: "GRPCNIOTransportHTTP2", package: "grpc-swift-nio-transport"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // Helpers shared by the server, client and integration tests: a real server on 127.0.0.1:0 that always stops.
+        .target(
+            name: "MeridianTestSupport",
+            dependencies: [
+                "MeridianServer",
+                "MeridianCore",
+                "MeridianStore",
+                "MeridianProto",
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCInProcessTransport", package: "grpc-swift-2"),
+                .product(name: "GRPCNIOTransportHTTP2", package: "grpc-swift-nio-transport"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // The server executable: parse arguments, build the configuration, bootstrap logging, run.
+        .executableTarget(
+            name: "meridian-server",
+            dependencies: [
+                "MeridianServer",
+                "MeridianCore",
+                "MeridianStore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -142,9 +219,53 @@ let package = Package(
                 "MeridianClient",
                 "MeridianStore",
                 "MeridianCore",
+                "MeridianServer",
+                "MeridianProto",
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCProtobuf", package: "grpc-swift-protobuf"),
+                .product(name: "GRPCNIOTransportHTTP2", package: "grpc-swift-nio-transport"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: swiftSettings
+        ),
+    
+        // The `meridian` command-line client: commands, value parsing, formats and rendering (testable as a library).
+        .target(
+            name: "MeridianCLI",
+            dependencies: [
+                "MeridianClient",
+                "MeridianCore",
+                "MeridianProto",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCNIOTransportHTTP2Posix", package: "grpc-swift-nio-transport"),
+                .product(name: "GRPCProtobuf", package: "grpc-swift-protobuf"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Unit tests of the CLI's parsing and rendering, and end-to-end tests that run the built binaries.
+        .testTarget(
+            name: "MeridianCLITests",
+            dependencies: [
+                "MeridianCLI",
+                "MeridianCore",
+                "MeridianProto",
+                "meridian",
+                "meridian-server",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // The `meridian` executable: parses arguments and runs a MeridianCLI command.
+        .executableTarget(
+            name: "meridian",
+            dependencies: ["MeridianCLI"],
             swiftSettings: swiftSettings
         ),
     ]

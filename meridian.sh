@@ -23,6 +23,10 @@ setup() {
         $sudo apt-get update
         DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y "${missing[@]}"
     fi
+    python3 -c 'import grpc_tools' 2>/dev/null || {
+        log "installing grpcio-tools (the Python client test generates a client from Protos/)"
+        python3 -m pip install --quiet grpcio-tools==1.85.1
+    }
     command -v swift >/dev/null || { echo "error: swift is not on PATH (expected Swift 6.1 or later)" >&2; exit 1; }
 }
 
@@ -36,9 +40,7 @@ run_tests() {
 
 demo() {
     setup
-    log "building"
-    swift build --product meridian-demo
-    "$(swift build --show-bin-path)/meridian-demo" "$@"
+    exec scripts/demo.sh "$@"
 }
 
 bench() {

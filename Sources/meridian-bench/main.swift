@@ -2,6 +2,7 @@
 //
 //   swift build -c release --product meridian-bench && .build/release/meridian-bench store
 //   .build/release/meridian-bench results
+//   .build/release/meridian-bench server
 
 import Foundation
 import MeridianCore
@@ -14,6 +15,8 @@ let benchmarks: [String: @Sendable () async throws -> Void] = [
             print(LiveResultsBenchmark.run(rows: rows))
         }
     },
+    "server": { try await ServerBenchmark.run() },
+    "client": { try await runClientBenchmark(arguments: Array(CommandLine.arguments.dropFirst(2))) },
 ]
 
 let name = CommandLine.arguments.dropFirst().first ?? ""

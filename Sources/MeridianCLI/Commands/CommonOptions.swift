@@ -1,0 +1,131 @@
+// MARK: - Options shared by commands
+
+internal import ArgumentParser
+internal import Foundation
+internal import GRPCCore
+internal import MeridianCore
+internal import MeridianProto
+
+/// `--server HOST:PORT`, on every command that talks to a server.
+struct ConnectionOptions: ParsableArguments {
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The server's address (default: $MERIDIAN_SERVER, else 127.0.0.1:7400).", valueName: "host:port"))
+    var server: String?
+
+    /// The address to connect to: `--server`, else `MERIDIAN_SERVER`, else the default.
+    func address() throws(CLIError) -> ServerAddress {
+        if let server = self.server { return try ServerAddress(parsing: server) }
+        if let value = ProcessInfo.processInfo.environment[ServerAddress.environmentVariable], !value.isEmpty {
+            do {
+                return try ServerAddress(parsing: value)
+            } catch {
+                throw error.within(ServerAddress.environmentVariable)
+            }
+        }
+        return .default
+    }
+}
+
+/// `--where PRED` and `--sort KEYS`, checked against the served schema before anything is sent, so that a mistake
+/// is reported with a caret under its position.
+struct FetchOptions: ParsableArguments {
+    @Option(
+        name: .customLong("where"),
+        help: ArgumentHelp("A predicate selecting rows (docs/predicates.md).", valueName: "predicate"))
+    var predicate: String?
+
+    @Option(
+        name: .long,
+        parsing: .unconditional,
+        help: ArgumentHelp("Sort keys, comma-separated; -key for descending (the id breaks ties).", valueName: "keys"))
+    var sort: String?
+
+    /// The fetch request for `entity`, checked against it.
+    ///
+    /// - Throws: ``CLIError`` with status `badInput`: the predicate's or sort keys' error with a caret diagram.
+    func fetchRequest(
+        for entity: EntitySchema,
+        sectionKey: String? = nil,
+        limit: Int? = nil
+    ) throws(CLIError) -> Meridian_V1_FetchRequest {
+        let predicateText = self.predicate ?? ""
+        if !predicateText.trimmingCharacters(in: .whitespaces).isEmpty {
+            do {
+                _ = try PredicateExpression.parse(predicateText).bind(to: entity)
+            } catch {
+                throw CLIError.badInput(Self.diagnostic("--where", error, text: predicateText), cause: error)
+            }
+        }
+        let sortText = self.sort ?? ""
+        let order: RowOrder
+        do {
+            order = try RowOrder(parsing: sortText)
+        } catch {
+            throw CLIError.badInput(Self.diagnostic("--sort", error, text: sortText), cause: error)
+        }
+        do {
+            _ = try order.checked(against: entity, sectionKey: sectionKey)
+        } catch {
+            // `checked` positions count keys; point at the key's characters instead.
+            var located = error
+            let range = Self.characterRange(ofKey: error.position, in: sortText)
+            located.position = range.lowerBound
+            located.length = max(1, range.count)
+            if sortText.isEmpty {
+                throw CLIError.badInput("--sort: \(error.message)", cause: error)
+            }
+            throw CLIError.badInput(Self.diagnostic("--sort", located, text: sortText), cause: error)
+        }
+        return Meridian_V1_FetchRequest(
+            entity: entity.name,
+            predicate: predicateText,
+            sort: order.descriptors.map { ($0.attribute, $0.ascending) },
+            sectionKey: sectionKey,
+            limit: limit.map { UInt32(clamping: $0) }
+        )
+    }
+
+    /// The two-part message of a predicate or sort error: what and where, then the text with a caret.
+    ///
+    /// ```text
+    /// --where: typeMismatch at position 17: 'title' is string but 3 is int
+    /// title BEGINSWITH 3
+    ///                  ^
+    /// ```
+    static func diagnostic(_ option: String, _ error: MeridianCore.QueryError, text: String) -> String {
+        "\(option): \(error.code) at position \(error.position): \(error.message)\n"
+            + error.caretDiagram(for: text)
+    }
+
+    /// The character range of the `index`-th comma-separated key of `text`, trimmed of spaces and a leading sign.
+    static func characterRange(ofKey index: Int, in text: String) -> Range<Int> {
+        let chars = Array(text)
+        var start = 0
+        var key = 0
+        while key < index, let comma = chars[start...].firstIndex(of: ",") {
+            start = comma + 1
+            key += 1
+        }
+        var end = chars[start...].firstIndex(of: ",") ?? chars.count
+        var a = start
+        while a < end, chars[a].isWhitespace || chars[a] == "-" || chars[a] == "+" { a += 1 }
+        while end > a, chars[end - 1].isWhitespace { end -= 1 }
+        return a..<end
+    }
+}
+
+/// The server's answer to a bad predicate, with the caret under the position the server reported (the CLI checks
+/// predicates itself first, so this happens only when the server's schema changed in between).
+func predicateRejection(_ error: CLIError, predicate: String?) -> CLIError {
+    guard let rpc = error.cause as? RPCError, let detail = rpc.errorDetail, detail.code == .badPredicate,
+        let text = predicate
+    else { return error }
+    let located = MeridianCore.QueryError(
+        .syntax, detail.message, position: Int(detail.position), length: Int(max(1, detail.length)))
+    return CLIError(
+        .badInput,
+        "--where: at position \(located.position): \(detail.message)\n" + located.caretDiagram(for: text),
+        cause: rpc)
+}

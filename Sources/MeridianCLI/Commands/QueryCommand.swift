@@ -1,0 +1,137 @@
+// MARK: - meridian query / export
+
+internal import ArgumentParser
+internal import MeridianCore
+
+/// `meridian query ENTITY [--where PRED] [--sort KEYS] [--limit N] [--format table|jsonl]`.
+struct QueryCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "query",
+        abstract: "Fetch rows once.",
+        discussion: """
+            table prints an aligned table and a (N rows at seq S) line; jsonl prints one \
+            {"id":ID,"values":{…}} object per row, every attribute in schema order.
+            """)
+
+    enum Format: String, ExpressibleByArgument, CaseIterable {
+        case table, jsonl
+    }
+
+    @OptionGroup var connection: ConnectionOptions
+
+    @Argument(help: "The entity.")
+    var entity: String
+
+    @OptionGroup var fetch: FetchOptions
+
+    @Option(help: ArgumentHelp("At most this many rows (the first in sort order).", valueName: "n"))
+    var limit: Int?
+
+    @Option(help: "Output format.")
+    var format: Format = .table
+
+    func validate() throws {
+        if let limit, limit < 1 { throw ValidationError("--limit must be at least 1") }
+    }
+
+    func run() async throws {
+        let address = try self.connection.address()
+        let (entityName, fetch, limit, format) = (self.entity, self.fetch, self.limit, self.format)
+        try await ServerConnection.with(address) { connection in
+            let (schema, _) = try await connection.schema()
+            let entity = try schema.cliEntity(entityName)
+            let request = try fetch.fetchRequest(for: entity, limit: limit)
+            do {
+                switch format {
+                case .jsonl:
+                    _ = try await connection.query(request) { rows in
+                        var text = ""
+                        for row in rows {
+                            ValueRendering.rowJSON(row, entity: entity).write(to: &text)
+                            text += "\n"
+                        }
+                        Terminal.writeOut(text)
+                    }
+                case .table:
+                    let (seq, rows) = try await connection.queryAll(request)
+                    let table = TableRenderer(entity: entity)
+                    var lines = table.render(rows.map { TableRenderer.cells($0, entity: entity) })
+                    lines.append("(\(rows.count) \(rows.count == 1 ? "row" : "rows") at seq \(seq))")
+                    Terminal.writeOut(lines.joined(separator: "\n") + "\n")
+                }
+            } catch {
+                throw predicateRejection(ServerConnection.map(error, address: address), predicate: fetch.predicate)
+            }
+        }
+    }
+}
+
+/// `meridian export ENTITY [--where PRED] --format csv|jsonl`.
+struct ExportCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export",
+        abstract: "Write rows as CSV or JSON lines, for import.",
+        discussion: """
+            csv writes a header row (id, then every attribute in schema order); null is an empty field and the \
+            empty string is "". jsonl writes {"id":ID,"values":{…}} per row.
+            """)
+
+    enum Format: String, ExpressibleByArgument, CaseIterable {
+        case csv, jsonl
+    }
+
+    @OptionGroup var connection: ConnectionOptions
+
+    @Argument(help: "The entity.")
+    var entity: String
+
+    @OptionGroup var fetch: FetchOptions
+
+    @Option(help: ArgumentHelp("At most this many rows (the first in sort order).", valueName: "n"))
+    var limit: Int?
+
+    @Option(help: "Output format.")
+    var format: Format = .csv
+
+    func validate() throws {
+        if let limit, limit < 1 { throw ValidationError("--limit must be at least 1") }
+    }
+
+    func run() async throws {
+        let address = try self.connection.address()
+        let (entityName, fetch, limit, format) = (self.entity, self.fetch, self.limit, self.format)
+        try await ServerConnection.with(address) { connection in
+            let (schema, _) = try await connection.schema()
+            let entity = try schema.cliEntity(entityName)
+            let request = try fetch.fetchRequest(for: entity, limit: limit)
+            if format == .csv {
+                Terminal.printLine(CSV.line([EntitySchema.idAttribute] + entity.attributes.map(\.name)))
+            }
+            do {
+                _ = try await connection.query(request) { rows in
+                    var text = ""
+                    for row in rows {
+                        switch format {
+                        case .csv: text += Self.csvLine(row, entity: entity)
+                        case .jsonl: ValueRendering.rowJSON(row, entity: entity).write(to: &text)
+                        }
+                        text += "\n"
+                    }
+                    Terminal.writeOut(text)
+                }
+            } catch {
+                throw predicateRejection(ServerConnection.map(error, address: address), predicate: fetch.predicate)
+            }
+        }
+    }
+
+    /// A row as a CSV line: id, then every attribute; null is an empty unquoted field.
+    static func csvLine(_ row: Row, entity: EntitySchema) -> String {
+        CSV.line(
+            [row.id]
+                + entity.attributes.map { attribute in
+                    let value = row[attribute.name]
+                    return value.isNull ? nil : ValueRendering.text(value)
+                })
+    }
+}

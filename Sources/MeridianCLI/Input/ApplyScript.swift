@@ -1,0 +1,116 @@
+// MARK: - apply's JSON lines
+
+internal import MeridianCore
+
+/// The input of `meridian apply`: JSON lines, one operation per line, all lines one transaction.
+///
+/// ```text
+/// {"op":"insert","entity":"Point","values":{"title":"Café Aurora","category":2,"latitude":38.71}}
+/// {"op":"update","entity":"Point","id":"p1","values":{"title":"Café Aurora II"},"version":3}
+/// {"op":"upsert","entity":"Author","id":"a1","values":{"firstName":"Ada","lastName":"Lovelace"}}
+/// {"op":"delete","entity":"Point","id":"p2"}
+/// ```
+///
+/// `op` and `entity` are required; `id` is required except for `insert`; `values` maps attribute names to JSON values
+/// read by the attribute's type (``ValueParsing``) and is absent or empty for `delete`; the optional `version` is
+/// the row version the write expects (optimistic locking). Blank lines are skipped. Every error names its line
+/// (1-based) and what is wrong.
+enum ApplyScript {
+    /// The keys an operation line may have.
+    static let keys = ["op", "entity", "id", "values", "version"]
+
+    /// Parses every line of `text` against the schema.
+    ///
+    /// - Returns: The operations in order, with the line each came from.
+    /// - Throws: ``CLIError`` with status `badInput`: `line 3: …`.
+    static func parse(_ text: String, schema: Schema) throws(CLIError) -> [(line: Int, operation: WriteOperation)] {
+        var operations: [(line: Int, operation: WriteOperation)] = []
+        var lineNumber = 0
+        for line in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
+            lineNumber += 1
+            if line.allSatisfy({ $0 == " " || $0 == "\t" }) { continue }
+            do {
+                operations.append((lineNumber, try Self.parseLine(String(line), schema: schema)))
+            } catch {
+                throw error.within("line \(lineNumber)")
+            }
+        }
+        return operations
+    }
+
+    /// Parses one operation line.
+    static func parseLine(_ line: String, schema: Schema) throws(CLIError) -> WriteOperation {
+        let json: JSON
+        do {
+            json = try JSON.parse(line)
+        } catch {
+            throw CLIError.badInput("invalid JSON at column \(error.column): \(error.message)")
+        }
+        guard case .object(let members) = json else {
+            throw CLIError.badInput("expected a JSON object {\"op\":…,\"entity\":…}, found \(json.kindDescription)")
+        }
+        for (key, _) in members where !Self.keys.contains(key) {
+            var message = "unknown key \"\(key)\""
+            if let guess = NameSuggestion.closest(to: key, in: Self.keys) { message += " (did you mean \"\(guess)\"?)" }
+            throw CLIError.badInput(message + "; the keys are " + Self.keys.joined(separator: ", "))
+        }
+        guard let opJSON = json["op"] else {
+            throw CLIError.badInput("missing \"op\" (one of insert, update, upsert, delete)")
+        }
+        guard case .string(let opName) = opJSON, let kind = WriteOperation.Kind(rawValue: opName) else {
+            throw CLIError.badInput(
+                "\"op\" must be one of \"insert\", \"update\", \"upsert\", \"delete\", found \(opJSON.text)")
+        }
+        guard let entityJSON = json["entity"] else { throw CLIError.badInput("missing \"entity\"") }
+        guard case .string(let entityName) = entityJSON else {
+            throw CLIError.badInput("\"entity\" must be a string, found \(entityJSON.kindDescription)")
+        }
+        let entity = try schema.cliEntity(entityName)
+
+        var id: String?
+        switch json["id"] {
+        case nil, .null?:
+            guard kind == .insert else { throw CLIError.badInput("\(kind.rawValue) needs an \"id\"") }
+        case .string(let s)?:
+            guard !s.isEmpty else { throw CLIError.badInput("\"id\" must not be empty") }
+            id = s
+        case let other?:
+            throw CLIError.badInput("\"id\" must be a string, found \(other.kindDescription)")
+        }
+
+        var expectedVersion: Int64?
+        switch json["version"] {
+        case nil, .null?: break
+        case .number(let n)?:
+            guard let v = Int64(n), v >= 0 else {
+                throw CLIError.badInput("\"version\" must be a whole number, found \(n)")
+            }
+            expectedVersion = v
+        case let other?:
+            throw CLIError.badInput("\"version\" must be a whole number, found \(other.kindDescription)")
+        }
+
+        var values: [String: Value] = [:]
+        switch json["values"] {
+        case nil, .null?: break
+        case .object(let fields)?:
+            if kind == .delete, !fields.isEmpty { throw CLIError.badInput("delete takes no \"values\"") }
+            for (name, fieldJSON) in fields {
+                guard name != EntitySchema.idAttribute else {
+                    throw CLIError.badInput("values: the id goes in \"id\", not in \"values\"")
+                }
+                guard let attribute = entity.attribute(named: name) else {
+                    throw CLIError.badInput("values: " + NameSuggestion.unknownAttribute(name, in: entity))
+                }
+                do {
+                    values[name] = try ValueParsing.parse(fieldJSON, as: attribute.type)
+                } catch {
+                    throw CLIError.badInput("values.\(name): \(error.message)")
+                }
+            }
+        case let other?:
+            throw CLIError.badInput("\"values\" must be an object, found \(other.kindDescription)")
+        }
+        return WriteOperation(kind, entity: entity.name, id: id, values: values, expectedVersion: expectedVersion)
+    }
+}

@@ -1,0 +1,160 @@
+// MARK: - import's input
+
+internal import MeridianCore
+
+/// The rows of `meridian import`: CSV with a header row, or JSON lines.
+///
+/// CSV: the header names the columns, `id` (optional) or attributes of the entity, in any order. Cells are parsed
+/// by the attribute's type (``ValueParsing``). An empty unquoted cell is null for an optional attribute and "not
+/// given" (the default applies) for a required one; `""` is the empty string.
+///
+/// JSON lines: each line is `{"id":ID,"values":{…}}` (what `export --format jsonl` and `query --format jsonl`
+/// write) or a flat object `{"id":ID,"title":…,…}`; `id` may be absent or null.
+enum ImportReader {
+    /// One row to write and the line it came from.
+    struct Item: Sendable, Equatable {
+        var line: Int
+        var id: String?
+        var values: [String: Value]
+    }
+
+    /// An input format.
+    enum Format: String, Sendable, CaseIterable {
+        case csv, jsonl
+
+        /// The format of a file: by its extension, else by its first non-blank character (`{` is JSON lines).
+        static func detect(path: String, text: String) -> Format {
+            let lower = path.lowercased()
+            if lower.hasSuffix(".csv") { return .csv }
+            if lower.hasSuffix(".jsonl") || lower.hasSuffix(".ndjson") || lower.hasSuffix(".json") { return .jsonl }
+            let first = text.first { !$0.isWhitespace }
+            return first == "{" ? .jsonl : .csv
+        }
+    }
+
+    /// Parses the whole input.
+    ///
+    /// - Throws: ``CLIError`` with status `badInput`, naming the line (and column, for CSV).
+    static func parse(_ text: String, format: Format, entity: EntitySchema) throws(CLIError) -> [Item] {
+        switch format {
+        case .csv: try Self.parseCSV(text, entity: entity)
+        case .jsonl: try Self.parseJSONLines(text, entity: entity)
+        }
+    }
+
+    // MARK: CSV
+
+    static func parseCSV(_ text: String, entity: EntitySchema) throws(CLIError) -> [Item] {
+        let records: [CSV.Record]
+        do {
+            records = try CSV.parse(text)
+        } catch {
+            throw CLIError.badInput("line \(error.line): \(error.message)")
+        }
+        guard let header = records.first else { return [] }
+        var columns: [Attribute?] = []  // nil: the id column
+        var seen: Set<String> = []
+        for field in header.fields {
+            let name = field.text.trimmingSpaces
+            guard seen.insert(name).inserted else {
+                throw CLIError.badInput("line \(header.line): column '\(name)' appears twice in the header")
+            }
+            if name == EntitySchema.idAttribute {
+                columns.append(nil)
+            } else if let attribute = entity.attribute(named: name) {
+                columns.append(attribute)
+            } else {
+                throw CLIError.badInput(
+                    "line \(header.line): header: " + NameSuggestion.unknownAttribute(name, in: entity))
+            }
+        }
+        var items: [Item] = []
+        items.reserveCapacity(records.count - 1)
+        for record in records.dropFirst() {
+            guard record.fields.count == columns.count else {
+                throw CLIError.badInput(
+                    "line \(record.line): \(record.fields.count) fields, but the header has \(columns.count)")
+            }
+            var item = Item(line: record.line, id: nil, values: [:])
+            for (field, column) in zip(record.fields, columns) {
+                guard let attribute = column else {
+                    item.id = field.text.isEmpty ? nil : field.text
+                    continue
+                }
+                if field.text.isEmpty, !(field.quoted && attribute.type == .string) {
+                    if attribute.isOptional { item.values[attribute.name] = .null }
+                    continue
+                }
+                do {
+                    item.values[attribute.name] = try ValueParsing.parse(field.text, as: attribute.type)
+                } catch {
+                    throw CLIError.badInput("line \(record.line), column '\(attribute.name)': \(error.message)")
+                }
+            }
+            items.append(item)
+        }
+        return items
+    }
+
+    // MARK: JSON lines
+
+    static func parseJSONLines(_ text: String, entity: EntitySchema) throws(CLIError) -> [Item] {
+        var items: [Item] = []
+        var lineNumber = 0
+        for line in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
+            lineNumber += 1
+            guard !line.allSatisfy({ $0.isWhitespace }) else { continue }
+            do {
+                items.append(try Self.parseJSONLine(String(line), number: lineNumber, entity: entity))
+            } catch {
+                throw error.within("line \(lineNumber)")
+            }
+        }
+        return items
+    }
+
+    static func parseJSONLine(_ line: String, number: Int, entity: EntitySchema) throws(CLIError) -> Item {
+        let json: JSON
+        do {
+            json = try JSON.parse(line)
+        } catch {
+            throw CLIError.badInput("invalid JSON at column \(error.column): \(error.message)")
+        }
+        guard case .object(let members) = json else {
+            throw CLIError.badInput("expected a JSON object, found \(json.kindDescription)")
+        }
+        var item = Item(line: number, id: nil, values: [:])
+        switch json["id"] {
+        case nil, .null?: break
+        case .string(let s)?: item.id = s.isEmpty ? nil : s
+        case let other?: throw CLIError.badInput("\"id\" must be a string, found \(other.kindDescription)")
+        }
+        let fields: [(String, JSON)]
+        if case .object(let nested)? = json["values"], members.allSatisfy({ $0.0 == "id" || $0.0 == "values" }) {
+            fields = nested
+        } else {
+            fields = members.filter { $0.0 != "id" }
+        }
+        for (name, value) in fields {
+            guard let attribute = entity.attribute(named: name) else {
+                throw CLIError.badInput(NameSuggestion.unknownAttribute(name, in: entity))
+            }
+            do {
+                item.values[name] = try ValueParsing.parse(value, as: attribute.type)
+            } catch {
+                throw CLIError.badInput("\(name): \(error.message)")
+            }
+        }
+        return item
+    }
+}
+
+extension String {
+    /// The string without leading and trailing spaces and tabs.
+    var trimmingSpaces: String {
+        var s = Substring(self)
+        while s.first == " " || s.first == "\t" { s.removeFirst() }
+        while s.last == " " || s.last == "\t" { s.removeLast() }
+        return String(s)
+    }
+}

@@ -1,0 +1,365 @@
+// MARK: - JSON
+
+/// A JSON value that keeps what the CLI needs and Foundation's `JSONSerialization` loses: the exact text of numbers
+/// (so a 64-bit integer is never rounded through `Double`, and `2` and `2.0` stay apart) and the order of object keys.
+///
+/// ```swift
+/// let value = try JSON.parse(#"{"op":"insert","values":{"category":3}}"#)
+/// value["values"]?["category"]      // .number("3")
+/// JSON.object([("id", .string("p1"))]).text   // {"id":"p1"}
+/// ```
+enum JSON: Sendable, Equatable {
+    case null
+    case bool(Bool)
+    /// A number, as written: `-12`, `2.5`, `1e-3`.
+    case number(String)
+    case string(String)
+    case array([JSON])
+    /// Keys in the order they were written (a repeated key is rejected by the parser).
+    case object([(String, JSON)])
+
+    static func == (lhs: JSON, rhs: JSON) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null): true
+        case (.bool(let a), .bool(let b)): a == b
+        case (.number(let a), .number(let b)): a == b
+        case (.string(let a), .string(let b)): a == b
+        case (.array(let a), .array(let b)): a == b
+        case (.object(let a), .object(let b)):
+            a.count == b.count && zip(a, b).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
+        default: false
+        }
+    }
+
+    /// The member with this key, for an object.
+    subscript(key: String) -> JSON? {
+        guard case .object(let members) = self else { return nil }
+        return members.first { $0.0 == key }?.1
+    }
+
+    /// What kind of value this is, for messages: `a string`, `a number`, `an object`.
+    var kindDescription: String {
+        switch self {
+        case .null: "null"
+        case .bool: "a boolean"
+        case .number: "a number"
+        case .string: "a string"
+        case .array: "an array"
+        case .object: "an object"
+        }
+    }
+}
+
+// MARK: - Writing
+
+extension JSON {
+    /// The value as compact JSON text on one line (no spaces), keys in their order.
+    var text: String {
+        var out = ""
+        self.write(to: &out)
+        return out
+    }
+
+    func write(to out: inout String) {
+        switch self {
+        case .null: out += "null"
+        case .bool(let b): out += b ? "true" : "false"
+        case .number(let n): out += n
+        case .string(let s): JSON.writeString(s, to: &out)
+        case .array(let items):
+            out += "["
+            for (i, item) in items.enumerated() {
+                if i > 0 { out += "," }
+                item.write(to: &out)
+            }
+            out += "]"
+        case .object(let members):
+            out += "{"
+            for (i, (key, value)) in members.enumerated() {
+                if i > 0 { out += "," }
+                JSON.writeString(key, to: &out)
+                out += ":"
+                value.write(to: &out)
+            }
+            out += "}"
+        }
+    }
+
+    /// Writes a JSON string literal: `"` and `\` escaped, control characters as `\n`, `\t`, `\u00XX`; everything
+    /// else (non-ASCII included) as UTF-8.
+    static func writeString(_ s: String, to out: inout String) {
+        out += "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if scalar.value < 0x20 || scalar.value == 0x7F {
+                    let hex = String(scalar.value, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        out += "\""
+    }
+
+    /// A JSON number for an integer.
+    static func integer<I: BinaryInteger>(_ value: I) -> JSON { .number(String(value)) }
+
+    /// A JSON number for a double, in the shortest form that reads back to the same double (`2.0`, `0.1`, `1e-05`).
+    /// JSON has no infinity: ±infinity are written `1e999` and `-1e999`, which every JSON reader turns back into it.
+    static func double(_ value: Double) -> JSON {
+        if value.isInfinite { return .number(value < 0 ? "-1e999" : "1e999") }
+        precondition(!value.isNaN, "NaN is never a valid value")
+        return .number(value.description)
+    }
+}
+
+// MARK: - Parsing
+
+/// A JSON syntax error, at a 1-based column of the text.
+struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
+    var message: String
+    /// 1-based position in the text, counted in Unicode scalars.
+    var column: Int
+
+    var description: String { "column \(self.column): \(self.message)" }
+}
+
+extension JSON {
+    /// Parses one JSON value that spans the whole text (surrounding whitespace allowed).
+    ///
+    /// - Throws: ``JSONSyntaxError`` with the column of the fault.
+    static func parse(_ text: String) throws(JSONSyntaxError) -> JSON {
+        var parser = JSONParser(Array(text.unicodeScalars))
+        parser.skipWhitespace()
+        let value = try parser.parseValue(depth: 0)
+        parser.skipWhitespace()
+        if parser.index < parser.scalars.count {
+            throw parser.error("unexpected \(parser.describeCurrent()) after the value")
+        }
+        return value
+    }
+}
+
+/// A recursive-descent JSON parser over Unicode scalars (RFC 8259, strict: no comments, no trailing commas).
+private struct JSONParser {
+    let scalars: [Unicode.Scalar]
+    var index = 0
+    static let maximumDepth = 128
+
+    init(_ scalars: [Unicode.Scalar]) { self.scalars = scalars }
+
+    func error(_ message: String) -> JSONSyntaxError {
+        JSONSyntaxError(message: message, column: self.index + 1)
+    }
+
+    func describeCurrent() -> String {
+        guard self.index < self.scalars.count else { return "end of line" }
+        return "'\(Character(self.scalars[self.index]))'"
+    }
+
+    mutating func skipWhitespace() {
+        while self.index < self.scalars.count, [" ", "\t", "\n", "\r"].contains(self.scalars[self.index]) {
+            self.index += 1
+        }
+    }
+
+    mutating func parseValue(depth: Int) throws(JSONSyntaxError) -> JSON {
+        guard depth < Self.maximumDepth else { throw self.error("nested too deeply") }
+        guard self.index < self.scalars.count else { throw self.error("expected a value, found the end of line") }
+        switch self.scalars[self.index] {
+        case "{": return try self.parseObject(depth: depth)
+        case "[": return try self.parseArray(depth: depth)
+        case "\"": return .string(try self.parseString())
+        case "t":
+            try self.expectWord("true")
+            return .bool(true)
+        case "f":
+            try self.expectWord("false")
+            return .bool(false)
+        case "n":
+            try self.expectWord("null")
+            return .null
+        case "-", "0"..."9": return try self.parseNumber()
+        default: throw self.error("expected a value, found \(self.describeCurrent())")
+        }
+    }
+
+    mutating func expectWord(_ word: String) throws(JSONSyntaxError) {
+        let start = self.index
+        for expected in word.unicodeScalars {
+            guard self.index < self.scalars.count, self.scalars[self.index] == expected else {
+                self.index = start
+                throw self.error("expected a value, found \(self.describeCurrent())")
+            }
+            self.index += 1
+        }
+    }
+
+    mutating func parseObject(depth: Int) throws(JSONSyntaxError) -> JSON {
+        self.index += 1
+        var members: [(String, JSON)] = []
+        var seen: Set<String> = []
+        self.skipWhitespace()
+        if self.index < self.scalars.count, self.scalars[self.index] == "}" {
+            self.index += 1
+            return .object(members)
+        }
+        while true {
+            self.skipWhitespace()
+            guard self.index < self.scalars.count, self.scalars[self.index] == "\"" else {
+                throw self.error("expected a key in double quotes, found \(self.describeCurrent())")
+            }
+            let keyStart = self.index
+            let key = try self.parseString()
+            guard seen.insert(key).inserted else {
+                self.index = keyStart
+                throw self.error("key \"\(key)\" appears twice")
+            }
+            self.skipWhitespace()
+            guard self.index < self.scalars.count, self.scalars[self.index] == ":" else {
+                throw self.error("expected ':' after the key, found \(self.describeCurrent())")
+            }
+            self.index += 1
+            self.skipWhitespace()
+            members.append((key, try self.parseValue(depth: depth + 1)))
+            self.skipWhitespace()
+            guard self.index < self.scalars.count else { throw self.error("unterminated object: expected ',' or '}'") }
+            if self.scalars[self.index] == "," {
+                self.index += 1
+                continue
+            }
+            if self.scalars[self.index] == "}" {
+                self.index += 1
+                return .object(members)
+            }
+            throw self.error("expected ',' or '}', found \(self.describeCurrent())")
+        }
+    }
+
+    mutating func parseArray(depth: Int) throws(JSONSyntaxError) -> JSON {
+        self.index += 1
+        var items: [JSON] = []
+        self.skipWhitespace()
+        if self.index < self.scalars.count, self.scalars[self.index] == "]" {
+            self.index += 1
+            return .array(items)
+        }
+        while true {
+            self.skipWhitespace()
+            items.append(try self.parseValue(depth: depth + 1))
+            self.skipWhitespace()
+            guard self.index < self.scalars.count else { throw self.error("unterminated array: expected ',' or ']'") }
+            if self.scalars[self.index] == "," {
+                self.index += 1
+                continue
+            }
+            if self.scalars[self.index] == "]" {
+                self.index += 1
+                return .array(items)
+            }
+            throw self.error("expected ',' or ']', found \(self.describeCurrent())")
+        }
+    }
+
+    mutating func parseString() throws(JSONSyntaxError) -> String {
+        self.index += 1
+        var out = String.UnicodeScalarView()
+        while true {
+            guard self.index < self.scalars.count else { throw self.error("unterminated string") }
+            let c = self.scalars[self.index]
+            if c == "\"" {
+                self.index += 1
+                return String(out)
+            }
+            if c.value < 0x20 { throw self.error("control character in a string (write it as \\n, \\t or \\u00XX)") }
+            if c != "\\" {
+                out.append(c)
+                self.index += 1
+                continue
+            }
+            self.index += 1
+            guard self.index < self.scalars.count else { throw self.error("unterminated string") }
+            let escape = self.scalars[self.index]
+            self.index += 1
+            switch escape {
+            case "\"": out.append("\"")
+            case "\\": out.append("\\")
+            case "/": out.append("/")
+            case "b": out.append("\u{8}")
+            case "f": out.append("\u{C}")
+            case "n": out.append("\n")
+            case "r": out.append("\r")
+            case "t": out.append("\t")
+            case "u":
+                let first = try self.parseHex4()
+                if (0xD800..<0xDC00).contains(first) {
+                    guard self.index + 1 < self.scalars.count, self.scalars[self.index] == "\\",
+                        self.scalars[self.index + 1] == "u"
+                    else { throw self.error("a high surrogate must be followed by a low surrogate") }
+                    self.index += 2
+                    let second = try self.parseHex4()
+                    guard (0xDC00..<0xE000).contains(second) else {
+                        throw self.error("a high surrogate must be followed by a low surrogate")
+                    }
+                    let value = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
+                    out.append(Unicode.Scalar(value)!)
+                } else if let scalar = Unicode.Scalar(first) {
+                    out.append(scalar)
+                } else {
+                    throw self.error("lone surrogate \\u\(String(first, radix: 16)) in a string")
+                }
+            default:
+                self.index -= 1
+                throw self.error("unknown escape '\\\(Character(escape))' in a string")
+            }
+        }
+    }
+
+    mutating func parseHex4() throws(JSONSyntaxError) -> UInt32 {
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            guard self.index < self.scalars.count, let digit = Character(self.scalars[self.index]).hexDigitValue else {
+                throw self.error("expected 4 hex digits after \\u")
+            }
+            value = value * 16 + UInt32(digit)
+            self.index += 1
+        }
+        return value
+    }
+
+    mutating func parseNumber() throws(JSONSyntaxError) -> JSON {
+        let start = self.index
+        func isDigit(_ i: Int) -> Bool { i < self.scalars.count && ("0"..."9").contains(self.scalars[i]) }
+        if self.scalars[self.index] == "-" { self.index += 1 }
+        guard isDigit(self.index) else { throw self.error("expected a digit") }
+        if self.scalars[self.index] == "0" {
+            self.index += 1
+            if isDigit(self.index) { throw self.error("a number may not start with 0") }
+        } else {
+            while isDigit(self.index) { self.index += 1 }
+        }
+        if self.index < self.scalars.count, self.scalars[self.index] == "." {
+            self.index += 1
+            guard isDigit(self.index) else { throw self.error("expected a digit after '.'") }
+            while isDigit(self.index) { self.index += 1 }
+        }
+        if self.index < self.scalars.count, self.scalars[self.index] == "e" || self.scalars[self.index] == "E" {
+            self.index += 1
+            if self.index < self.scalars.count, self.scalars[self.index] == "+" || self.scalars[self.index] == "-" {
+                self.index += 1
+            }
+            guard isDigit(self.index) else { throw self.error("expected a digit in the exponent") }
+            while isDigit(self.index) { self.index += 1 }
+        }
+        var text = String.UnicodeScalarView()
+        text.append(contentsOf: self.scalars[start..<self.index])
+        return .number(String(text))
+    }
+}

@@ -1,0 +1,340 @@
+// MARK: - ClientOutbox: one client's bounded, coalescing queue
+//
+// The hub never waits for a client: it enqueues here and moves on. The client's writer task takes one item at a time
+// and writes it to the gRPC stream, where it may suspend for as long as the client does not read (HTTP/2 flow
+// control). While it is suspended, batches pile up here and are merged into the last queued batch, folding
+// consecutive changes to one row into one (`RowDelta` coalescing below). The merged batch holds at most one entry per
+// row and subscription, so a client that falls behind on a few hot rows never grows its queue; when the distinct
+// rows waiting pass `limit`, the queued batches and snapshots are dropped and the hub re-snapshots every subscription
+// of the client (`resnapshot`), which bounds the server's memory per client.
+
+internal import MeridianCore
+internal import MeridianProto
+internal import SwiftProtobuf
+internal import Synchronization
+
+/// Part of a client's queue: a message built once, a batch (shared or merged), or a snapshot to cut into chunks.
+enum OutboxItem: Sendable {
+    case message(Meridian_V1_SyncResponse)
+    case batch(QueuedBatch)
+    case snapshot(QueuedSnapshot)
+}
+
+/// A subscription's snapshot waiting to be sent, at `seq`.
+struct QueuedSnapshot: Sendable {
+    var subscriptionID: String
+    var seq: Int64
+    var rows: [VersionedRow]
+    var resnapshot: Bool
+}
+
+/// One subscription's part of a batch: the shared delta, the client's id for it, and whether it answers a Replace.
+struct BatchPart: Sendable {
+    var subscriptionID: String
+    var delta: SharedDelta
+    var replaced: Bool
+}
+
+/// A batch waiting for the client: either one hub batch as shared parts (sent without re-encoding), or several
+/// merged, row by row.
+struct QueuedBatch: Sendable {
+    var seq: Int64
+    /// The parts of a single hub batch, while nothing was merged into it.
+    var shared: [BatchPart]?
+    /// The merged changes by subscription, once a second batch was merged in.
+    var merged: [String: MergedDelta] = [:]
+    /// Subscription ids in first-appearance order (for a stable encoding).
+    var mergedOrder: [String] = []
+    var rowCount: Int
+
+    init(seq: Int64, parts: [BatchPart]) {
+        self.seq = seq
+        self.shared = parts
+        self.rowCount = parts.reduce(0) { $0 + $1.delta.rowCount }
+    }
+
+    /// Folds a later batch into this one; returns how many rows were coalesced away.
+    mutating func merge(seq: Int64, parts: [BatchPart]) -> Int {
+        if let shared = self.shared {
+            self.shared = nil
+            self.rowCount = 0
+            for part in shared { self.fold(part) }
+        }
+        let before = self.rowCount + parts.reduce(0) { $0 + $1.delta.rowCount }
+        for part in parts { self.fold(part) }
+        self.seq = max(self.seq, seq)
+        return before - self.rowCount
+    }
+
+    private mutating func fold(_ part: BatchPart) {
+        if self.merged[part.subscriptionID] == nil {
+            self.merged[part.subscriptionID] = MergedDelta()
+            self.mergedOrder.append(part.subscriptionID)
+        }
+        let old = self.merged[part.subscriptionID]!.count
+        self.merged[part.subscriptionID]!.fold(part)
+        self.rowCount += self.merged[part.subscriptionID]!.count - old
+    }
+
+    /// The serialized `SyncResponse{batch}`.
+    func encoded() -> [UInt8] {
+        if let shared {
+            return SharedBatchEncoding.syncResponse(
+                seq: self.seq,
+                encodedDeltas: shared.map { $0.delta.encoded(subscriptionID: $0.subscriptionID, replaced: $0.replaced) }
+            )
+        }
+        var batch = Meridian_V1_Batch()
+        batch.seq = self.seq
+        for id in self.mergedOrder {
+            guard let merged = self.merged[id] else { continue }
+            batch.deltas.append(merged.proto(subscriptionID: id))
+        }
+        var response = Meridian_V1_SyncResponse()
+        response.batch = batch
+        return (try? response.serializedBytes()) ?? []
+    }
+}
+
+/// Several batches' changes to one subscription, one entry per row.
+struct MergedDelta: Sendable {
+    var rows: [String: RowDelta] = [:]
+    var order: [String] = []
+    var replaced = false
+
+    var count: Int { self.rows.count }
+
+    mutating func fold(_ part: BatchPart) {
+        if part.replaced { self.replaced = true }
+        for (id, delta) in part.delta.rowDeltas {
+            guard let existing = self.rows[id] else {
+                self.rows[id] = delta
+                self.order.append(id)
+                continue
+            }
+            self.rows[id] = Self.coalesce(existing, delta)
+        }
+    }
+
+    /// The net effect of `first` followed by `second` on one row (`nil`: nothing to tell the client).
+    static func coalesce(_ first: RowDelta, _ second: RowDelta) -> RowDelta? {
+        switch (first, second) {
+        case (.entered, .entered(let row)), (.entered, .updated(let row, _)):
+            return .entered(row)
+        case (.entered, .left):
+            return nil
+        case (.updated(_, let a), .updated(let row, let b)):
+            return .updated(row, changed: Array(Set(a).union(b)).sorted { $0.utf8Compare($1) < 0 })
+        case (.updated, .left(let id, _)), (.left, .left(let id, _)):
+            return .left(id: id, before: nil)
+        case (.left(_, let before?), .entered(let row)):
+            // The row left and came back: to the client, which still holds its old image, it changed.
+            let changed = row.row.changedAttributes(from: before)
+            return changed.isEmpty ? nil : .updated(row, changed: changed)
+        case (.left(_, nil), .entered(let row)), (.left, .updated(let row, _)), (.updated, .entered(let row)):
+            // The client's image is unknown here: report every attribute as changed.
+            return .updated(row, changed: row.row.values.keys.sorted { $0.utf8Compare($1) < 0 })
+        }
+    }
+
+    func proto(subscriptionID: String) -> Meridian_V1_SubscriptionDelta {
+        var delta = Meridian_V1_SubscriptionDelta()
+        delta.subscriptionID = subscriptionID
+        delta.replaced = self.replaced
+        for id in self.order {
+            switch self.rows[id] {
+            case .entered(let row): delta.entered.append(Meridian_V1_Row(row.row, version: row.version))
+            case .left(let id, _): delta.left.append(id)
+            case .updated(let row, let changed):
+                delta.updated.append(Meridian_V1_RowUpdate(row.row, version: row.version, changed: changed))
+            case nil: break
+            }
+        }
+        return delta
+    }
+}
+
+// MARK: - ClientOutbox
+
+/// One client's outbound queue: the hub enqueues without ever waiting; the client's writer takes items one by one.
+final class ClientOutbox: Sendable {
+    /// What happened to an enqueued batch.
+    enum EnqueueResult {
+        /// Queued (possibly merged into the previous batch, coalescing this many rows).
+        case queued(coalesced: Int)
+        /// The queue passed its limit and was dropped: re-snapshot the client.
+        case overflowed
+        /// The client is gone.
+        case closed
+    }
+
+    private struct State {
+        var items: [OutboxItem] = []
+        var head = 0
+        var queuedRows = 0
+        var waiter: CheckedContinuation<OutboxItem?, Never>?
+        var finished = false
+        var lastSentSeq: Int64 = 0
+        var lastActivity = ContinuousClock.now
+
+        var isEmpty: Bool { self.head == self.items.count }
+
+        mutating func popFirst() -> OutboxItem? {
+            guard self.head < self.items.count else { return nil }
+            let item = self.items[self.head]
+            self.head += 1
+            if self.head == self.items.count {
+                self.items.removeAll(keepingCapacity: true)
+                self.head = 0
+            } else if self.head > 64, self.head * 2 > self.items.count {
+                self.items.removeFirst(self.head)
+                self.head = 0
+            }
+            if case .batch(let batch) = item {
+                self.queuedRows -= batch.rowCount
+                self.lastSentSeq = max(self.lastSentSeq, batch.seq)
+            } else if case .snapshot(let snapshot) = item {
+                self.lastSentSeq = max(self.lastSentSeq, snapshot.seq)
+            }
+            self.lastActivity = .now
+            return item
+        }
+
+        /// Hands `item` to a waiting writer, or queues it.
+        mutating func push(_ item: OutboxItem) -> CheckedContinuation<OutboxItem?, Never>? {
+            if let waiter = self.waiter, self.isEmpty {
+                self.waiter = nil
+                if case .batch(let batch) = item { self.lastSentSeq = max(self.lastSentSeq, batch.seq) }
+                if case .snapshot(let snapshot) = item { self.lastSentSeq = max(self.lastSentSeq, snapshot.seq) }
+                self.lastActivity = .now
+                return waiter
+            }
+            if case .batch(let batch) = item { self.queuedRows += batch.rowCount }
+            self.items.append(item)
+            return nil
+        }
+    }
+
+    /// The most distinct row changes that may wait.
+    let limit: Int
+    private let state = Mutex(State())
+
+    init(limit: Int) {
+        self.limit = max(1, limit)
+    }
+
+    /// Queues a message (Welcome, errors, heartbeats, Goodbye).
+    func enqueue(_ message: Meridian_V1_SyncResponse) {
+        self.deliver(.message(message))
+    }
+
+    /// Queues a snapshot; it is never merged and does not count against the limit (its size is the result's).
+    func enqueue(_ snapshot: QueuedSnapshot) {
+        self.deliver(.snapshot(snapshot))
+    }
+
+    /// Queues one hub batch's parts for this client at `seq`, merging into the last queued batch when there is one.
+    func enqueueBatch(seq: Int64, parts: [BatchPart]) -> EnqueueResult {
+        let (waiter, item, result): (CheckedContinuation<OutboxItem?, Never>?, OutboxItem?, EnqueueResult) =
+            self.state.withLock { state in
+                if state.finished { return (nil, nil, .closed) }
+                if !state.isEmpty, case .batch(var last) = state.items[state.items.count - 1] {
+                    state.queuedRows -= last.rowCount
+                    let coalesced = last.merge(seq: seq, parts: parts)
+                    state.queuedRows += last.rowCount
+                    state.items[state.items.count - 1] = .batch(last)
+                    if state.queuedRows > self.limit {
+                        Self.drop(&state)
+                        return (nil, nil, .overflowed)
+                    }
+                    return (nil, nil, .queued(coalesced: coalesced))
+                }
+                let item = OutboxItem.batch(QueuedBatch(seq: seq, parts: parts))
+                let waiter = state.push(item)
+                if waiter == nil, state.queuedRows > self.limit, state.items.count > 1 {
+                    Self.drop(&state)
+                    return (nil, nil, .overflowed)
+                }
+                return (waiter, item, .queued(coalesced: 0))
+            }
+        if let waiter { waiter.resume(returning: item) }
+        return result
+    }
+
+    /// Drops every queued batch and snapshot (the hub re-snapshots the client); messages stay.
+    private static func drop(_ state: inout State) {
+        state.items = state.items[state.head...].filter {
+            if case .message = $0 { return true }
+            return false
+        }
+        state.head = 0
+        state.queuedRows = 0
+    }
+
+    private func deliver(_ item: OutboxItem) {
+        let waiter = self.state.withLock { state -> CheckedContinuation<OutboxItem?, Never>? in
+            if state.finished { return nil }
+            return state.push(item)
+        }
+        waiter?.resume(returning: item)
+    }
+
+    /// Queues a final message and ends the queue: the writer sends what is queued, then the message, then stops.
+    func finish(with message: Meridian_V1_SyncResponse? = nil) {
+        let waiter = self.state.withLock { state -> CheckedContinuation<OutboxItem?, Never>? in
+            if state.finished { return nil }
+            var waiter: CheckedContinuation<OutboxItem?, Never>? = nil
+            if let message { waiter = state.push(.message(message)) }
+            state.finished = true
+            if waiter == nil, state.isEmpty, let idle = state.waiter {
+                state.waiter = nil
+                idle.resume(returning: nil)
+            }
+            return waiter
+        }
+        if let waiter, let message { waiter.resume(returning: .message(message)) }
+    }
+
+    /// The next item to write, waiting for one; `nil` once the queue is finished and empty (or the task cancelled).
+    func next() async -> OutboxItem? {
+        if let item = self.state.withLock({ $0.popFirst() }) { return item }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<OutboxItem?, Never>) in
+                let ready: OutboxItem?? = self.state.withLock { state in
+                    if let item = state.popFirst() { return .some(item) }
+                    if state.finished || Task.isCancelled { return .some(nil) }
+                    state.waiter = continuation
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) }
+            }
+        } onCancel: {
+            let waiter = self.state.withLock { state in
+                state.finished = true
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume(returning: nil)
+        }
+    }
+
+    /// Queues a heartbeat at `seq` (or the last seq sent, if later) when nothing was sent for `interval`.
+    func heartbeatIfIdle(interval: Duration, seq: Int64) {
+        let waiter = self.state.withLock { state -> (CheckedContinuation<OutboxItem?, Never>, OutboxItem)? in
+            guard !state.finished, state.isEmpty, ContinuousClock.now - state.lastActivity >= interval else {
+                return nil
+            }
+            var response = Meridian_V1_SyncResponse()
+            var heartbeat = Meridian_V1_Heartbeat()
+            heartbeat.seq = max(seq, state.lastSentSeq)
+            response.heartbeat = heartbeat
+            let item = OutboxItem.message(response)
+            state.lastActivity = .now
+            return state.push(item).map { ($0, item) }
+        }
+        if let (continuation, item) = waiter { continuation.resume(returning: item) }
+    }
+
+    /// The number of distinct row changes waiting (for tests and metrics).
+    var queuedRows: Int { self.state.withLock { $0.queuedRows } }
+}

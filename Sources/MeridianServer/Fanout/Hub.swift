@@ -1,0 +1,332 @@
+// MARK: - Hub: the fan-out
+//
+// One task follows the store's commits (`run()`): on every wake-up it reads the change log once from the last seq it
+// processed to the latest commit (so a batch always ends at a commit boundary), groups the changes by entity and row,
+// evaluates each DISTINCT subscription once — clients whose fetch requests are equal (entity, bound predicate, order,
+// limit) share one — encodes each distinct delta once, and queues one batch per affected client (the shared bytes
+// plus the client's subscription ids). Queuing never waits: a slow client only grows (and coalesces, and at worst
+// drops) its own queue (ClientOutbox).
+//
+// All state lives in one Mutex: the processing of one batch, and every registration, are atomic with respect to each
+// other, so "the hub has processed seq H" means every client's queue holds exactly the batches up to H.
+//
+// ## New subscriptions, resumes and replaces (Hub+Registration.swift)
+//
+// A subscription that needs data from the store is first registered as *pending* at the hub's current seq H: from
+// then on the hub appends every change of its entity to the pending's buffer, but sends it no deltas. The session
+// then reads its base from the store outside the lock — a snapshot of every matching row at some seq S0 >= H, or for
+// a resume the log's changes after the client's seq R up to some T >= H. The pending is *released* in line with the
+// hub, under the lock, as soon as the hub has processed a seq X >= S0 (immediately if it already has; otherwise right
+// after the batch that reaches S0): the base is advanced to X with the buffered changes after S0 (nothing between the
+// snapshot and the first delta is lost or repeated), queued for the client after every batch <= X and before any
+// batch > X, and the subscription joins its distinct subscription, so its deltas start with the batch after X. Thus
+// `seq` never decreases along a stream, and every message leaves the client at a state the store had.
+
+internal import CoreMetrics
+internal import Logging
+internal import MeridianCore
+internal import MeridianProto
+internal import MeridianStore
+internal import Synchronization
+
+/// The key that makes subscriptions equal for fan-out: entity, bound predicate, order and limit (not the section key,
+/// which only groups rows on the client).
+struct SubscriptionKey: Hashable, Sendable {
+    var entity: String
+    var predicate: RowPredicate
+    var order: RowOrder
+    var limit: Int?
+
+    init(_ request: BoundFetchRequest) {
+        self.entity = request.entity.name
+        self.predicate = request.predicate
+        self.order = request.order
+        self.limit = request.limit
+    }
+}
+
+/// The fan-out: distinct subscriptions, connected clients and pending registrations, driven by the store's commits.
+final class Hub: Sendable {
+    /// A distinct subscription and every client subscription that holds it.
+    struct Distinct {
+        let request: BoundFetchRequest
+        /// client id → the client's subscription ids with this key.
+        var holders: [Int: Set<String>] = [:]
+        /// For a limited subscription: every matching row in order (the window is its prefix), at the hub's seq.
+        var live: LiveResults?
+        /// For a limited subscription: the version of every matching row.
+        var versions: [String: Int64] = [:]
+    }
+
+    /// One connected `Sync` stream.
+    struct Client {
+        let outbox: ClientOutbox
+        /// Pending registrations whose base the session must read (`read(_:)`).
+        let jobs: AsyncStream<Int>.Continuation
+        let name: String
+        var subscriptions: [String: ClientSubscription] = [:]
+        /// The client's resume point, when `Welcome.resumed` was true.
+        var resumeFrom: Int64?
+    }
+
+    /// One subscription of one client.
+    struct ClientSubscription {
+        /// The request the subscription is (or is becoming, while a Replace is pending).
+        var request: BoundFetchRequest
+        /// The distinct subscription it receives deltas from, once active.
+        var active: SubscriptionKey?
+        /// The request of the active key.
+        var activeRequest: BoundFetchRequest?
+        /// The pending registration, if any.
+        var pending: Int?
+    }
+
+    /// What a pending registration will send when released.
+    enum PendingKind {
+        /// A snapshot (flagged `resnapshot` or not).
+        case snapshot(resnapshot: Bool)
+        /// The deltas missed since the client's seq.
+        case resume(from: Int64)
+        /// The difference between the old request's result and the new one's.
+        case replace(old: BoundFetchRequest)
+    }
+
+    /// What the session read from the store for a pending registration.
+    enum Base {
+        /// Every row matching the request (no limit), in order, at `seq`.
+        case rows([VersionedRow], seq: Int64, resnapshot: Bool)
+        /// The log's changes of the entity after the client's seq, up to `seq`.
+        case missed([Change], seq: Int64)
+        /// The matching rows of the old request at `oldSeq` and of the new one at `newSeq`.
+        case replace(old: [VersionedRow], oldSeq: Int64, new: [VersionedRow], newSeq: Int64)
+
+        var seq: Int64 {
+            switch self {
+            case .rows(_, let seq, _), .missed(_, let seq): seq
+            case .replace(_, let oldSeq, _, let newSeq): max(oldSeq, newSeq)
+            }
+        }
+    }
+
+    /// A subscription registered at `registeredAt` whose base is being read.
+    struct Pending {
+        let clientID: Int
+        let subscriptionID: String
+        let request: BoundFetchRequest
+        let kind: PendingKind
+        let registeredAt: Int64
+        /// Every change of `entities` after `registeredAt` that the hub processed since.
+        var buffer: [Change] = []
+        var base: Base?
+
+        var entities: Set<String> {
+            if case .replace(let old) = self.kind { return [self.request.entity.name, old.entity.name] }
+            return [self.request.entity.name]
+        }
+    }
+
+    struct State {
+        var processedSeq: Int64 = 0
+        var shuttingDown = false
+        var distinct: [SubscriptionKey: Distinct] = [:]
+        var clients: [Int: Client] = [:]
+        var pendings: [Int: Pending] = [:]
+        var nextID = 1
+    }
+
+    let store: Store
+    let configuration: ServerConfiguration
+    let metrics: ServerMetrics
+    let logger: Logger
+    let state = Mutex(State())
+
+    init(store: Store, configuration: ServerConfiguration, metrics: ServerMetrics, logger: Logger) {
+        self.store = store
+        self.configuration = configuration
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    /// The last seq the hub has processed (every client queue holds the batches up to it).
+    var processedSeq: Int64 { self.state.withLock { $0.processedSeq } }
+
+    // MARK: - Running
+
+    /// Starts from the store's latest seq; call before serving.
+    func start() async throws {
+        let seq = try await self.store.latestSeq()
+        self.state.withLock { $0.processedSeq = seq }
+    }
+
+    /// Follows the store's commits until cancelled, processing the log once per wake-up.
+    func run() async throws {
+        for await _ in self.store.commits(pollInterval: self.configuration.commitPollInterval) {
+            try Task.checkCancellation()
+            try await self.catchUp()
+        }
+    }
+
+    /// Reads and processes everything after the processed seq.
+    func catchUp() async throws {
+        let from = self.processedSeq
+        let result = try await self.store.changes(after: from)
+        switch result {
+        case .changes(let batch):
+            guard batch.throughSeq > from else { return }
+            let start = ContinuousClock.now
+            self.process(batch, from: from)
+            self.metrics.fanoutDuration.recordNanoseconds(Int64((ContinuousClock.now - start).nanoseconds))
+        case .tooOld(let prunedThrough):
+            // The log was pruned past the hub (retention shorter than the hub's lag): everyone re-snapshots.
+            let latest = try await self.store.latestSeq()
+            self.logger.info(
+                "change log pruned past the fan-out; re-snapshotting every client",
+                metadata: ["meridian.seq": "\(from)", "meridian.pruned_through": "\(prunedThrough)"])
+            self.state.withLock { state in
+                state.processedSeq = max(state.processedSeq, latest)
+                for id in Array(state.clients.keys) { self.resnapshotAll(id, &state) }
+            }
+        }
+    }
+
+    /// Processes one read of the log (a batch ending at a commit boundary) under the lock.
+    func process(_ batch: ChangeBatch, from: Int64) {
+        let end = batch.throughSeq
+        var byEntity: [String: [Change]] = [:]
+        for change in batch.changes { byEntity[change.entity, default: []].append(change) }
+        var nets: [String: [NetChange]] = [:]
+        func netChanges(_ entity: String) -> [NetChange] {
+            if let cached = nets[entity] { return cached }
+            let computed = NetChange.of(byEntity[entity] ?? [])
+            nets[entity] = computed
+            return computed
+        }
+        self.metrics.commits.increment()
+        self.metrics.changes.increment(by: Int64(batch.changes.count))
+
+        self.state.withLock { state in
+            guard end > state.processedSeq else { return }
+            // 1. Each distinct subscription, once.
+            var perClient: [Int: [BatchPart]] = [:]
+            if !byEntity.isEmpty {
+                for key in Array(state.distinct.keys) where byEntity[key.entity] != nil {
+                    let delta: SharedDelta?
+                    if key.limit == nil {
+                        delta = state.distinct[key]!.request.unlimitedDelta(netChanges(key.entity))
+                    } else {
+                        delta = Self.limitedDelta(&state.distinct[key]!, netChanges(key.entity))
+                    }
+                    guard let delta else { continue }
+                    for (client, ids) in state.distinct[key]!.holders {
+                        for id in ids {
+                            perClient[client, default: []].append(
+                                BatchPart(subscriptionID: id, delta: delta, replaced: false))
+                        }
+                    }
+                }
+            }
+            // 2. One batch per affected client.
+            var overflowed: [Int] = []
+            for (clientID, parts) in perClient {
+                guard let client = state.clients[clientID] else { continue }
+                switch client.outbox.enqueueBatch(seq: end, parts: parts) {
+                case .queued(let coalesced):
+                    if coalesced > 0 { self.metrics.coalesced.increment(by: Int64(coalesced)) }
+                case .overflowed: overflowed.append(clientID)
+                case .closed: break
+                }
+            }
+            // 3. Pending registrations buffer their entities' changes.
+            for id in Array(state.pendings.keys) {
+                let entities = state.pendings[id]!.entities
+                for entity in entities {
+                    if let changes = byEntity[entity] { state.pendings[id]!.buffer.append(contentsOf: changes) }
+                }
+            }
+            state.processedSeq = end
+            // 4. Releases that were waiting for the hub to reach their base.
+            for id in state.pendings.keys.sorted() {
+                if let base = state.pendings[id]?.base, base.seq <= end { self.release(id, &state) }
+            }
+            // 5. Clients past their queue limit start over from snapshots.
+            for clientID in overflowed {
+                self.logger.info(
+                    "client queue over its limit; dropping it and re-snapshotting",
+                    metadata: [
+                        "meridian.client": "\(state.clients[clientID]?.name ?? "")", "meridian.seq": "\(end)",
+                    ])
+                self.metrics.overflows.increment()
+                self.resnapshotAll(clientID, &state)
+            }
+        }
+    }
+
+    /// A limited subscription's delta: its LiveResults applies the batch and its change set becomes entered, left
+    /// and updated (rows pushed into or out of the window by others' changes enter and leave too).
+    static func limitedDelta(_ distinct: inout Distinct, _ nets: [NetChange]) -> SharedDelta? {
+        guard distinct.live != nil else { return nil }
+        let request = distinct.request
+        var byID: [String: NetChange] = [:]
+        for net in nets {
+            byID[net.id] = net
+            if let after = net.after, request.matches(after) {
+                distinct.versions[net.id] = net.version
+            } else {
+                distinct.versions[net.id] = nil
+            }
+        }
+        let mutations = nets.map { net in net.after.map(RowMutation.upsert) ?? .delete(id: net.id) }
+        let changes = distinct.live!.apply(mutations)
+        guard !changes.isEmpty else { return nil }
+        var entered: [VersionedRow] = []
+        var left: [(id: String, before: Row?)] = []
+        var updated: [(row: VersionedRow, changed: [String])] = []
+        for change in changes.rowChanges {
+            switch change {
+            case .delete(let id, _):
+                left.append((id, byID[id]?.before))
+            case .insert(let id, _, let row):
+                entered.append(VersionedRow(row: row, version: distinct.versions[id] ?? 0))
+            case .move(let id, _, _, let row, _), .update(let id, _, _, let row, _):
+                guard let before = byID[id]?.before else { continue }
+                let changed = request.changedAttributes(row, from: before)
+                if !changed.isEmpty {
+                    updated.append((VersionedRow(row: row, version: distinct.versions[id] ?? 0), changed))
+                }
+            }
+        }
+        if entered.isEmpty && left.isEmpty && updated.isEmpty { return nil }
+        return SharedDelta(entered: entered, left: left, updated: updated)
+    }
+
+    // MARK: - Shutdown
+
+    /// Tells every client goodbye and ends their queues; new streams are refused from now on.
+    func beginShutdown(reason: String) {
+        let outboxes = self.state.withLock { state -> [ClientOutbox] in
+            state.shuttingDown = true
+            return state.clients.values.map(\.outbox)
+        }
+        var response = Meridian_V1_SyncResponse()
+        var goodbye = Meridian_V1_Goodbye()
+        goodbye.reason = reason
+        response.goodbye = goodbye
+        for outbox in outboxes { outbox.finish(with: response) }
+    }
+
+    /// Sends due heartbeats (called periodically).
+    func heartbeat() {
+        let (seq, outboxes) = self.state.withLock { ($0.processedSeq, $0.clients.values.map(\.outbox)) }
+        for outbox in outboxes {
+            outbox.heartbeatIfIdle(interval: self.configuration.heartbeatInterval, seq: seq)
+        }
+    }
+}
+
+extension Duration {
+    /// The duration in whole nanoseconds.
+    var nanoseconds: Int64 {
+        let c = self.components
+        return c.seconds * 1_000_000_000 + c.attoseconds / 1_000_000_000
+    }
+}

@@ -1,0 +1,182 @@
+// MARK: - Deltas: net changes per row, a subscription's delta, encoded once
+
+internal import MeridianCore
+internal import MeridianProto
+internal import MeridianStore
+internal import SwiftProtobuf
+
+/// A row with its version in the store.
+struct VersionedRow: Sendable {
+    var row: Row
+    var version: Int64
+}
+
+/// The net effect of a run of changes on one row: its image before the run and after it.
+struct NetChange: Sendable {
+    var id: String
+    /// The row before the first change of the run (`nil`: it did not exist).
+    var before: Row?
+    /// The row after the last change of the run (`nil`: it does not exist).
+    var after: Row?
+    /// The row's version after the run.
+    var version: Int64
+
+    /// The net changes of `changes` (in seq order) for one entity, in order of first appearance.
+    static func of(_ changes: some Sequence<Change>) -> [NetChange] {
+        var index: [String: Int] = [:]
+        var out: [NetChange] = []
+        for change in changes {
+            if let i = index[change.id] {
+                out[i].after = change.after
+                out[i].version = change.version
+            } else {
+                index[change.id] = out.count
+                out.append(
+                    NetChange(id: change.id, before: change.before, after: change.after, version: change.version))
+            }
+        }
+        return out
+    }
+}
+
+/// One row's change in a subscription's result, as a client receives it.
+enum RowDelta: Sendable {
+    /// The row entered the result.
+    case entered(VersionedRow)
+    /// The row left the result; `before` is its last image the client saw, when known (for coalescing).
+    case left(id: String, before: Row?)
+    /// The row stayed and changed.
+    case updated(VersionedRow, changed: [String])
+}
+
+// MARK: - SharedDelta
+
+/// One distinct subscription's delta for one batch: computed once, encoded once, shared by every client holding the
+/// subscription (each client adds only its own subscription id in front of ``body``).
+final class SharedDelta: Sendable {
+    let entered: [VersionedRow]
+    let left: [(id: String, before: Row?)]
+    let updated: [(row: VersionedRow, changed: [String])]
+    /// `SubscriptionDelta` fields 2–4 (entered, left, updated), serialized; field 1 (the id) is per client.
+    let body: [UInt8]
+
+    init(entered: [VersionedRow], left: [(id: String, before: Row?)], updated: [(row: VersionedRow, changed: [String])])
+    {
+        self.entered = entered
+        self.left = left
+        self.updated = updated
+        var proto = Meridian_V1_SubscriptionDelta()
+        proto.entered = entered.map { Meridian_V1_Row($0.row, version: $0.version) }
+        proto.left = left.map(\.id)
+        proto.updated = updated.map { Meridian_V1_RowUpdate($0.row.row, version: $0.row.version, changed: $0.changed) }
+        self.body = (try? proto.serializedBytes()) ?? []
+    }
+
+    var isEmpty: Bool { self.entered.isEmpty && self.left.isEmpty && self.updated.isEmpty }
+    var rowCount: Int { self.entered.count + self.left.count + self.updated.count }
+
+    /// The changes in order, one per row.
+    var rowDeltas: [(id: String, delta: RowDelta)] {
+        self.left.map { ($0.id, .left(id: $0.id, before: $0.before)) }
+            + self.entered.map { ($0.row.id, .entered($0)) }
+            + self.updated.map { ($0.row.row.id, .updated($0.row, changed: $0.changed)) }
+    }
+
+    /// The serialized `SubscriptionDelta` for one client's subscription id (and `replaced` flag).
+    func encoded(subscriptionID: String, replaced: Bool) -> [UInt8] {
+        var out: [UInt8] = []
+        let id = Array(subscriptionID.utf8)
+        out.reserveCapacity(self.body.count + id.count + 8)
+        out.append(0x0A)
+        Self.appendVarint(UInt64(id.count), to: &out)
+        out.append(contentsOf: id)
+        out.append(contentsOf: self.body)
+        if replaced { out.append(contentsOf: [0x28, 0x01]) }
+        return out
+    }
+
+    static func appendVarint(_ value: UInt64, to bytes: inout [UInt8]) {
+        var v = value
+        while v >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        bytes.append(UInt8(v))
+    }
+}
+
+// MARK: - Computing deltas
+
+extension BoundFetchRequest {
+    /// The names of the changed attributes of `after` against `before`, plus every derived attribute one of whose
+    /// dependencies changed, sorted by UTF-8 bytes.
+    func changedAttributes(_ after: Row, from before: Row) -> [String] {
+        var changed = after.changedAttributes(from: before)
+        guard !changed.isEmpty, !self.entity.derived.isEmpty else { return changed }
+        let set = Set(changed)
+        for derived in self.entity.derived where derived.dependencies.contains(where: set.contains) {
+            changed.append(derived.name)
+        }
+        return changed.sorted { $0.utf8Compare($1) < 0 }
+    }
+
+    /// The delta of an unlimited subscription for a batch's net changes: membership decided from the before and
+    /// after images, so an update can enter or leave (the fetched-results trap is impossible).
+    func unlimitedDelta(_ changes: [NetChange]) -> SharedDelta? {
+        var entered: [VersionedRow] = []
+        var left: [(id: String, before: Row?)] = []
+        var updated: [(row: VersionedRow, changed: [String])] = []
+        for change in changes {
+            let was = change.before.map(self.matches) ?? false
+            let now = change.after.map(self.matches) ?? false
+            switch (was, now) {
+            case (false, true):
+                entered.append(VersionedRow(row: change.after!, version: change.version))
+            case (true, false):
+                left.append((change.id, change.before))
+            case (true, true):
+                let changed = self.changedAttributes(change.after!, from: change.before!)
+                if !changed.isEmpty {
+                    updated.append((VersionedRow(row: change.after!, version: change.version), changed))
+                }
+            case (false, false):
+                break
+            }
+        }
+        if entered.isEmpty && left.isEmpty && updated.isEmpty { return nil }
+        return SharedDelta(entered: entered, left: left, updated: updated)
+    }
+
+    /// Every row matching the request (limit ignored) after applying `changes` to `rows` (the matching rows in order
+    /// at some earlier seq): O(n + k log k).
+    func advance(_ rows: [VersionedRow], with changes: [NetChange]) -> [VersionedRow] {
+        guard !changes.isEmpty else { return rows }
+        let touched = Set(changes.map(\.id))
+        var added: [VersionedRow] = []
+        for change in changes {
+            if let after = change.after, self.matches(after) {
+                added.append(VersionedRow(row: after, version: change.version))
+            }
+        }
+        let order = self.order
+        added.sort { order.compare($0.row, $1.row) < 0 }
+        var out: [VersionedRow] = []
+        out.reserveCapacity(rows.count + added.count)
+        var j = 0
+        for row in rows where !touched.contains(row.row.id) {
+            while j < added.count, order.compare(added[j].row, row.row) < 0 {
+                out.append(added[j])
+                j += 1
+            }
+            out.append(row)
+        }
+        out.append(contentsOf: added[j...])
+        return out
+    }
+
+    /// The first `limit` rows (all without a limit).
+    func window(_ rows: [VersionedRow]) -> [VersionedRow] {
+        guard let limit, rows.count > limit else { return rows }
+        return Array(rows.prefix(limit))
+    }
+}

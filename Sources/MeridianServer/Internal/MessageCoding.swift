@@ -1,0 +1,49 @@
+// MARK: - Message coding at the gRPC edge
+
+internal import GRPCCore
+internal import GRPCProtobuf
+internal import MeridianProto
+internal import SwiftProtobuf
+
+/// A message on a `Sync` response stream: built for this client, or bytes encoded once and shared.
+enum SyncOutbound: Sendable {
+    case message(Meridian_V1_SyncResponse)
+    case encoded([UInt8])
+}
+
+/// Writes ``SyncOutbound`` values: shared bytes as they are, messages serialized.
+struct SyncOutboundSerializer: MessageSerializer {
+    func serialize<Bytes: GRPCContiguousBytes>(_ message: SyncOutbound) throws -> Bytes {
+        switch message {
+        case .encoded(let bytes):
+            return Bytes(bytes)
+        case .message(let message):
+            return Bytes(try message.serializedBytes() as [UInt8])
+        }
+    }
+}
+
+/// Reads a protobuf request, refusing messages over the configured size (`MESSAGE_TOO_LARGE`, RESOURCE_EXHAUSTED)
+/// and bytes that do not decode (`MALFORMED_REQUEST`, INVALID_ARGUMENT), each with its `ErrorDetail` in the
+/// trailers.
+struct LimitedDeserializer<Message: SwiftProtobuf.Message>: MessageDeserializer {
+    let limit: Int
+
+    func deserialize<Bytes: GRPCContiguousBytes>(_ bytes: Bytes) throws -> Message {
+        if self.limit > 0, bytes.count > self.limit {
+            throw RPCError(
+                Meridian_V1_ErrorDetail(
+                    .messageTooLarge,
+                    "a \(Message.protoMessageName) of \(bytes.count) bytes is over the server's limit of \(self.limit) bytes"
+                ))
+        }
+        do {
+            return try bytes.withUnsafeBytes { buffer in try Message(serializedBytes: Array(buffer)) }
+        } catch {
+            throw RPCError(
+                Meridian_V1_ErrorDetail(
+                    .malformedRequest, "a \(Message.protoMessageName) that does not decode: \(error)"),
+                cause: error)
+        }
+    }
+}

@@ -1,0 +1,163 @@
+// MARK: - Wire requests to checked Core and store values, and errors to ErrorDetail
+
+internal import MeridianCore
+internal import MeridianProto
+internal import MeridianStore
+
+/// Turns wire fetch requests and transactions into checked Core and store values, answering every fault with the
+/// `ErrorDetail` the protocol prescribes (docs/protocol.md, "Errors").
+enum RequestDecoding {
+    /// A wire fetch request bound to the schema.
+    ///
+    /// - Throws: ``DetailError`` — `UNKNOWN_ENTITY`, `UNKNOWN_ATTRIBUTE` (sort key, section key or predicate),
+    ///   `BAD_PREDICATE` with position and length, or `MALFORMED_REQUEST` (zero limit, section key that is not the
+    ///   first sort key, a variable without a value).
+    static func bind(_ proto: Meridian_V1_FetchRequest, schema: Schema) throws(DetailError) -> BoundFetchRequest {
+        guard let entity = schema.entity(named: proto.entity) else {
+            let known = schema.entities.map(\.name).joined(separator: ", ")
+            throw DetailError(
+                .unknownEntity, "unknown entity '\(proto.entity)' (the schema has: \(known))", entity: proto.entity)
+        }
+        let limit: UInt32?
+        let variables: [String: WireVariable]
+        do {
+            limit = try proto.limitIfPresent()
+            variables = try proto.decodedVariables()
+        } catch {
+            throw DetailError(Meridian_V1_ErrorDetail(error))
+        }
+        for key in proto.sort where !entity.hasQueryableAttribute(key.attribute) {
+            throw DetailError(
+                .unknownAttribute, "\(entity.name) has no attribute '\(key.attribute)' to sort by",
+                attributes: [key.attribute], entity: entity.name)
+        }
+        if let sectionKey = proto.sectionKeyIfPresent {
+            guard entity.hasQueryableAttribute(sectionKey) else {
+                throw DetailError(
+                    .unknownAttribute, "\(entity.name) has no attribute '\(sectionKey)' to section by",
+                    attributes: [sectionKey], entity: entity.name)
+            }
+            guard proto.sort.first?.attribute == sectionKey else {
+                throw DetailError(
+                    .malformedRequest, "the section key '\(sectionKey)' must be the first sort key", entity: entity.name
+                )
+            }
+        }
+        let text = proto.predicate
+        do {
+            let request = try FetchRequest(
+                entity: entity.name,
+                where: text,
+                variables: variables.mapValues { variable in
+                    switch variable {
+                    case .value(let value): PredicateVariable.value(value)
+                    case .list(let values): PredicateVariable.list(values)
+                    }
+                },
+                sortedBy: "",
+                sectionKey: proto.sectionKeyIfPresent,
+                limit: limit.map { Int($0) }
+            )
+            var withOrder = request
+            withOrder.order = RowOrder(proto.sortKeys.map { SortKey($0.attribute, ascending: $0.ascending) })
+            return try withOrder.bind(to: schema)
+        } catch let error as QueryError {
+            throw DetailError(predicate: error, text: text, entity: entity.name)
+        } catch {
+            throw DetailError(.malformedRequest, "\(error)", entity: entity.name)
+        }
+    }
+
+    /// A wire transaction as store operations, checked against the schema for unknown entities and attributes.
+    static func operations(
+        _ request: Meridian_V1_ApplyRequest, schema: Schema
+    ) throws(DetailError) -> (operations: [WriteOperation], policy: ConflictPolicy) {
+        let wire: [WireOperation]
+        let policy: Meridian_V1_ConflictPolicy
+        do {
+            wire = try request.decodedOperations()
+            policy = try request.conflictPolicy.resolved()
+        } catch {
+            throw DetailError(Meridian_V1_ErrorDetail(error))
+        }
+        var operations: [WriteOperation] = []
+        operations.reserveCapacity(wire.count)
+        for (index, operation) in wire.enumerated() {
+            guard let entity = schema.entity(named: operation.entity) else {
+                throw DetailError(
+                    .unknownEntity, "operation \(index): unknown entity '\(operation.entity)'",
+                    operationIndex: index, entity: operation.entity, id: operation.id ?? "")
+            }
+            for name in operation.values.keys.sorted() where entity.attribute(named: name) == nil {
+                throw DetailError(
+                    .unknownAttribute, "operation \(index): \(entity.name) has no attribute '\(name)'",
+                    operationIndex: index, attributes: [name], entity: entity.name, id: operation.id ?? "")
+            }
+            guard let kind = WriteOperation.Kind(rawValue: operation.kind.name) else {
+                throw DetailError(.malformedRequest, "operation \(index): unknown kind", operationIndex: index)
+            }
+            operations.append(
+                WriteOperation(
+                    kind: kind, entity: operation.entity, id: operation.id, values: operation.values,
+                    expectedVersion: operation.expectedVersion))
+        }
+        return (operations, policy == .clientWins ? .clientWins : .storeWins)
+    }
+
+    /// The detail for a store error raised by a transaction; the entity and id come from the operation at fault.
+    static func detail(_ error: StoreError, operations: [WriteOperation]) -> Meridian_V1_ErrorDetail {
+        let operation = error.operationIndex.flatMap { operations.indices.contains($0) ? operations[$0] : nil }
+        let code: Meridian_V1_ErrorDetail.Code =
+            switch error.code {
+            case .validation: .validation
+            case .conflict: .conflict
+            case .notFound: .notFound
+            case .alreadyExists: .alreadyExists
+            case .schemaMismatch, .migrationRefused: .schemaMismatch
+            default: .internal
+            }
+        return Meridian_V1_ErrorDetail(
+            code, error.message, operationIndex: error.operationIndex, attributes: error.attributes,
+            entity: operation?.entity ?? "", id: operation?.id ?? "")
+    }
+}
+
+// MARK: - DetailError
+
+/// An error that carries the `ErrorDetail` to answer it with (inside a response, or as a call's status).
+struct DetailError: Error, Sendable, CustomStringConvertible {
+    var detail: Meridian_V1_ErrorDetail
+
+    init(_ detail: Meridian_V1_ErrorDetail) {
+        self.detail = detail
+    }
+
+    init(
+        _ code: Meridian_V1_ErrorDetail.Code, _ message: String, operationIndex: Int? = nil, attributes: [String] = [],
+        entity: String = "", id: String = ""
+    ) {
+        self.detail = Meridian_V1_ErrorDetail(
+            code, message, operationIndex: operationIndex, attributes: attributes, entity: entity, id: id)
+    }
+
+    /// A predicate or sort error: `UNKNOWN_ATTRIBUTE` naming the attribute, or `BAD_PREDICATE`; both located.
+    init(predicate error: QueryError, text: String, entity: String) {
+        let length = max(1, error.length)
+        var attributes: [String] = []
+        var code = Meridian_V1_ErrorDetail.Code.badPredicate
+        if error.code == .unknownAttribute {
+            code = .unknownAttribute
+            let characters = Array(text)
+            if error.position >= 0, error.position + length <= characters.count {
+                attributes = [String(characters[error.position..<(error.position + length)])]
+            }
+        } else if error.code == .invalidSectionKey {
+            code = .malformedRequest
+        }
+        self.detail = Meridian_V1_ErrorDetail(
+            code, "predicate error at position \(error.position): \(error.message)", attributes: attributes,
+            position: error.position, length: length, entity: entity)
+    }
+
+    var description: String { "\(self.detail.code): \(self.detail.message)" }
+}

@@ -1,0 +1,42 @@
+// MARK: - ServerMetrics
+
+internal import CoreMetrics
+
+/// The server's metrics, created once per server (bounded dimensions only: never a client or subscription id).
+///
+/// | name | kind | what |
+/// |---|---|---|
+/// | `meridian.commits` | counter | fan-out wake-ups that processed new commits (each one batch ending at a commit boundary) |
+/// | `meridian.changes` | counter | row changes read from the log by the fan-out |
+/// | `meridian.subscribers` | meter | connected `Sync` streams |
+/// | `meridian.subscriptions.distinct` | meter | distinct subscriptions the fan-out evaluates |
+/// | `meridian.coalesced` | counter | row changes folded away while a client's stream was busy |
+/// | `meridian.overflows` | counter | client queues dropped for passing their limit |
+/// | `meridian.resnapshots` | counter | snapshots flagged `resnapshot` (overflow, resume impossible, replace) |
+/// | `meridian.fanout.duration` | timer | time to process one batch for every subscription |
+/// | `meridian.apply` | counter, dimension `outcome` = `committed`/`rejected` | transactions |
+struct ServerMetrics: Sendable {
+    let commits: Counter
+    let changes: Counter
+    let subscribers: Meter
+    let distinctSubscriptions: Meter
+    let coalesced: Counter
+    let overflows: Counter
+    let resnapshots: Counter
+    let fanoutDuration: Timer
+    let applyCommitted: Counter
+    let applyRejected: Counter
+
+    init(factory: any MetricsFactory = MetricsSystem.factory) {
+        self.commits = Counter(label: "meridian.commits", factory: factory)
+        self.changes = Counter(label: "meridian.changes", factory: factory)
+        self.subscribers = Meter(label: "meridian.subscribers", factory: factory)
+        self.distinctSubscriptions = Meter(label: "meridian.subscriptions.distinct", factory: factory)
+        self.coalesced = Counter(label: "meridian.coalesced", factory: factory)
+        self.overflows = Counter(label: "meridian.overflows", factory: factory)
+        self.resnapshots = Counter(label: "meridian.resnapshots", factory: factory)
+        self.fanoutDuration = Timer(label: "meridian.fanout.duration", factory: factory)
+        self.applyCommitted = Counter(label: "meridian.apply", dimensions: [("outcome", "committed")], factory: factory)
+        self.applyRejected = Counter(label: "meridian.apply", dimensions: [("outcome", "rejected")], factory: factory)
+    }
+}

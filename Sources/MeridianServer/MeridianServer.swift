@@ -1,0 +1,182 @@
+// MARK: - MeridianServer
+
+public import CoreMetrics
+internal import GRPCCore
+package import GRPCInProcessTransport
+internal import GRPCNIOTransportHTTP2
+public import Logging
+internal import MeridianProto
+public import MeridianStore
+public import ServiceLifecycle
+internal import Synchronization
+
+/// The replication server: serves a ``MeridianStore/Store`` over gRPC (HTTP/2) until it is shut down gracefully.
+///
+/// It is a `ServiceLifecycle.Service`: run it in a `ServiceGroup` that shuts down on SIGTERM and SIGINT, or call
+/// ``run()`` yourself and ``beginGracefulShutdown()`` to stop it.
+///
+/// ```swift
+/// let store = try Store.open(path: "data/store.sqlite", schema: schema)
+/// let server = MeridianServer(store: store, configuration: ServerConfiguration(host: "127.0.0.1", port: 0))
+/// let group = ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+/// async let running: Void = group.run()
+/// print("listening on \(try await server.listeningAddress)")
+/// try await running
+/// ```
+///
+/// On graceful shutdown it stops accepting streams and calls, sends `Goodbye` on every `Sync` stream, lets in-flight
+/// calls (commits included) finish, and returns.
+public final class MeridianServer: Service, Sendable {
+    /// The store served.
+    public let store: Store
+    /// The configuration the server was created with.
+    public let configuration: ServerConfiguration
+    let logger: Logger
+    let hub: Hub
+    let service: MeridianService
+    private let transport: Transport
+    private let grpc: Mutex<GRPCServerHandle?> = Mutex(nil)
+    private let shutdownRequested = Mutex(false)
+
+    private enum Transport: Sendable {
+        case http2(HTTP2ServerTransport.Posix)
+        case inProcess(InProcessTransport.Server)
+    }
+
+    /// A type-erased handle on the running gRPC server, to begin its graceful shutdown.
+    private struct GRPCServerHandle: Sendable {
+        let beginGracefulShutdown: @Sendable () -> Void
+    }
+
+    /// Creates a server for `store`; nothing listens until ``run()``.
+    ///
+    /// - Parameters:
+    ///   - store: The store to serve (the server never closes it).
+    ///   - configuration: Where to listen and the limits to enforce.
+    ///   - logger: Receives the server's logs (label it `meridian.server`); the server logs at info and below.
+    ///   - metricsFactory: Where the server's metrics go; `nil` for the bootstrapped `MetricsSystem`.
+    public convenience init(
+        store: Store,
+        configuration: ServerConfiguration = ServerConfiguration(),
+        logger: Logger = Logger(label: "meridian.server"),
+        metricsFactory: (any MetricsFactory)? = nil
+    ) {
+        let host = configuration.host == "localhost" ? "127.0.0.1" : configuration.host
+        let transport = HTTP2ServerTransport.Posix(
+            address: host.contains(":")
+                ? .ipv6(host: host, port: configuration.port) : .ipv4(host: host, port: configuration.port),
+            transportSecurity: .plaintext,
+            config: .defaults { config in
+                // Leave room above our own limit so that oversized messages reach the deserializer, which answers
+                // them with a MESSAGE_TOO_LARGE detail; far larger ones are refused by the transport itself.
+                config.rpc.maxRequestPayloadSize = max(4 << 20, configuration.maxRequestBytes * 4)
+            })
+        self.init(
+            store: store, configuration: configuration, logger: logger, metricsFactory: metricsFactory,
+            transport: .http2(transport))
+    }
+
+    /// Creates a server on an in-process transport (tests): connect a client to `transport.client`.
+    package convenience init(
+        store: Store,
+        configuration: ServerConfiguration = ServerConfiguration(),
+        logger: Logger = Logger(label: "meridian.server"),
+        inProcess transport: InProcessTransport
+    ) {
+        self.init(
+            store: store, configuration: configuration, logger: logger, metricsFactory: nil,
+            transport: .inProcess(transport.server))
+    }
+
+    private init(
+        store: Store, configuration: ServerConfiguration, logger: Logger, metricsFactory: (any MetricsFactory)?,
+        transport: Transport
+    ) {
+        self.store = store
+        self.configuration = configuration
+        self.logger = logger
+        self.transport = transport
+        let metrics = ServerMetrics(factory: metricsFactory ?? MetricsSystem.factory)
+        self.hub = Hub(store: store, configuration: configuration, metrics: metrics, logger: logger)
+        self.service = MeridianService(
+            store: store, hub: self.hub, configuration: configuration, metrics: metrics, logger: logger)
+    }
+
+    /// The address the server listens on, once it does (with the port the OS picked for port 0).
+    ///
+    /// - Throws: When the server could not bind its address, or has stopped; `RuntimeError` for an in-process server.
+    public var listeningAddress: ServerAddress {
+        get async throws {
+            guard case .http2(let transport) = self.transport else {
+                throw RuntimeError(code: .transportError, message: "an in-process server has no network address")
+            }
+            let address = try await transport.listeningAddress
+            if let ipv4 = address.ipv4 { return ServerAddress(host: ipv4.host, port: ipv4.port) }
+            if let ipv6 = address.ipv6 { return ServerAddress(host: ipv6.host, port: ipv6.port) }
+            throw RuntimeError(code: .transportError, message: "the server listens on \(address), not an IP address")
+        }
+    }
+
+    /// Serves until graceful shutdown (the service group's, or ``beginGracefulShutdown()``), or until cancelled.
+    ///
+    /// - Throws: When the address cannot be bound or the store fails.
+    public func run() async throws {
+        switch self.transport {
+        case .http2(let transport): try await self.serve(transport)
+        case .inProcess(let transport): try await self.serve(transport)
+        }
+    }
+
+    /// Begins a graceful shutdown: stops accepting, says Goodbye to every stream, lets in-flight calls finish.
+    public func beginGracefulShutdown() {
+        self.shutdownRequested.withLock { $0 = true }
+        self.hub.beginShutdown(reason: "server shutting down")
+        self.grpc.withLock { $0 }?.beginGracefulShutdown()
+    }
+
+    private func serve<T: ServerTransport>(_ transport: T) async throws {
+        try await self.hub.start()
+        let server = GRPCServer(transport: transport, services: [self.service])
+        self.grpc.withLock { $0 = GRPCServerHandle(beginGracefulShutdown: { server.beginGracefulShutdown() }) }
+        if self.shutdownRequested.withLock({ $0 }) { server.beginGracefulShutdown() }
+        let hub = self.hub
+        let configuration = self.configuration
+        let store = self.store
+        let logger = self.logger
+        try await withGracefulShutdownHandler {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await hub.run() }
+                group.addTask {
+                    let tick = max(.milliseconds(10), configuration.heartbeatInterval / 4)
+                    while !Task.isCancelled {
+                        try await Task.sleep(for: tick)
+                        hub.heartbeat()
+                    }
+                }
+                group.addTask {
+                    let retention = configuration.logRetention
+                    guard retention.changes != nil || retention.age != nil else { return }
+                    while !Task.isCancelled {
+                        do {
+                            let result = try await store.prune(keepingLast: retention.changes, olderThan: retention.age)
+                            if result.removed > 0 {
+                                logger.debug(
+                                    "pruned the change log",
+                                    metadata: ["meridian.pruned_through": "\(result.prunedThrough)"])
+                            }
+                        } catch {
+                            logger.info("cannot prune the change log: \(error)")
+                        }
+                        try await Task.sleep(for: retention.interval)
+                    }
+                }
+                logger.info("meridian server starting", metadata: ["meridian.seq": "\(hub.processedSeq)"])
+                try await server.serve()
+                group.cancelAll()
+            }
+        } onGracefulShutdown: {
+            self.beginGracefulShutdown()
+        }
+        logger.info("meridian server stopped")
+    }
+}

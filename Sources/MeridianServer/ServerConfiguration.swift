@@ -1,0 +1,130 @@
+// MARK: - ServerConfiguration
+
+/// Where a ``MeridianServer`` listens and the limits it enforces.
+///
+/// Every limit has a default that suits a server on one machine with a few hundred clients:
+///
+/// ```swift
+/// var configuration = ServerConfiguration(host: "127.0.0.1", port: 0)   // port 0: the OS picks a free one
+/// configuration.clientQueueLimit = 50_000
+/// let server = MeridianServer(store: store, configuration: configuration)
+/// ```
+public struct ServerConfiguration: Sendable, Hashable {
+    /// The address to listen on (an IPv4 or IPv6 literal, or `localhost`).
+    public var host: String
+    /// The TCP port; 0 lets the operating system pick a free one (read it back with
+    /// ``MeridianServer/listeningAddress``).
+    public var port: Int
+    /// How many subscriptions one `Sync` stream may hold (0: no limit).
+    public var maxSubscriptionsPerStream: Int = 256
+    /// The largest message the server accepts from a client, in bytes. Larger messages end the call with
+    /// `RESOURCE_EXHAUSTED` (`CODE_MESSAGE_TOO_LARGE`).
+    public var maxRequestBytes: Int = 4 << 20
+    /// How many row changes (after coalescing) may wait for one client whose stream is busy. Past this, the queue is
+    /// dropped and every subscription of the client is re-snapshotted, so server memory per client stays bounded.
+    public var clientQueueLimit: Int = 100_000
+    /// The size snapshot and query chunks are cut to, in bytes, unless the client asks for smaller ones (a single
+    /// larger row is still sent whole).
+    public var snapshotChunkBytes: Int = 1 << 20
+    /// How long a `Sync` stream may stay silent before the server sends a `Heartbeat`.
+    public var heartbeatInterval: Duration = .seconds(10)
+    /// How much of the change log to keep for resuming clients.
+    public var logRetention: LogRetention = LogRetention()
+    /// How often the server checks the store file for commits by other processes.
+    public var commitPollInterval: Duration = .milliseconds(5)
+
+    /// A configuration listening on `host:port` with default limits.
+    public init(host: String = "127.0.0.1", port: Int = 7400) {
+        self.host = host
+        self.port = port
+    }
+}
+
+// MARK: - LogRetention
+
+/// How long the store's change log keeps changes: the last `changes` changes, and nothing older than `age`.
+///
+/// Either rule prunes (a change goes when it is not among the last `changes`, or when it is older than `age`); `nil`
+/// disables a rule. A client that reconnects after its resume point was pruned gets a fresh snapshot flagged
+/// `resnapshot` instead of its missed deltas.
+public struct LogRetention: Sendable, Hashable, CustomStringConvertible {
+    /// Keep at most this many of the latest changes; `nil` for no count limit.
+    public var changes: Int?
+    /// Drop changes older than this; `nil` for no age limit.
+    public var age: Duration?
+    /// How often the server prunes.
+    public var interval: Duration = .seconds(60)
+
+    /// A retention policy (defaults: the last 1,000,000 changes, at most 7 days).
+    public init(changes: Int? = 1_000_000, age: Duration? = .seconds(7 * 86_400)) {
+        self.changes = changes
+        self.age = age
+    }
+
+    /// Keeps the whole log.
+    public static let unlimited = LogRetention(changes: nil, age: nil)
+
+    /// Parses `1000000`, `7d`, `12h`, `30m`, `45s`, `1000000,7d` or `none`.
+    ///
+    /// - Returns: `nil` when the text is not of that form.
+    public init?(parsing text: String) {
+        self.init(changes: nil, age: nil)
+        if text == "none" || text == "unlimited" { return }
+        let parts = text.split(separator: ",", omittingEmptySubsequences: false)
+        guard !parts.isEmpty, parts.count <= 2 else { return nil }
+        for part in parts {
+            if let count = Int(part), count >= 0 {
+                guard self.changes == nil else { return nil }
+                self.changes = count
+                continue
+            }
+            guard let unit = part.last, let amount = Int(part.dropLast()), amount >= 0, self.age == nil else {
+                return nil
+            }
+            switch unit {
+            case "d": self.age = .seconds(amount * 86_400)
+            case "h": self.age = .seconds(amount * 3_600)
+            case "m": self.age = .seconds(amount * 60)
+            case "s": self.age = .seconds(amount)
+            default: return nil
+            }
+        }
+    }
+
+    public var description: String {
+        var parts: [String] = []
+        if let changes { parts.append("\(changes)") }
+        if let age {
+            let seconds = age.components.seconds
+            if seconds % 86_400 == 0 {
+                parts.append("\(seconds / 86_400)d")
+            } else if seconds % 3_600 == 0 {
+                parts.append("\(seconds / 3_600)h")
+            } else {
+                parts.append("\(seconds)s")
+            }
+        }
+        return parts.isEmpty ? "none" : parts.joined(separator: ",")
+    }
+}
+
+// MARK: - ServerAddress
+
+/// The address a server is listening on.
+public struct ServerAddress: Sendable, Hashable, CustomStringConvertible {
+    /// The host (an IP address literal).
+    public var host: String
+    /// The port.
+    public var port: Int
+
+    /// Creates an address.
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    /// `HOST:PORT` (`[HOST]:PORT` for IPv6).
+    public var description: String {
+        self.host.contains(":") ? "[\(self.host)]:\(self.port)" : "\(self.host):\(self.port)"
+    }
+}

@@ -1,0 +1,228 @@
+// MARK: - MeridianService: the gRPC service
+
+internal import CoreMetrics
+internal import GRPCCore
+internal import GRPCProtobuf
+internal import Logging
+internal import MeridianCore
+internal import MeridianProto
+internal import MeridianStore
+
+/// Implements every method of `meridian.v1.Meridian`.
+///
+/// Registered by hand rather than through the generated protocols so that `Sync` responses can be written as bytes
+/// encoded once and shared between clients (``SyncOutbound``), and so that every request is size-checked.
+struct MeridianService: RegistrableRPCService {
+    let store: Store
+    let hub: Hub
+    let configuration: ServerConfiguration
+    let metrics: ServerMetrics
+    let logger: Logger
+
+    func registerMethods<Transport: ServerTransport>(with router: inout RPCRouter<Transport>) {
+        let limit = self.configuration.maxRequestBytes
+        router.registerHandler(
+            forMethod: Meridian_V1_Meridian.Method.Sync.descriptor,
+            deserializer: LimitedDeserializer<Meridian_V1_SyncRequest>(limit: limit),
+            serializer: SyncOutboundSerializer(),
+            handler: { request, context in
+                StreamingServerResponse { writer in
+                    try await SyncSession(service: self).run(requests: request.messages, writer: writer)
+                    return [:]
+                }
+            }
+        )
+        router.registerHandler(
+            forMethod: Meridian_V1_Meridian.Method.Apply.descriptor,
+            deserializer: LimitedDeserializer<Meridian_V1_ApplyRequest>(limit: limit),
+            serializer: ProtobufSerializer<Meridian_V1_ApplyResponse>(),
+            handler: { request, context in
+                let single = try await ServerRequest(stream: request)
+                let response = await self.apply(single.message)
+                return StreamingServerResponse(single: ServerResponse(message: response))
+            }
+        )
+        router.registerHandler(
+            forMethod: Meridian_V1_Meridian.Method.ApplyStream.descriptor,
+            deserializer: LimitedDeserializer<Meridian_V1_ApplyRequest>(limit: limit),
+            serializer: ProtobufSerializer<Meridian_V1_ApplyResponse>(),
+            handler: { request, context in
+                StreamingServerResponse { writer in
+                    try await self.applyStream(request.messages, writer: writer)
+                    return [:]
+                }
+            }
+        )
+        router.registerHandler(
+            forMethod: Meridian_V1_Meridian.Method.Query.descriptor,
+            deserializer: LimitedDeserializer<Meridian_V1_QueryRequest>(limit: limit),
+            serializer: ProtobufSerializer<Meridian_V1_QueryResponse>(),
+            handler: { request, context in
+                let single = try await ServerRequest(stream: request)
+                return try await self.query(single.message)
+            }
+        )
+        router.registerHandler(
+            forMethod: Meridian_V1_Meridian.Method.GetSchema.descriptor,
+            deserializer: LimitedDeserializer<Meridian_V1_GetSchemaRequest>(limit: limit),
+            serializer: ProtobufSerializer<Meridian_V1_GetSchemaResponse>(),
+            handler: { request, context in
+                _ = try await ServerRequest(stream: request)
+                return StreamingServerResponse(
+                    single: ServerResponse(message: Meridian_V1_GetSchemaResponse(self.store.schema)))
+            }
+        )
+    }
+
+    // MARK: - Apply
+
+    /// One transaction: its commit, or the typed reason it was rejected (never a non-OK status).
+    func apply(_ request: Meridian_V1_ApplyRequest) async -> Meridian_V1_ApplyResponse {
+        var response = Meridian_V1_ApplyResponse()
+        response.clientTag = request.clientTag
+        let operations: [WriteOperation]
+        let policy: ConflictPolicy
+        do {
+            (operations, policy) = try RequestDecoding.operations(request, schema: self.store.schema)
+        } catch {
+            self.metrics.applyRejected.increment()
+            response.error = error.detail
+            return response
+        }
+        do {
+            let committed = try await self.store.apply(operations, policy: policy)
+            var result = Meridian_V1_ApplyResult()
+            result.seq = committed.seq
+            result.rows = committed.rows.map { row in
+                var written = Meridian_V1_WrittenRow()
+                written.entity = row.entity
+                written.id = row.id
+                written.version = row.version
+                written.kind = Meridian_V1_Operation.Kind(name: row.kind.rawValue) ?? .unspecified
+                return written
+            }
+            response.result = result
+            self.metrics.applyCommitted.increment()
+        } catch let error as StoreError {
+            self.metrics.applyRejected.increment()
+            response.error = RequestDecoding.detail(error, operations: operations)
+        } catch {
+            self.metrics.applyRejected.increment()
+            response.error = Meridian_V1_ErrorDetail(.internal, "the transaction failed: \(error)")
+        }
+        return response
+    }
+
+    /// Pipelined transactions: up to 64 in flight (so concurrent ones share group commits), answered in order.
+    func applyStream(
+        _ requests: RPCAsyncSequence<Meridian_V1_ApplyRequest, any Error>,
+        writer: RPCWriter<Meridian_V1_ApplyResponse>
+    ) async throws {
+        let (results, continuation) = AsyncStream<(Int, Meridian_V1_ApplyResponse)>.makeStream()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                defer { continuation.finish() }
+                try await withThrowingTaskGroup(of: Void.self) { inFlight in
+                    var index = 0
+                    var running = 0
+                    for try await request in requests {
+                        if running >= 64 {
+                            try await inFlight.next()
+                            running -= 1
+                        }
+                        let i = index
+                        index += 1
+                        running += 1
+                        inFlight.addTask { continuation.yield((i, await self.apply(request))) }
+                    }
+                    try await inFlight.waitForAll()
+                }
+            }
+            var next = 0
+            var waiting: [Int: Meridian_V1_ApplyResponse] = [:]
+            for await (i, response) in results {
+                waiting[i] = response
+                while let ready = waiting.removeValue(forKey: next) {
+                    try await writer.write(ready)
+                    next += 1
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    // MARK: - Query
+
+    /// A one-shot fetch in chunks, consistent with one seq; a bad request fails the call with its detail.
+    func query(_ request: Meridian_V1_QueryRequest) async throws -> StreamingServerResponse<Meridian_V1_QueryResponse> {
+        let bound: BoundFetchRequest
+        do {
+            bound = try RequestDecoding.bind(request.fetch, schema: self.store.schema)
+        } catch {
+            throw RPCError(error.detail)
+        }
+        let snapshot: Snapshot
+        do {
+            snapshot = try await self.store.snapshot(bound)
+        } catch {
+            throw RPCError(Meridian_V1_ErrorDetail(.internal, "cannot read the query's rows: \(error)"), cause: error)
+        }
+        let maxBytes = Chunking.chunkBytes(requested: Int(request.maxChunkBytes), configured: self.configuration)
+        let rows = zip(snapshot.rows, snapshot.versions).map { VersionedRow(row: $0.0, version: $0.1) }
+        return StreamingServerResponse { writer in
+            let chunks = Chunking.chunks(rows, maxBytes: maxBytes)
+            for (i, chunk) in chunks.enumerated() {
+                var response = Meridian_V1_QueryResponse()
+                response.seq = snapshot.seq
+                response.rows = chunk
+                response.last = i == chunks.count - 1
+                try await writer.write(response)
+            }
+            return [:]
+        }
+    }
+}
+
+// MARK: - Chunking
+
+/// Cuts rows into chunks of about a byte size.
+enum Chunking {
+    /// The chunk size: the client's, when it asks for one, else the server's.
+    static func chunkBytes(requested: Int, configured: ServerConfiguration) -> Int {
+        requested > 0 ? requested : max(1, configured.snapshotChunkBytes)
+    }
+
+    /// The rows as wire rows, in chunks whose encoding stays under `maxBytes` (a larger row goes alone); at least
+    /// one chunk, empty for no rows.
+    static func chunks(_ rows: [VersionedRow], maxBytes: Int) -> [[Meridian_V1_Row]] {
+        var chunks: [[Meridian_V1_Row]] = []
+        var current: [Meridian_V1_Row] = []
+        var size = 0
+        for row in rows {
+            let estimate = self.estimatedSize(row)
+            if !current.isEmpty, size + estimate > maxBytes {
+                chunks.append(current)
+                current = []
+                size = 0
+            }
+            current.append(Meridian_V1_Row(row.row, version: row.version))
+            size += estimate
+        }
+        if !current.isEmpty || chunks.isEmpty { chunks.append(current) }
+        return chunks
+    }
+
+    /// An upper bound of a row's encoded size inside a chunk message.
+    static func estimatedSize(_ row: VersionedRow) -> Int {
+        var size = 16 + row.row.id.utf8.count
+        for (name, value) in row.row.values {
+            size += 12 + name.utf8.count
+            switch value {
+            case .string(let s): size += s.utf8.count + 5
+            case .bytes(let b): size += b.count + 5
+            default: size += 11
+            }
+        }
+        return size
+    }
+}

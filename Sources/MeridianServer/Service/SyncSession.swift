@@ -1,0 +1,204 @@
+// MARK: - SyncSession: one Sync stream
+
+internal import GRPCCore
+internal import Logging
+internal import MeridianCore
+internal import MeridianProto
+internal import MeridianStore
+internal import Synchronization
+
+/// One `Sync` stream: reads the client's requests, registers its subscriptions with the hub, reads their bases from
+/// the store, and writes its queue to the stream — three child tasks, so a stream that is slow to write never stops
+/// the others, and the hub never waits for any of them.
+struct SyncSession {
+    let service: MeridianService
+
+    private enum Ended: Sendable {
+        case writer, reader, jobs
+    }
+
+    func run(
+        requests: RPCAsyncSequence<Meridian_V1_SyncRequest, any Error>,
+        writer: RPCWriter<SyncOutbound>
+    ) async throws {
+        let hub = self.service.hub
+        let outbox = ClientOutbox(limit: self.service.configuration.clientQueueLimit)
+        let (jobs, jobsContinuation) = AsyncStream<Int>.makeStream()
+        let chunkBytes = ChunkSize()
+        let clientID = ClientIDBox()
+        defer { if let id = clientID.value { hub.disconnect(id) } }
+
+        try await withThrowingTaskGroup(of: Ended.self) { group in
+            group.addTask {
+                while let item = await outbox.next() {
+                    try await self.write(item, to: writer, chunkBytes: chunkBytes.value)
+                }
+                return .writer
+            }
+            group.addTask {
+                for await pending in jobs { await hub.read(pending) }
+                return .jobs
+            }
+            group.addTask {
+                var client: Int? = nil
+                for try await request in requests {
+                    if let id = client {
+                        try self.handle(request, client: id, outbox: outbox)
+                        continue
+                    }
+                    guard case .hello(let hello) = request.kind else {
+                        throw RPCError(
+                            Meridian_V1_ErrorDetail(.malformedRequest, "a Sync stream must start with Hello"))
+                    }
+                    chunkBytes.value = Chunking.chunkBytes(
+                        requested: Int(hello.maxBatchBytes), configured: self.service.configuration)
+                    let resumeFrom = try await self.resumePoint(hello)
+                    guard
+                        let (id, seq) = hub.connect(
+                            outbox: outbox, jobs: jobsContinuation, name: hello.clientName, resumeFrom: resumeFrom)
+                    else {
+                        throw RPCError(Meridian_V1_ErrorDetail(.shuttingDown, "the server is shutting down"))
+                    }
+                    client = id
+                    clientID.value = id
+                    outbox.enqueue(self.welcome(seq: seq, resumed: resumeFrom != nil))
+                    self.service.logger.debug(
+                        "sync stream opened",
+                        metadata: ["meridian.client": "\(hello.clientName)", "meridian.seq": "\(seq)"])
+                }
+                return .reader
+            }
+            while let ended = try await group.next() {
+                if ended == .writer {
+                    group.cancelAll()
+                    break
+                }
+            }
+        }
+    }
+
+    // MARK: - Requests
+
+    /// Handles one request after Hello; a request that breaks the protocol ends the stream.
+    private func handle(_ request: Meridian_V1_SyncRequest, client: Int, outbox: ClientOutbox) throws {
+        let hub = self.service.hub
+        let schema = self.service.store.schema
+        switch request.kind {
+        case .subscribe(let subscribe):
+            let id = subscribe.subscriptionID
+            do throws(DetailError) {
+                guard !id.isEmpty else { throw DetailError(.malformedRequest, "Subscribe needs a subscription id") }
+                guard subscribe.hasFetch else {
+                    throw DetailError(.malformedRequest, "Subscribe '\(id)' carries no fetch request")
+                }
+                let bound = try RequestDecoding.bind(subscribe.fetch, schema: schema)
+                try hub.subscribe(client, id: id, request: bound, resume: subscribe.resume)
+            } catch {
+                outbox.enqueue(Self.subscriptionError(id, error.detail))
+            }
+        case .replace(let replace):
+            let id = replace.subscriptionID
+            do throws(DetailError) {
+                guard replace.hasFetch else {
+                    throw DetailError(.malformedRequest, "Replace '\(id)' carries no fetch request")
+                }
+                let bound = try RequestDecoding.bind(replace.fetch, schema: schema)
+                try hub.replace(client, id: id, request: bound)
+            } catch {
+                outbox.enqueue(Self.subscriptionError(id, error.detail))
+            }
+        case .unsubscribe(let unsubscribe):
+            do throws(DetailError) {
+                try hub.unsubscribe(client, id: unsubscribe.subscriptionID)
+            } catch {
+                outbox.enqueue(Self.subscriptionError(unsubscribe.subscriptionID, error.detail))
+            }
+        case .ack:
+            break
+        case .hello:
+            throw RPCError(Meridian_V1_ErrorDetail(.malformedRequest, "Hello was already sent on this stream"))
+        case nil:
+            throw RPCError(Meridian_V1_ErrorDetail(.malformedRequest, "a SyncRequest with no message set"))
+        }
+    }
+
+    /// The client's resume point when the log still holds everything after it and the schema is unchanged.
+    private func resumePoint(_ hello: Meridian_V1_Hello) async throws -> Int64? {
+        guard hello.hasResumeFromSeq else { return nil }
+        let store = self.service.store
+        if hello.hasSchemaFingerprint, hello.schemaFingerprint != store.schema.fingerprint { return nil }
+        switch try await store.changes(after: hello.resumeFromSeq, limit: 1) {
+        case .changes: return hello.resumeFromSeq
+        case .tooOld: return nil
+        }
+    }
+
+    private func welcome(seq: Int64, resumed: Bool) -> Meridian_V1_SyncResponse {
+        let configuration = self.service.configuration
+        var welcome = Meridian_V1_Welcome()
+        welcome.seq = seq
+        welcome.schemaFingerprint = self.service.store.schema.fingerprint
+        welcome.schemaVersion = Int64(self.service.store.schema.version)
+        welcome.heartbeatIntervalMs = UInt32(clamping: configuration.heartbeatInterval.nanoseconds / 1_000_000)
+        welcome.resumed = resumed
+        welcome.maxSubscriptions = UInt32(clamping: configuration.maxSubscriptionsPerStream)
+        welcome.maxRequestBytes = UInt32(clamping: configuration.maxRequestBytes)
+        var response = Meridian_V1_SyncResponse()
+        response.welcome = welcome
+        return response
+    }
+
+    static func subscriptionError(_ id: String, _ detail: Meridian_V1_ErrorDetail) -> Meridian_V1_SyncResponse {
+        var error = Meridian_V1_SubscriptionError()
+        error.subscriptionID = id
+        error.error = detail
+        var response = Meridian_V1_SyncResponse()
+        response.subscriptionError = error
+        return response
+    }
+
+    // MARK: - Writing
+
+    private func write(_ item: OutboxItem, to writer: RPCWriter<SyncOutbound>, chunkBytes: Int) async throws {
+        switch item {
+        case .message(let message):
+            try await writer.write(.message(message))
+        case .batch(let batch):
+            try await writer.write(.encoded(batch.encoded()))
+        case .snapshot(let snapshot):
+            let chunks = Chunking.chunks(snapshot.rows, maxBytes: chunkBytes)
+            for (i, rows) in chunks.enumerated() {
+                var chunk = Meridian_V1_SnapshotChunk()
+                chunk.subscriptionID = snapshot.subscriptionID
+                chunk.seq = snapshot.seq
+                chunk.rows = rows
+                chunk.last = i == chunks.count - 1
+                chunk.resnapshot = snapshot.resnapshot
+                chunk.chunkIndex = UInt32(i)
+                var response = Meridian_V1_SyncResponse()
+                response.snapshotChunk = chunk
+                try await writer.write(.message(response))
+            }
+        }
+    }
+}
+
+// MARK: - Small shared boxes
+
+/// The stream's chunk size, set by Hello (read by the writer task).
+final class ChunkSize: Sendable {
+    private let storage = Mutex(1 << 20)
+    var value: Int {
+        get { self.storage.withLock { $0 } }
+        set { self.storage.withLock { $0 = newValue } }
+    }
+}
+
+/// The stream's client id once Hello registered it (read when the stream ends).
+final class ClientIDBox: Sendable {
+    private let storage = Mutex<Int?>(nil)
+    var value: Int? {
+        get { self.storage.withLock { $0 } }
+        set { self.storage.withLock { $0 = newValue } }
+    }
+}

@@ -1,0 +1,366 @@
+// MARK: - ServerBenchmark
+//
+// Commit-to-client-apply latency and delivered changes/s through meridian-server on loopback HTTP/2, for 1, 10 and
+// 100 subscribed clients and 1-row and 100-row transactions, each next to the ceiling: a trivial gRPC service that
+// streams the same bytes (one pre-encoded SyncResponse per commit, shared by every client) from the same process.
+//
+// - Latency: a writer commits at 1,000 commits/s for 2 s; every row carries the monotonic time taken just before its
+//   commit; each client decodes every message, applies it to a dictionary and records now − that time. p50/p99 over
+//   every (row, client). The raw side stamps its message at the same point, so both include the same clock reads.
+// - Throughput: the writer commits as fast as it can (2 s, 1-row or 100-row transactions); clients count rows until
+//   they have them all; changes/s = rows × clients / time until the last client has everything.
+
+import Dispatch
+import Foundation
+import GRPCCore
+import GRPCNIOTransportHTTP2
+import GRPCProtobuf
+import Logging
+import MeridianCore
+import MeridianProto
+import MeridianServer
+import MeridianStore
+import SwiftProtobuf
+import Synchronization
+
+enum ServerBenchmark {
+    static let logger: Logger = {
+        var logger = Logger(label: "meridian.bench")
+        logger.logLevel = .warning
+        return logger
+    }()
+
+    static func schema() throws -> Schema {
+        try Schema(
+            version: 1,
+            entities: [
+                EntitySchema(
+                    name: "Bench",
+                    attributes: [
+                        Attribute(name: "title", type: .string),
+                        Attribute(name: "stamp", type: .int),
+                        Attribute(name: "qty", type: .int),
+                    ])
+            ])
+    }
+
+    static func now() -> Int64 { Int64(DispatchTime.now().uptimeNanoseconds) }
+
+    /// One measured run.
+    struct Figure {
+        var p50: Double?
+        var p99: Double?
+        var changesPerSecond: Double
+    }
+
+    static func run() async throws {
+        print(
+            "server benchmark: \(ProcessInfo.processInfo.activeProcessorCount) cores, loopback HTTP/2, one connection per client"
+        )
+        print("")
+        print("latency at 1,000 commits/s (1-row transactions), commit to client apply, ms")
+        print(pad("clients", 8) + pad("meridian p50", 14) + pad("p99", 9) + pad("raw p50", 10) + pad("raw p99", 9))
+        for clients in [1, 10, 100] {
+            let meridian = try await self.meridian(clients: clients, rowsPerCommit: 1, rate: 1_000)
+            let raw = try await self.raw(clients: clients, rowsPerCommit: 1, rate: 1_000)
+            print(
+                pad("\(clients)", 8) + pad(ms(meridian.p50), 14) + pad(ms(meridian.p99), 9) + pad(ms(raw.p50), 10)
+                    + pad(ms(raw.p99), 9))
+        }
+        for rows in [1, 100] {
+            print("")
+            print(
+                "sustained throughput, \(rows)-row transactions as fast as possible, row changes/s delivered (all clients)"
+            )
+            print(pad("clients", 8) + pad("meridian", 14) + pad("raw gRPC", 14) + pad("per client", 12))
+            for clients in [1, 10, 100] {
+                let meridian = try await self.meridian(clients: clients, rowsPerCommit: rows, rate: nil)
+                let raw = try await self.raw(clients: clients, rowsPerCommit: rows, rate: nil)
+                print(
+                    pad("\(clients)", 8) + pad(count(meridian.changesPerSecond), 14)
+                        + pad(count(raw.changesPerSecond), 14)
+                        + pad(count(meridian.changesPerSecond / Double(clients)), 12))
+            }
+        }
+    }
+
+    // MARK: - Meridian
+
+    static func meridian(clients: Int, rowsPerCommit: Int, rate: Int?) async throws -> Figure {
+        let store = try Store.temporary(schema: schema(), logger: logger)
+        var configuration = ServerConfiguration(host: "127.0.0.1", port: 0)
+        configuration.clientQueueLimit = 1_000_000
+        configuration.logRetention = .unlimited
+        let server = MeridianServer(store: store, configuration: configuration, logger: logger)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await server.run() }
+            defer { server.beginGracefulShutdown() }
+            let port = try await server.listeningAddress.port
+            let results = try await self.drive(
+                clients: clients, rowsPerCommit: rowsPerCommit, rate: rate,
+                connect: { collector, ready, expected in
+                    try await self.meridianClient(port: port, collector: collector, ready: ready, expected: expected)
+                },
+                write: { index, stamp in
+                    var operations: [WriteOperation] = []
+                    for r in 0..<rowsPerCommit {
+                        operations.append(
+                            .insert(
+                                "Bench", id: "\(index)-\(r)",
+                                ["title": .string("row \(index)"), "stamp": .int(stamp), "qty": .int(Int64(r))]))
+                    }
+                    try await store.apply(operations)
+                })
+            server.beginGracefulShutdown()
+            try await group.waitForAll()
+            return results
+        }
+    }
+
+    /// A client that subscribes to every Bench row, applies each batch to a dictionary, and reports per-row latency.
+    static func meridianClient(port: Int, collector: Collector, ready: @escaping @Sendable () -> Void, expected: Int)
+        async throws
+    {
+        let transport = try HTTP2ClientTransport.Posix(
+            target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext)
+        try await withGRPCClient(transport: transport) { client in
+            let meridian = Meridian_V1_Meridian.Client(wrapping: client)
+            let (requests, continuation) = AsyncStream<Meridian_V1_SyncRequest>.makeStream()
+            var hello = Meridian_V1_SyncRequest()
+            hello.hello = Meridian_V1_Hello()
+            continuation.yield(hello)
+            var subscribe = Meridian_V1_SyncRequest()
+            subscribe.subscribe.subscriptionID = "all"
+            subscribe.subscribe.fetch = Meridian_V1_FetchRequest(entity: "Bench")
+            continuation.yield(subscribe)
+            try await meridian.sync(
+                requestProducer: { writer in for await request in requests { try await writer.write(request) } },
+                onResponse: { response in
+                    var rows: [String: Meridian_V1_Row] = [:]
+                    var received = 0
+                    var latencies: [Int64] = []
+                    for try await message in response.messages {
+                        switch message.kind {
+                        case .snapshotChunk(let chunk) where chunk.last: ready()
+                        case .batch(let batch):
+                            let now = self.now()
+                            for delta in batch.deltas {
+                                for row in delta.entered {
+                                    rows[row.id] = row
+                                    if case .intValue(let stamp) = row.values["stamp"]?.kind {
+                                        latencies.append(now - stamp)
+                                    }
+                                }
+                                received += delta.entered.count
+                            }
+                        default: break
+                        }
+                        if received >= expected { break }
+                    }
+                    continuation.finish()
+                    collector.finish(latencies: latencies, rows: received)
+                })
+        }
+    }
+
+    // MARK: - Raw gRPC
+
+    /// The ceiling: the same bytes (one SyncResponse{batch} per commit, encoded once) streamed by a trivial service.
+    static func raw(clients: Int, rowsPerCommit: Int, rate: Int?) async throws -> Figure {
+        let broadcast = Broadcast()
+        let transport = HTTP2ServerTransport.Posix(
+            address: .ipv4(host: "127.0.0.1", port: 0), transportSecurity: .plaintext)
+        let server = GRPCServer(transport: transport, services: [RawService(broadcast: broadcast)])
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await server.serve() }
+            let port = try await transport.listeningAddress.ipv4!.port
+            var seq: Int64 = 0
+            let results = try await self.drive(
+                clients: clients, rowsPerCommit: rowsPerCommit, rate: rate,
+                connect: { collector, ready, expected in
+                    try await self.rawClient(port: port, collector: collector, ready: ready, expected: expected)
+                },
+                write: { index, stamp in
+                    seq += 1
+                    var delta = Meridian_V1_SubscriptionDelta()
+                    delta.subscriptionID = "all"
+                    for r in 0..<rowsPerCommit {
+                        var row = Meridian_V1_Row()
+                        row.id = "\(index)-\(r)"
+                        row.version = 1
+                        row.values = [
+                            "title": Meridian_V1_Value(.string("row \(index)")),
+                            "stamp": Meridian_V1_Value(.int(stamp)),
+                            "qty": Meridian_V1_Value(.int(Int64(r))),
+                        ]
+                        delta.entered.append(row)
+                    }
+                    var response = Meridian_V1_SyncResponse()
+                    response.batch.seq = seq
+                    response.batch.deltas = [delta]
+                    broadcast.send(try response.serializedBytes())
+                })
+            broadcast.finish()
+            server.beginGracefulShutdown()
+            try await group.waitForAll()
+            return results
+        }
+    }
+
+    static func rawClient(port: Int, collector: Collector, ready: @escaping @Sendable () -> Void, expected: Int)
+        async throws
+    {
+        let transport = try HTTP2ClientTransport.Posix(
+            target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext)
+        try await withGRPCClient(transport: transport) { client in
+            try await client.serverStreaming(
+                request: ClientRequest(message: [UInt8]()),
+                descriptor: RawService.method,
+                serializer: BytesCoding(),
+                deserializer: ProtobufDeserializer<Meridian_V1_SyncResponse>(),
+                options: .defaults
+            ) { response in
+                var rows: [String: Meridian_V1_Row] = [:]
+                var received = 0
+                var latencies: [Int64] = []
+                var first = true
+                for try await message in response.messages {
+                    if first {
+                        first = false
+                        ready()
+                        continue
+                    }
+                    let now = self.now()
+                    for delta in message.batch.deltas {
+                        for row in delta.entered {
+                            rows[row.id] = row
+                            if case .intValue(let stamp) = row.values["stamp"]?.kind { latencies.append(now - stamp) }
+                        }
+                        received += delta.entered.count
+                    }
+                    if received >= expected { break }
+                }
+                collector.finish(latencies: latencies, rows: received)
+            }
+        }
+    }
+
+    // MARK: - Driving a run
+
+    /// Connects the clients, waits until every one is subscribed, writes (at `rate` commits/s for 2 s, or as fast as
+    /// possible for 2 s — the row count is then fixed by a short calibration), and waits for every client.
+    static func drive(
+        clients: Int, rowsPerCommit: Int, rate: Int?,
+        connect: @escaping @Sendable (Collector, @escaping @Sendable () -> Void, Int) async throws -> Void,
+        write: (Int, Int64) async throws -> Void
+    ) async throws -> Figure {
+        let commits = rate.map { $0 * 2 } ?? (rowsPerCommit == 1 ? 8_000 : 1_000)
+        let expected = commits * rowsPerCommit
+        let collector = Collector()
+        let (readyStream, readyContinuation) = AsyncStream<Void>.makeStream()
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<clients {
+                group.addTask { try await connect(collector, { readyContinuation.yield() }, expected) }
+            }
+            var readyCount = 0
+            for await _ in readyStream {
+                readyCount += 1
+                if readyCount == clients { break }
+            }
+            let start = self.now()
+            let interval = rate.map { Duration.seconds(1) / $0 }
+            var deadline = ContinuousClock.now
+            for index in 0..<commits {
+                if let interval {
+                    deadline += interval
+                    try await Task.sleep(until: deadline, clock: .continuous)
+                }
+                try await write(index, self.now())
+            }
+            try await group.waitForAll()
+            let seconds = Double(collector.lastFinish - start) / 1e9
+            let latencies = collector.latencies.sorted()
+            func percentile(_ p: Double) -> Double? {
+                latencies.isEmpty
+                    ? nil : Double(latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))]) / 1e6
+            }
+            return Figure(
+                p50: percentile(0.5), p99: percentile(0.99), changesPerSecond: Double(expected * clients) / seconds)
+        }
+    }
+
+    /// Gathers every client's latencies and the time the last one finished.
+    final class Collector: Sendable {
+        private let state = Mutex<(latencies: [Int64], last: Int64)>(([], 0))
+        func finish(latencies: [Int64], rows: Int) {
+            let now = ServerBenchmark.now()
+            self.state.withLock {
+                $0.latencies += latencies
+                $0.last = max($0.last, now)
+            }
+        }
+        var latencies: [Int64] { self.state.withLock { $0.latencies } }
+        var lastFinish: Int64 { self.state.withLock { $0.last } }
+    }
+
+    static func pad(_ text: String, _ width: Int) -> String {
+        text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
+    }
+
+    static func ms(_ value: Double?) -> String { value.map { String(format: "%.2f", $0) } ?? "-" }
+
+    static func count(_ value: Double) -> String {
+        value >= 1e6 ? String(format: "%.2fM", value / 1e6) : String(format: "%.0fk", value / 1e3)
+    }
+}
+
+// MARK: - The raw service
+
+/// Sends every message given to `send` to every connected stream (each stream's queue is unbounded).
+final class Broadcast: Sendable {
+    private let state = Mutex<(streams: [AsyncStream<[UInt8]>.Continuation], finished: Bool)>(([], false))
+
+    func subscribe() -> AsyncStream<[UInt8]> {
+        let (stream, continuation) = AsyncStream<[UInt8]>.makeStream()
+        self.state.withLock { $0.streams.append(continuation) }
+        return stream
+    }
+
+    func send(_ bytes: [UInt8]) {
+        for continuation in self.state.withLock({ $0.streams }) { continuation.yield(bytes) }
+    }
+
+    func finish() {
+        for continuation in self.state.withLock({ $0.streams }) { continuation.finish() }
+    }
+}
+
+/// Bytes in, bytes out.
+struct BytesCoding: MessageSerializer, MessageDeserializer {
+    func serialize<Bytes: GRPCContiguousBytes>(_ message: [UInt8]) throws -> Bytes { Bytes(message) }
+    func deserialize<Bytes: GRPCContiguousBytes>(_ bytes: Bytes) throws -> [UInt8] {
+        bytes.withUnsafeBytes { Array($0) }
+    }
+}
+
+/// A server-streaming method that writes an empty hello, then every broadcast message as it is.
+struct RawService: RegistrableRPCService {
+    static let method = MethodDescriptor(fullyQualifiedService: "bench.Raw", method: "Stream")
+    let broadcast: Broadcast
+
+    func registerMethods<Transport: ServerTransport>(with router: inout RPCRouter<Transport>) {
+        router.registerHandler(
+            forMethod: Self.method, deserializer: BytesCoding(), serializer: BytesCoding(),
+            handler: { request, context in
+                for try await _ in request.messages {}
+                let messages = self.broadcast.subscribe()
+                return StreamingServerResponse { writer in
+                    var hello = Meridian_V1_SyncResponse()
+                    hello.heartbeat = Meridian_V1_Heartbeat()
+                    try await writer.write(try hello.serializedBytes())
+                    for await bytes in messages { try await writer.write(bytes) }
+                    return [:]
+                }
+            })
+    }
+}

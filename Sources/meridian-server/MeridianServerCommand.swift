@@ -1,0 +1,174 @@
+// meridian-server: parse arguments, build the configuration, bootstrap logging, run until SIGTERM/SIGINT.
+
+import ArgumentParser
+import Foundation
+import Logging
+import MeridianCore
+import MeridianServer
+import MeridianStore
+import ServiceLifecycle
+import UnixSignals
+
+@main
+struct MeridianServerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "meridian-server",
+        abstract: "Serve a Meridian store over gRPC: live subscriptions, snapshots, deltas and writes.",
+        discussion: """
+            Prints one line, `listening on HOST:PORT`, on stdout once it accepts connections; logs go to stderr.
+            SIGTERM or SIGINT: stop accepting, say Goodbye to every client, finish in-flight commits, exit 0.
+            Exit status 2: bad arguments, an unreadable schema, or a store that would need a destructive migration.
+            """)
+
+    @Option(
+        help: ArgumentHelp(
+            "The SQLite store file (created if missing; other processes may write it).", valueName: "path"))
+    var db: String?
+
+    @Flag(help: "Serve an in-memory store instead of a file (nothing is kept; other processes cannot write it).")
+    var inMemory = false
+
+    @Option(help: ArgumentHelp("The schema file (YAML, docs/schema.md).", valueName: "path"))
+    var schema: String
+
+    @Option(help: ArgumentHelp("The address to listen on; port 0 picks a free port.", valueName: "host:port"))
+    var listen = "127.0.0.1:7400"
+
+    @Option(help: "trace, debug, info, notice, warning, error or critical.")
+    var logLevel = "info"
+
+    @Option(
+        help: ArgumentHelp(
+            "How much change log to keep for resuming clients: a number of changes, an age (7d, 12h, 30m, 45s), both (1000000,7d), or none.",
+            valueName: "retention"))
+    var logRetention = "1000000,7d"
+
+    @Option(help: "The most subscriptions one Sync stream may hold (0: no limit).")
+    var maxSubscriptions = 256
+
+    @Option(help: "The largest request message accepted, in bytes.")
+    var maxRequestBytes = 4 << 20
+
+    @Option(help: "Row changes that may wait for a slow client before it is re-snapshotted.")
+    var clientQueueLimit = 100_000
+
+    @Option(help: "The size snapshot and query chunks are cut to, in bytes.")
+    var snapshotChunkBytes = 1 << 20
+
+    @Option(help: "Milliseconds of silence on a Sync stream before a heartbeat.")
+    var heartbeatMs = 10_000
+
+    @Option(help: "Milliseconds between checks for commits by other processes.")
+    var commitPollMs = 5
+
+    func validate() throws {
+        if self.inMemory == (self.db != nil) {
+            throw ValidationError("give exactly one of --db PATH and --in-memory")
+        }
+        guard Self.address(self.listen) != nil else {
+            throw ValidationError("--listen must be HOST:PORT with a port from 0 to 65535, not '\(self.listen)'")
+        }
+        guard Logger.Level(rawValue: self.logLevel) != nil else {
+            throw ValidationError(
+                "--log-level must be one of trace, debug, info, notice, warning, error, critical, not '\(self.logLevel)'"
+            )
+        }
+        guard LogRetention(parsing: self.logRetention) != nil else {
+            throw ValidationError(
+                "--log-retention must be a number of changes, an age like 7d, 12h, 30m or 45s, both (1000000,7d), or none; not '\(self.logRetention)'"
+            )
+        }
+        for (name, value) in [
+            ("--max-subscriptions", self.maxSubscriptions), ("--max-request-bytes", self.maxRequestBytes),
+            ("--client-queue-limit", self.clientQueueLimit), ("--snapshot-chunk-bytes", self.snapshotChunkBytes),
+            ("--heartbeat-ms", self.heartbeatMs), ("--commit-poll-ms", self.commitPollMs),
+        ] where value < 0 || (value == 0 && name != "--max-subscriptions") {
+            throw ValidationError("\(name) must be positive, not \(value)")
+        }
+    }
+
+    /// `HOST:PORT` or `[IPV6]:PORT`.
+    static func address(_ text: String) -> (host: String, port: Int)? {
+        guard let colon = text.lastIndex(of: ":") else { return nil }
+        var host = String(text[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty, let port = Int(text[text.index(after: colon)...]), (0...65_535).contains(port) else {
+            return nil
+        }
+        return (host, port)
+    }
+
+    func run() async throws {
+        let level = Logger.Level(rawValue: self.logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "meridian.server")
+        let schema: Schema
+        do {
+            schema = try Schema.load(contentsOf: self.schema)
+        } catch {
+            Self.fail("cannot load the schema: \(error)")
+        }
+        let store: Store
+        do {
+            store =
+                self.inMemory
+                ? try Store.inMemory(schema: schema, logger: Logger(label: "meridian.store"))
+                : try Store.open(path: self.db!, schema: schema, logger: Logger(label: "meridian.store"))
+        } catch let error as StoreError where error.code == .migrationRefused {
+            Self.fail(error.message)
+        } catch {
+            Self.fail("cannot open the store: \(error)")
+        }
+        let (host, port) = Self.address(self.listen)!
+        var configuration = ServerConfiguration(host: host, port: port)
+        configuration.maxSubscriptionsPerStream = self.maxSubscriptions
+        configuration.maxRequestBytes = self.maxRequestBytes
+        configuration.clientQueueLimit = self.clientQueueLimit
+        configuration.snapshotChunkBytes = self.snapshotChunkBytes
+        configuration.heartbeatInterval = .milliseconds(self.heartbeatMs)
+        configuration.commitPollInterval = .milliseconds(self.commitPollMs)
+        configuration.logRetention = LogRetention(parsing: self.logRetention)!
+
+        let server = MeridianServer(store: store, configuration: configuration, logger: logger)
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [.init(service: server)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            tasks.addTask {
+                let address = try await server.listeningAddress
+                FileHandle.standardOutput.write(Data("listening on \(address)\n".utf8))
+            }
+            try await tasks.waitForAll()
+        }
+    }
+
+    /// Prints `message` to stderr and exits with status 2.
+    static func fail(_ message: String) -> Never {
+        FileHandle.standardError.write(Data("meridian-server: \(message)\n".utf8))
+        Foundation.exit(2)
+    }
+
+    /// Runs the command; usage errors exit with status 2 (not ArgumentParser's 64), as the CLI contract says.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var command = command as? any AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            let code = exitCode(for: error)
+            if code == .success || error is ExitCode {
+                exit(withError: error)
+            }
+            FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+            Foundation.exit(2)
+        }
+    }
+}

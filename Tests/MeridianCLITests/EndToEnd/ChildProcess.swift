@@ -1,0 +1,176 @@
+// MARK: - Child processes for end-to-end tests
+
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The folder holding the built products (`meridian`, `meridian-server`): the test bundle's own folder.
+let productsFolder: String = {
+    let candidates = [
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path,
+        Bundle.main.bundleURL.deletingLastPathComponent().path,
+        repositoryRoot + "/.build/debug",
+    ]
+    return candidates.first { FileManager.default.isExecutableFile(atPath: $0 + "/meridian") } ?? candidates[2]
+}()
+
+/// A built product's path.
+func product(_ name: String) -> String { productsFolder + "/" + name }
+
+/// What a finished command printed and how it exited.
+struct CommandResult: Sendable, CustomStringConvertible {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+
+    var description: String { "exit \(self.status)\nstdout:\n\(self.stdout)\nstderr:\n\(self.stderr)" }
+}
+
+/// Runs `meridian` with `arguments` (and `stdin`), waits for it, and returns what it printed.
+func runMeridian(
+    _ arguments: [String],
+    server: String? = nil,
+    stdin: String? = nil,
+    environment: [String: String] = [:]
+) async throws -> CommandResult {
+    let child = try ChildProcess(
+        product("meridian"), (server.map { ["--server", $0] } ?? []) + arguments, stdin: stdin,
+        environment: environment)
+    let status = await child.waitForExit()
+    return CommandResult(status: status, stdout: await child.allOutput(), stderr: child.errorOutput)
+}
+
+/// A running child process whose standard output is read line by line and standard error kept.
+///
+/// Each instance is owned by one test; reader threads hand data over through `Mutex`es.
+final class ChildProcess: Sendable {
+    let process: Process
+    private let errors = Locked<Data>(Data())
+    /// Standard output's lines so far, whether it has ended, and how many lines `nextLine` has handed out.
+    private let output = Locked<(lines: [String], ended: Bool, read: Int)>(([], false, 0))
+
+    /// Starts `executable` with `arguments`; `stdin`, when given, is written and closed.
+    init(_ executable: String, _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:])
+        throws
+    {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        env.removeValue(forKey: "MERIDIAN_SERVER")
+        for (k, v) in environment { env[k] = v }
+        process.environment = env
+        let out = Pipe()
+        let err = Pipe()
+        let input = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = input
+        self.process = process
+        try process.run()
+
+        let outHandle = out.fileHandleForReading
+        let output = self.output
+        Thread.detachNewThread {
+            var buffer = Data()
+            while true {
+                let data = outHandle.availableData
+                if data.isEmpty { break }
+                buffer.append(data)
+                var lines: [String] = []
+                while let newline = buffer.firstIndex(of: 10) {
+                    lines.append(String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self))
+                    buffer.removeSubrange(buffer.startIndex...newline)
+                }
+                if !lines.isEmpty { output.withLock { $0.lines += lines } }
+            }
+            let rest = buffer.isEmpty ? [] : [String(decoding: buffer, as: UTF8.self)]
+            output.withLock {
+                $0.lines += rest
+                $0.ended = true
+            }
+        }
+        let errHandle = err.fileHandleForReading
+        let errors = self.errors
+        Thread.detachNewThread {
+            while true {
+                let data = errHandle.availableData
+                if data.isEmpty { break }
+                errors.withLock { $0.append(data) }
+            }
+        }
+        if let stdin {
+            input.fileHandleForWriting.write(Data(stdin.utf8))
+        }
+        try? input.fileHandleForWriting.close()
+    }
+
+    /// What the process wrote on standard error so far.
+    var errorOutput: String { String(decoding: self.errors.withLock { $0 }, as: UTF8.self) }
+
+    /// The next line of standard output, or `nil` at its end or after `timeout`.
+    func nextLine(timeout: Duration = .seconds(30)) async -> String? {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let next: String?? = self.output.withLock { state in
+                if state.read < state.lines.count {
+                    state.read += 1
+                    return .some(state.lines[state.read - 1])
+                }
+                return state.ended ? .some(nil) : nil
+            }
+            if let next { return next }
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+        return nil
+    }
+
+    /// Every line of standard output, once the process has closed it.
+    func allOutput() async -> String {
+        while !self.output.withLock({ $0.ended }) {
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+        let lines = self.output.withLock { $0.lines }
+        return lines.isEmpty ? "" : lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Sends a signal.
+    func signal(_ signal: Int32) {
+        if self.process.isRunning { kill(self.process.processIdentifier, signal) }
+    }
+
+    /// Waits for the process to exit (killing it after `timeout`) and returns its status.
+    func waitForExit(timeout: Duration = .seconds(60)) async -> Int32 {
+        let deadline = ContinuousClock.now + timeout
+        while self.process.isRunning {
+            if ContinuousClock.now > deadline {
+                self.signal(SIGKILL)
+                break
+            }
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+        self.process.waitUntilExit()
+        return self.process.terminationStatus
+    }
+
+    /// Stops the process with SIGTERM (SIGKILL after 10 s) and returns its status.
+    @discardableResult
+    func stop() async -> Int32 {
+        self.signal(SIGTERM)
+        return await self.waitForExit(timeout: .seconds(10))
+    }
+}
+
+/// A `Mutex` in a class, so that reader threads and the test can share it.
+final class Locked<Value: Sendable>: Sendable {
+    private let mutex: Mutex<Value>
+
+    init(_ value: Value) { self.mutex = Mutex(value) }
+
+    func withLock<R: Sendable>(_ body: (inout sending Value) throws -> sending R) rethrows -> R {
+        try self.mutex.withLock(body)
+    }
+}

@@ -1,0 +1,54 @@
+// MARK: - scripts/demo.sh, run without a terminal
+
+import Foundation
+import Testing
+
+@Suite(.enabled(if: serverIsBuilt, "meridian-server is not built"), .timeLimit(.minutes(3)))
+struct DemoTests {
+    @Test("the demo loads places, writes, watches, and stops everything by itself after --duration")
+    func demo() async throws {
+        let data = NSTemporaryDirectory() + "meridian-demo-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: data) }
+        let demo = try ChildProcess(
+            repositoryRoot + "/scripts/demo.sh",
+            [
+                "--bin", productsFolder, "--duration", "6", "--port", "0", "--points", "500", "--data", data, "--view",
+                "none",
+            ])
+        let status = await demo.waitForExit(timeout: .seconds(150))
+        let log = demo.errorOutput
+        #expect(status == 0, "\(log)")
+        #expect(log.contains("==> loading 500 places"), "\(log)")
+        #expect(log.contains("imported 500 rows into Point in 1 transaction"), "\(log)")
+        #expect(log.contains("meridian watch Point"), "\(log)")
+
+        let address = try #require(
+            try String(contentsOfFile: data + "/server.out", encoding: .utf8).split(separator: "\n").first?
+                .dropFirst("listening on ".count))
+        // Everything it started is gone: the server no longer answers.
+        let after = try await runMeridian(["schema"], server: String(address))
+        #expect(after.status == 3, "\(after)")
+
+        // The writer wrote, and (once watch exists) the watcher saw it.
+        let rows = try await Self.count(data + "/watch.jsonl")
+        if meridianCLIHasWatch {
+            #expect(rows.snapshot == 1)
+            #expect(rows.changes > 3, "the writer's changes reached the watcher")
+        }
+    }
+
+    static func count(_ path: String) async throws -> (snapshot: Int, changes: Int) {
+        let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        let lines = text.split(separator: "\n")
+        return (
+            lines.filter { $0.hasPrefix(#"{"event":"snapshot""#) }.count,
+            lines.filter { $0.hasPrefix(#"{"event":"change""#) }.count
+        )
+    }
+}
+
+#if canImport(MeridianClient)
+    let meridianCLIHasWatch = true
+#else
+    let meridianCLIHasWatch = false
+#endif

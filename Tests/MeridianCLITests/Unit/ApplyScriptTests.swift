@@ -1,0 +1,90 @@
+// MARK: - apply's JSON lines
+
+import MeridianCore
+import Testing
+
+@testable import MeridianCLI
+
+@Suite struct ApplyScriptTests {
+    @Test("every operation kind, blank lines skipped, line numbers kept")
+    func parsesAll() throws {
+        let text = """
+            {"op":"insert","entity":"Point","values":{"title":"Café Aurora","category":2,"latitude":38.71}}
+
+            {"op":"update","entity":"Point","id":"p1","values":{"title":"Café Aurora II","latitude":null},"version":3}
+            {"op":"upsert","entity":"Author","id":"a1","values":{"firstName":"Ada","lastName":"Lovelace"}}\r
+            {"op":"delete","entity":"Point","id":"p2"}
+
+            """
+        let operations = try ApplyScript.parse(text, schema: demoSchema)
+        #expect(operations.map(\.line) == [1, 3, 4, 5])
+        #expect(
+            operations.map(\.operation) == [
+                WriteOperation(
+                    .insert, entity: "Point", values: ["title": "Café Aurora", "category": 2, "latitude": 38.71]),
+                WriteOperation(
+                    .update, entity: "Point", id: "p1", values: ["title": "Café Aurora II", "latitude": .null],
+                    expectedVersion: 3),
+                WriteOperation(
+                    .upsert, entity: "Author", id: "a1", values: ["firstName": "Ada", "lastName": "Lovelace"]),
+                WriteOperation(.delete, entity: "Point", id: "p2"),
+            ])
+    }
+
+    @Test(
+        "errors name the line and what is wrong",
+        arguments: [
+            (
+                #"{"op":"insert","entity":"Point""#,
+                "line 2: invalid JSON at column 32: unterminated object: expected ',' or '}'"
+            ),
+            (#"[1]"#, "line 2: expected a JSON object {\"op\":…,\"entity\":…}, found an array"),
+            (#"{"entity":"Point"}"#, "line 2: missing \"op\" (one of insert, update, upsert, delete)"),
+            (
+                #"{"op":"remove","entity":"Point","id":"x"}"#,
+                "line 2: \"op\" must be one of \"insert\", \"update\", \"upsert\", \"delete\", found \"remove\""
+            ),
+            (#"{"op":"insert"}"#, "line 2: missing \"entity\""),
+            (
+                #"{"op":"insert","entity":"Pont"}"#,
+                "line 2: unknown entity 'Pont' (did you mean 'Point'?); the entities are Point, FamilyMember, Author"
+            ),
+            (#"{"op":"update","entity":"Point","values":{}}"#, "line 2: update needs an \"id\""),
+            (#"{"op":"delete","entity":"Point","id":7}"#, "line 2: \"id\" must be a string, found a number"),
+            (
+                #"{"op":"delete","entity":"Point","id":"p","values":{"title":"x"}}"#,
+                "line 2: delete takes no \"values\""
+            ),
+            (
+                #"{"op":"insert","entity":"Point","values":{"category":"3"}}"#,
+                "line 2: values.category: expected an integer, found a string"
+            ),
+            (
+                #"{"op":"insert","entity":"Point","values":{"colour":"red"}}"#,
+                "line 2: values: unknown attribute 'colour' for Point; its attributes are id, title, category, "
+                    + "latitude, longitude, updatedAt"
+            ),
+            (
+                #"{"op":"insert","entity":"Point","value":{}}"#,
+                "line 2: unknown key \"value\" (did you mean \"values\"?); the keys are op, entity, id, values, version"
+            ),
+            (
+                #"{"op":"insert","entity":"Point","version":1.5}"#,
+                "line 2: \"version\" must be a whole number, found 1.5"
+            ),
+            (
+                #"{"op":"insert","op":"update","entity":"Point"}"#,
+                "line 2: invalid JSON at column 16: key \"op\" appears twice"
+            ),
+        ])
+    func errors(line: String, message: String) {
+        let text = #"{"op":"delete","entity":"Point","id":"ok"}"# + "\n" + line + "\n"
+        do {
+            _ = try ApplyScript.parse(text, schema: demoSchema)
+            Issue.record("no error for \(line)")
+        } catch {
+            #expect(error.status == .badInput)
+            #expect(error.message == message)
+        }
+    }
+}

@@ -1,0 +1,111 @@
+// MARK: - CSV and import's input
+
+import MeridianCore
+import Testing
+
+@testable import MeridianCLI
+
+@Suite struct CSVTests {
+    @Test("quoted fields, doubled quotes, embedded line breaks, CRLF, empty vs \"\"")
+    func parses() throws {
+        let text = "id,title,note\r\n1,\"Café, \"\"Aurora\"\"\",\"two\nlines\"\r\n2,,\"\"\n\n3,x,y"
+        let records = try CSV.parse(text)
+        #expect(records.map(\.line) == [1, 2, 4, 6])
+        #expect(records[1].fields.map(\.text) == ["1", "Café, \"Aurora\"", "two\nlines"])
+        #expect(records[2].fields == [CSV.Field("2"), CSV.Field(""), CSV.Field("", quoted: true)])
+        #expect(records[3].fields.map(\.text) == ["3", "x", "y"])
+    }
+
+    @Test("malformed CSV names the line")
+    func errors() {
+        #expect(throws: CSV.SyntaxError(message: "unterminated quoted field", line: 2)) {
+            try CSV.parse("a,b\n1,\"open\n")
+        }
+        #expect(throws: CSV.SyntaxError(message: "unexpected text after a closing quote", line: 1)) {
+            try CSV.parse("\"a\"b,c")
+        }
+        #expect(throws: CSV.SyntaxError(message: "a double quote inside an unquoted field", line: 1)) {
+            try CSV.parse("a\"b")
+        }
+    }
+
+    @Test("quoting: only when needed, and always for the empty string; null is empty")
+    func quoting() throws {
+        #expect(
+            CSV.line(["plain", "a,b", "say \"hi\"", "two\nlines", "", nil])
+                == "plain,\"a,b\",\"say \"\"hi\"\"\",\"two\nlines\",\"\",")
+        let fields = try CSV.parse(CSV.line(["plain", "a,b", "say \"hi\"", "two\nlines", "", nil]))[0].fields
+        #expect(fields.map(\.text) == ["plain", "a,b", "say \"hi\"", "two\nlines", "", ""])
+        #expect(fields.map(\.quoted) == [false, true, true, true, true, false])
+    }
+
+    @Test("export's CSV imports back to the same rows")
+    func exportImportRoundTrip() throws {
+        let rows = [
+            Row(id: "p1", values: ["title": "Café, \"Aurora\"", "category": 2, "latitude": 38.71, "longitude": -9.14]),
+            Row(id: "p2", values: ["title": "", "category": 0, "updatedAt": .timestamp(Timestamp(microseconds: 5))]),
+        ]
+        let text =
+            (["id,title,category,latitude,longitude,updatedAt"]
+            + rows.map { ExportCommand.csvLine($0, entity: point) }).joined(separator: "\n")
+        let items = try ImportReader.parse(text, format: .csv, entity: point)
+        #expect(items.map(\.id) == ["p1", "p2"])
+        for (item, row) in zip(items, rows) {
+            let stored = Row(id: item.id!, values: item.values.filter { !$0.value.isNull })
+            #expect(stored == row)
+        }
+        // A null optional attribute is an explicit null; nothing is sent for required ones left empty.
+        #expect(items[1].values["latitude"] == .some(.null))
+    }
+
+    @Test("CSV import errors name the line and column")
+    func importErrors() {
+        let cases: [(String, String)] = [
+            (
+                "id,titel\n1,x",
+                "line 1: header: unknown attribute 'titel' for Point (did you mean 'title'?); its "
+                    + "attributes are id, title, category, latitude, longitude, updatedAt"
+            ),
+            (
+                "title,category\nx,1\ny,two",
+                "line 3, column 'category': \"two\" is not an int (expected a whole "
+                    + "number such as 42)"
+            ),
+            ("title,category\nx", "line 2: 1 fields, but the header has 2"),
+            ("title,title\nx,y", "line 1: column 'title' appears twice in the header"),
+        ]
+        for (text, message) in cases {
+            do {
+                _ = try ImportReader.parse(text, format: .csv, entity: point)
+                Issue.record("no error for \(text)")
+            } catch {
+                #expect(error.message == message)
+            }
+        }
+    }
+
+    @Test("JSON lines import: export's shape and flat objects")
+    func jsonLines() throws {
+        let text = """
+            {"id":"p1","values":{"title":"A","category":1,"latitude":null}}
+            {"title":"B","longitude":-9.5}
+            """
+        let items = try ImportReader.parse(text, format: .jsonl, entity: point)
+        #expect(
+            items == [
+                ImportReader.Item(line: 1, id: "p1", values: ["title": "A", "category": 1, "latitude": .null]),
+                ImportReader.Item(line: 2, id: nil, values: ["title": "B", "longitude": -9.5]),
+            ])
+        #expect(throws: CLIError.self) {
+            try ImportReader.parse("{\"title\":3}", format: .jsonl, entity: point)
+        }
+    }
+
+    @Test("format detection by extension, then by content")
+    func detect() {
+        #expect(ImportReader.Format.detect(path: "a.CSV", text: "{") == .csv)
+        #expect(ImportReader.Format.detect(path: "a.jsonl", text: "x") == .jsonl)
+        #expect(ImportReader.Format.detect(path: "-", text: "  {\"a\":1}") == .jsonl)
+        #expect(ImportReader.Format.detect(path: "-", text: "title\nx") == .csv)
+    }
+}

@@ -1,0 +1,38 @@
+// MARK: - JSON
+
+import Testing
+
+@testable import MeridianCLI
+
+@Suite struct JSONTests {
+    @Test("numbers keep their text, keys their order; output is compact")
+    func roundTrip() throws {
+        let text = #"{"b":[1,2.50,-3e-2,true,false,null],"a":{"x":"é\n\"\\\u0001"}}"#
+        let json = try JSON.parse(text)
+        #expect(
+            json["b"] == .array([.number("1"), .number("2.50"), .number("-3e-2"), .bool(true), .bool(false), .null]))
+        #expect(json.text == #"{"b":[1,2.50,-3e-2,true,false,null],"a":{"x":"é\n\"\\\u0001"}}"#)
+        #expect(try JSON.parse(#""\ud83d\ude00""#) == .string("😀"))
+    }
+
+    @Test(
+        "syntax errors give the column",
+        arguments: [
+            ("{", 2), ("{\"a\" 1}", 6), ("[1,]", 4), ("01", 2), ("\"abc", 5), ("tru", 1), ("{} x", 4), ("1.", 3),
+        ])
+    func errors(text: String, column: Int) {
+        do {
+            _ = try JSON.parse(text)
+            Issue.record("no error for \(text)")
+        } catch {
+            #expect(error.column == column, "\(text): \(error)")
+        }
+    }
+
+    @Test("doubles: shortest round-trip form; infinity as 1e999")
+    func doubles() {
+        #expect(JSON.double(0.1).text == "0.1")
+        #expect(JSON.double(2).text == "2.0")
+        #expect(JSON.double(-.infinity).text == "-1e999")
+    }
+}

@@ -1,0 +1,119 @@
+// MARK: - watch --format jsonl from change sets
+
+import MeridianCore
+import Testing
+
+@testable import MeridianCLI
+
+@Suite struct WatchEventsTests {
+    /// Rows sorted by (category, title, id), optionally sectioned by category.
+    static func list(_ rows: [Row], sectioned: Bool) -> SectionedList<Row> {
+        let sorted = rows.sorted { a, b in
+            (a["category"], a["title"], a.id) < (b["category"], b["title"], b.id)
+        }
+        guard sectioned else { return SectionedList(unsectioned: sorted) }
+        var sections: [ListSection<Row>] = []
+        for row in sorted {
+            if sections.last?.key != row["category"] {
+                sections.append(ListSection(key: row["category"], name: ValueRendering.text(row["category"])))
+            }
+            sections[sections.count - 1].elements.append(row)
+        }
+        return SectionedList(sections: sections)
+    }
+
+    static func expectedLines(_ list: SectionedList<Row>) -> String {
+        list.allElements.map { ValueRendering.rowJSON($0, entity: point).text + "\n" }.joined()
+    }
+
+    @Test("the exact shape of snapshot and change lines")
+    func shape() throws {
+        let events = WatchEvents(entity: point, sectioned: true)
+        let a = Row(id: "a", values: ["title": "A", "category": 1])
+        let b = Row(id: "b", values: ["title": "B", "category": 1])
+        let old = Self.list([a, b], sectioned: true)
+        #expect(
+            events.snapshot(seq: 3, list: old).text
+                == #"{"event":"snapshot","seq":3,"sections":[{"name":"1","rows":[{"id":"a","values":{"title":"A","category":1,"#
+                + #""latitude":null,"longitude":null,"updatedAt":null}},{"id":"b","values":{"title":"B","category":1,"#
+                + #""latitude":null,"longitude":null,"updatedAt":null}}]}]}"#)
+        var b2 = b
+        b2["category"] = 2
+        var a2 = a
+        a2["title"] = "A2"
+        let new = Self.list([a2, b2], sectioned: true)
+        let changes = try ChangeSet<Row>.between(old: old, new: new)
+        #expect(
+            events.change(seq: 4, changeSet: changes).text
+                == #"{"event":"change","seq":4,"sections":{"deleted":[],"inserted":[{"index":1,"name":"2"}]},"rows":["#
+                + #"{"op":"move","id":"b","from":[0,1],"to":[1,0],"values":{"title":"B","category":2,"latitude":null,"#
+                + #""longitude":null,"updatedAt":null}},{"op":"update","id":"a","from":[0,0],"to":[0,0],"values":{"#
+                + #""title":"A2","category":1,"latitude":null,"longitude":null,"updatedAt":null},"changed":["title"]}]}"#
+        )
+    }
+
+    @Test("without a section key: one section named \"\", even when empty, and no section events")
+    func unsectioned() throws {
+        let events = WatchEvents(entity: point, sectioned: false)
+        #expect(
+            events.snapshot(seq: 0, list: SectionedList(sections: [])).text
+                == #"{"event":"snapshot","seq":0,"sections":[{"name":"","rows":[]}]}"#)
+        let changes = ChangeSet<Row>(
+            insertedSections: [SectionInsertion(index: 0, key: "")],
+            rowChanges: [.insert(id: "a", to: ListIndexPath(0, 0), element: Row(id: "a", values: ["title": "A"]))])
+        let line = events.change(seq: 1, changeSet: changes).text
+        #expect(
+            line.hasPrefix(#"{"event":"change","seq":1,"sections":{"deleted":[],"inserted":[]},"rows":[{"op":"insert""#)
+        )
+    }
+
+    @Test("replaying the lines of random transitions rebuilds each new state", arguments: [false, true])
+    func replay(sectioned: Bool) throws {
+        var random = SplitMix(seed: sectioned ? 11 : 7)
+        let events = WatchEvents(entity: point, sectioned: sectioned)
+        var rows: [String: Row] = [:]
+        var list = Self.list([], sectioned: sectioned)
+        var replay = WatchReplay()
+        try replay.apply(line: events.snapshot(seq: 0, list: list).text)
+        var nextID = 0
+        for seq in 1...400 {
+            for _ in 0..<(1 + random.next(4)) {
+                let roll = random.next(10)
+                if roll < 4 || rows.isEmpty {
+                    nextID += 1
+                    let id = "r\(nextID)"
+                    rows[id] = Row(
+                        id: id,
+                        values: ["title": .string("t\(random.next(30))"), "category": .int(Int64(random.next(4)))])
+                } else {
+                    let id = rows.keys.sorted()[random.next(rows.count)]
+                    switch roll {
+                    case 4...5: rows[id]!["title"] = .string("t\(random.next(30))")
+                    case 6: rows[id]!["category"] = .int(Int64(random.next(4)))
+                    case 7: rows[id]!["latitude"] = .double(Double(random.next(1000)) / 10)
+                    default: rows[id] = nil
+                    }
+                }
+            }
+            let new = Self.list(Array(rows.values), sectioned: sectioned)
+            let changes = try ChangeSet<Row>.between(old: list, new: new)
+            try replay.apply(line: events.change(seq: Int64(seq), changeSet: changes).text)
+            #expect(replay.queryLines == Self.expectedLines(new))
+            #expect(replay.sections.map(\.name) == (sectioned ? new.sections.map(\.name) : [""]))
+            list = new
+        }
+    }
+}
+
+/// A small deterministic generator for the tests.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { self.state = seed }
+    mutating func next(_ bound: Int) -> Int {
+        self.state &+= 0x9E37_79B9_7F4A_7C15
+        var z = self.state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return Int((z ^ (z >> 31)) % UInt64(bound))
+    }
+}

@@ -1,0 +1,315 @@
+// Bad input over both transports: each answered with its status or SubscriptionError, and the stream carries on.
+
+import Foundation
+import GRPCCore
+import MeridianCore
+import MeridianProto
+import MeridianServer
+import MeridianStore
+import MeridianTestSupport
+import Testing
+
+@Suite("Errors", .timeLimit(.minutes(1)))
+struct ErrorTests {
+    /// Subscribes with `fetch` and returns the SubscriptionError it gets.
+    private func subscriptionError(
+        _ fetch: Meridian_V1_FetchRequest, wire: Wire, configure: (inout ServerConfiguration) -> Void = { _ in }
+    ) async throws -> Meridian_V1_ErrorDetail? {
+        let store = try Fixtures.store()
+        var detail: Meridian_V1_ErrorDetail?
+        try await onWire(wire, store: store, configuration: Fixtures.configuration(configure)) { client in
+            try await withSyncStream(client) { stream in
+                stream.hello()
+                var mirror = Mirror()
+                mirror.apply(try await stream.nextMessage())
+                stream.subscribe("good", Fixtures.fetch("Point"))
+                stream.subscribe("bad", fetch)
+                stream.subscribe("after", Fixtures.fetch("Point", "category == 1"))
+                try await mirror.awaitSnapshot(stream, "good")
+                try await mirror.awaitSnapshot(stream, "after")
+                while mirror.errors.isEmpty { mirror.apply(try await stream.next()) }
+                #expect(mirror.errors.count == 1)
+                #expect(mirror.errors[0].subscriptionID == "bad")
+                detail = mirror.errors[0].error
+                // The stream and its other subscriptions carry on.
+                let seq = try await commit(store, [.insert("Point", id: "x", Fixtures.point("x", category: 1))])
+                try await mirror.catchUp(stream, to: seq)
+                #expect(mirror.ids("after") == ["x"])
+                #expect(mirror.ids("good") == ["x"])
+            }
+        }
+        return detail
+    }
+
+    @Test("a bad predicate: BAD_PREDICATE with its position", arguments: Wire.allCases)
+    func badPredicate(wire: Wire) async throws {
+        let detail = try #require(try await self.subscriptionError(Fixtures.fetch("Point", "title == "), wire: wire))
+        #expect(detail.code == .badPredicate)
+        #expect(detail.hasPosition)
+        #expect(detail.position == 9)
+        #expect(detail.message.contains("position 9"))
+    }
+
+    @Test("a type mismatch in a predicate: BAD_PREDICATE at the value", arguments: Wire.allCases)
+    func typeMismatch(wire: Wire) async throws {
+        let detail = try #require(
+            try await self.subscriptionError(Fixtures.fetch("Point", "category == \"x\""), wire: wire))
+        #expect(detail.code == .badPredicate)
+        #expect(detail.position == 12)
+    }
+
+    @Test("an unknown attribute in a predicate or a sort key: UNKNOWN_ATTRIBUTE naming it", arguments: Wire.allCases)
+    func unknownAttribute(wire: Wire) async throws {
+        let detail = try #require(try await self.subscriptionError(Fixtures.fetch("Point", "titel == 1"), wire: wire))
+        #expect(detail.code == .unknownAttribute)
+        #expect(detail.attributes == ["titel"])
+        #expect(detail.position == 0)
+        let sort = try #require(
+            try await self.subscriptionError(Fixtures.fetch("Point", sort: [("colour", true)]), wire: wire))
+        #expect(sort.code == .unknownAttribute)
+        #expect(sort.attributes == ["colour"])
+    }
+
+    @Test("an unknown entity: UNKNOWN_ENTITY", arguments: Wire.allCases)
+    func unknownEntity(wire: Wire) async throws {
+        let detail = try #require(try await self.subscriptionError(Fixtures.fetch("Planet"), wire: wire))
+        #expect(detail.code == .unknownEntity)
+        #expect(detail.entity == "Planet")
+        #expect(detail.message.contains("Planet"))
+    }
+
+    @Test("a zero limit: MALFORMED_REQUEST", arguments: Wire.allCases)
+    func zeroLimit(wire: Wire) async throws {
+        let detail = try #require(try await self.subscriptionError(Fixtures.fetch("Point", limit: 0), wire: wire))
+        #expect(detail.code == .malformedRequest)
+    }
+
+    @Test("too many subscriptions: TOO_MANY_SUBSCRIPTIONS; the others carry on", arguments: Wire.allCases)
+    func tooMany(wire: Wire) async throws {
+        let store = try Fixtures.store()
+        try await onWire(wire, store: store, configuration: Fixtures.configuration { $0.maxSubscriptionsPerStream = 2 })
+        {
+            client in
+            try await withSyncStream(client) { stream in
+                stream.hello()
+                var mirror = Mirror()
+                mirror.apply(try await stream.nextMessage())
+                for id in ["a", "b", "c"] { stream.subscribe(id, Fixtures.fetch("Point")) }
+                try await mirror.awaitSnapshot(stream, "a")
+                try await mirror.awaitSnapshot(stream, "b")
+                while mirror.errors.isEmpty { mirror.apply(try await stream.next()) }
+                #expect(mirror.errors[0].subscriptionID == "c")
+                #expect(mirror.errors[0].error.code == .tooManySubscriptions)
+                // Freeing a slot makes room again.
+                stream.unsubscribe("a")
+                stream.subscribe("c", Fixtures.fetch("Point"))
+                try await mirror.awaitSnapshot(stream, "c")
+            }
+        }
+    }
+
+    @Test("duplicate and unknown subscription ids", arguments: Wire.allCases)
+    func duplicateAndUnknown(wire: Wire) async throws {
+        let store = try Fixtures.store()
+        try await onWire(wire, store: store) { client in
+            try await withSyncStream(client) { stream in
+                stream.hello()
+                var mirror = Mirror()
+                mirror.apply(try await stream.nextMessage())
+                stream.subscribe("a", Fixtures.fetch("Point"))
+                stream.subscribe("a", Fixtures.fetch("Point"))
+                stream.unsubscribe("zz")
+                stream.replace("yy", Fixtures.fetch("Point"))
+                stream.replace("a", Fixtures.fetch("Point", "nope == 1"))
+                while mirror.errors.count < 4 { mirror.apply(try await stream.next()) }
+                #expect(
+                    mirror.errors.map(\.error.code) == [
+                        .duplicateSubscription, .unknownSubscription, .unknownSubscription, .unknownAttribute,
+                    ])
+                // The failed Replace left "a" as it was.
+                let seq = try await commit(store, [.insert("Point", id: "x", Fixtures.point("x"))])
+                try await mirror.catchUp(stream, to: seq)
+                #expect(mirror.ids("a") == ["x"])
+            }
+        }
+    }
+
+    /// Opens a stream, sends `requests`, and returns the RPCError that ends it.
+    private func streamError(
+        wire: Wire, configure: (inout ServerConfiguration) -> Void = { _ in },
+        _ send: @escaping @Sendable (SyncStream) -> Void
+    ) async throws -> RPCError? {
+        let store = try Fixtures.store()
+        var caught: RPCError?
+        try await onWire(wire, store: store, configuration: Fixtures.configuration(configure)) { client in
+            try await withSyncStream(client) { stream in
+                send(stream)
+                do {
+                    while true { _ = try await stream.next() }
+                } catch let error as RPCError {
+                    caught = error
+                }
+            }
+        }
+        return caught
+    }
+
+    @Test("a stream that does not start with Hello ends with INVALID_ARGUMENT", arguments: Wire.allCases)
+    func noHello(wire: Wire) async throws {
+        let error = try #require(try await self.streamError(wire: wire) { $0.subscribe("a", Fixtures.fetch("Point")) })
+        #expect(error.code == .invalidArgument)
+        #expect(error.errorDetail?.code == .malformedRequest)
+        #expect(error.message.contains("Hello"))
+    }
+
+    @Test("a message with no case set ends the stream with INVALID_ARGUMENT", arguments: Wire.allCases)
+    func emptyMessage(wire: Wire) async throws {
+        let error = try #require(
+            try await self.streamError(wire: wire) { stream in
+                stream.hello()
+                stream.send(Meridian_V1_SyncRequest())
+            })
+        #expect(error.code == .invalidArgument)
+        #expect(error.errorDetail?.code == .malformedRequest)
+    }
+
+    @Test("an oversized message ends the stream with RESOURCE_EXHAUSTED", arguments: Wire.allCases)
+    func oversized(wire: Wire) async throws {
+        let error = try #require(
+            try await self.streamError(
+                wire: wire,
+                configure: { $0.maxRequestBytes = 1_000 },
+                { stream in
+                    stream.hello()
+                    stream.subscribe(
+                        "a", Fixtures.fetch("Point", "title == \"\(String(repeating: "x", count: 5_000))\""))
+                }))
+        #expect(error.code == .resourceExhausted)
+        #expect(error.errorDetail?.code == .messageTooLarge)
+        #expect(error.message.contains("1000 bytes"))
+    }
+
+    @Test("Apply answers store errors with typed details", arguments: Wire.allCases)
+    func applyErrors(wire: Wire) async throws {
+        let store = try Fixtures.store()
+        try await commit(store, [.insert("Point", id: "a", Fixtures.point("A"))])
+        try await onWire(wire, store: store) { client in
+            func apply(_ operations: [Meridian_V1_Operation]) async throws -> Meridian_V1_ApplyResponse {
+                var request = Meridian_V1_ApplyRequest()
+                request.operations = operations
+                request.clientTag = "t"
+                return try await client.apply(request)
+            }
+            var response = try await apply([
+                Meridian_V1_Operation(kind: .insert, entity: "Point", id: "b", values: ["title": "B"]),
+                Meridian_V1_Operation(kind: .update, entity: "Point", id: "a", values: ["category": "no"]),
+            ])
+            #expect(response.clientTag == "t")
+            #expect(response.error.code == .validation)
+            #expect(response.error.operationIndex == 1)
+            #expect(response.error.attributes == ["category"])
+            response = try await apply([Meridian_V1_Operation(kind: .delete, entity: "Point", id: "zz")])
+            #expect(response.error.code == .notFound)
+            #expect(response.error.entity == "Point")
+            #expect(response.error.id == "zz")
+            response = try await apply([
+                Meridian_V1_Operation(kind: .insert, entity: "Point", id: "a", values: ["title": "x"])
+            ])
+            #expect(response.error.code == .alreadyExists)
+            response = try await apply([
+                Meridian_V1_Operation(
+                    kind: .update, entity: "Point", id: "a", values: ["title": "x"], expectedVersion: 1)
+            ])
+            #expect(response.result.seq > 0)
+            response = try await apply([
+                Meridian_V1_Operation(
+                    kind: .update, entity: "Point", id: "a", values: ["title": "y"], expectedVersion: 1)
+            ])
+            #expect(response.error.code == .conflict)
+            #expect(response.error.attributes == ["title"])
+            response = try await apply([Meridian_V1_Operation(kind: .insert, entity: "Planet", values: [:])])
+            #expect(response.error.code == .unknownEntity)
+            response = try await apply([
+                Meridian_V1_Operation(kind: .insert, entity: "Point", values: ["colour": "red"])
+            ])
+            #expect(response.error.code == .unknownAttribute)
+            #expect(response.error.attributes == ["colour"])
+            response = try await apply([Meridian_V1_Operation(kind: .unspecified, entity: "Point")])
+            #expect(response.error.code == .malformedRequest)
+            // Nothing of the rejected transactions was written.
+            #expect(try await directQuery(store, Fixtures.fetch("Point")).keys.sorted() == ["a"])
+        }
+    }
+
+    @Test(
+        "Query: chunks in order at one seq; a bad request fails with its detail in the trailers",
+        arguments: Wire.allCases)
+    func query(wire: Wire) async throws {
+        let store = try Fixtures.store()
+        var operations: [WriteOperation] = []
+        for i in 0..<50 { operations.append(.insert("Point", id: "p\(i)", Fixtures.point("t\(i)"))) }
+        try await commit(store, operations)
+        try await onWire(wire, store: store) { client in
+            var request = Meridian_V1_QueryRequest()
+            request.fetch = Fixtures.fetch("Point", "", sort: [("title", true)])
+            request.maxChunkBytes = 500
+            let chunks = try await client.query(request) { response in
+                var chunks: [Meridian_V1_QueryResponse] = []
+                for try await chunk in response.messages { chunks.append(chunk) }
+                return chunks
+            }
+            #expect(chunks.count > 1)
+            #expect(chunks.last?.last == true)
+            #expect(Set(chunks.map(\.seq)).count == 1)
+            let titles = chunks.flatMap(\.rows).map { $0.values["title"]!.stringValue }
+            #expect(titles == titles.sorted { $0.utf8Compare($1) < 0 })
+            #expect(titles.count == 50)
+
+            request.fetch = Fixtures.fetch("Point", "title BEGINSWITH 3")
+            await #expect {
+                _ = try await client.query(request) { response in
+                    for try await _ in response.messages {}
+                }
+            } throws: { error in
+                guard let error = error as? RPCError else { return false }
+                return error.code == .invalidArgument && error.errorDetail?.code == .badPredicate
+                    && error.errorDetail?.position == 17
+            }
+            let schema = try await client.getSchema(Meridian_V1_GetSchemaRequest())
+            #expect(schema.fingerprint == store.schema.fingerprint)
+            #expect(schema.schema.entities.map(\.name) == ["Point", "FamilyMember", "Author"])
+        }
+    }
+
+    @Test("ApplyStream answers every transaction in order, rejected ones included", arguments: Wire.allCases)
+    func applyStream(wire: Wire) async throws {
+        let store = try Fixtures.store()
+        try await onWire(wire, store: store) { client in
+            let responses = try await client.applyStream(
+                requestProducer: { writer in
+                    for i in 0..<200 {
+                        var request = Meridian_V1_ApplyRequest()
+                        request.clientTag = "\(i)"
+                        // Every 10th inserts a taken id and is rejected.
+                        let id = i % 10 == 9 ? "r0" : "r\(i)"
+                        request.operations = [
+                            Meridian_V1_Operation(kind: .insert, entity: "Point", id: id, values: ["title": "t"])
+                        ]
+                        try await writer.write(request)
+                    }
+                },
+                onResponse: { response in
+                    var out: [Meridian_V1_ApplyResponse] = []
+                    for try await message in response.messages { out.append(message) }
+                    return out
+                })
+            #expect(responses.map(\.clientTag) == (0..<200).map { "\($0)" })
+            #expect(responses.filter { $0.error.code == .alreadyExists }.count == 20)
+            let seqs = responses.compactMap { response -> Int64? in
+                if case .result(let result) = response.outcome { return result.seq }
+                return nil
+            }
+            #expect(seqs.count == 180)
+        }
+    }
+}

@@ -1,0 +1,196 @@
+// Helpers for the server tests: stores, fetch requests, a client-side mirror of subscription results, and running a
+// scenario over both transports.
+
+import Foundation
+import GRPCCore
+import GRPCNIOTransportHTTP2
+import MeridianCore
+import MeridianProto
+import MeridianServer
+import MeridianStore
+import MeridianTestSupport
+import Testing
+
+/// The transports every scenario runs over.
+enum Wire: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case inProcess, http2
+    var testDescription: String { self.rawValue }
+}
+
+enum Fixtures {
+    /// The package root (three levels above this file).
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
+
+    static let demoSchemaPath = root + "/Schemas/demo.yaml"
+
+    static func demoSchema() throws -> Schema {
+        try Schema.load(contentsOf: demoSchemaPath)
+    }
+
+    /// A temporary file store with the demo schema.
+    static func store() throws -> Store {
+        try Store.temporary(schema: demoSchema())
+    }
+
+    /// Test configuration: short heartbeats, so that waiting for a seq never waits long.
+    static func configuration(_ configure: (inout ServerConfiguration) -> Void = { _ in }) -> ServerConfiguration {
+        var configuration = ServerConfiguration(host: "127.0.0.1", port: 0)
+        configuration.heartbeatInterval = .milliseconds(50)
+        configure(&configuration)
+        return configuration
+    }
+
+    /// A wire fetch request.
+    static func fetch(
+        _ entity: String = "Point", _ predicate: String = "", sort: [(String, Bool)] = [], limit: UInt32? = nil,
+        variables: [String: WireVariable] = [:]
+    ) -> Meridian_V1_FetchRequest {
+        Meridian_V1_FetchRequest(
+            entity: entity, predicate: predicate, variables: variables,
+            sort: sort.map { (attribute: $0.0, ascending: $0.1) }, limit: limit)
+    }
+
+    /// A point row's values.
+    static func point(_ title: String, category: Int64 = 0, lat: Double? = nil, lon: Double? = nil) -> [String: Value] {
+        var values: [String: Value] = ["title": .string(title), "category": .int(category)]
+        if let lat { values["latitude"] = .double(lat) }
+        if let lon { values["longitude"] = .double(lon) }
+        return values
+    }
+}
+
+/// Runs `body` against a server for `store` over `wire`, with a client.
+func onWire(
+    _ wire: Wire,
+    store: Store,
+    configuration: ServerConfiguration = Fixtures.configuration(),
+    _ body: (any Meridian_V1_Meridian.ClientProtocol) async throws -> Void
+) async throws {
+    switch wire {
+    case .inProcess:
+        try await withInProcessServer(store: store, configuration: configuration) { _, client in
+            try await body(Meridian_V1_Meridian.Client(wrapping: client))
+        }
+    case .http2:
+        try await withTestServer(store: store, configuration: configuration) { _, port in
+            try await withHTTP2Client(port: port) { client in
+                try await body(Meridian_V1_Meridian.Client(wrapping: client))
+            }
+        }
+    }
+}
+
+// MARK: - Mirror
+
+/// What a client holds: each subscription's rows by id, and the seq it is at. Checks that seq never decreases.
+struct Mirror {
+    var seq: Int64 = 0
+    var results: [String: [String: Meridian_V1_Row]] = [:]
+    var chunks: [String: [Meridian_V1_Row]] = [:]
+    var snapshotsReceived: [String: Int] = [:]
+    var resnapshots = 0
+    var batches = 0
+    var replaced: Set<String> = []
+    var errors: [Meridian_V1_SubscriptionError] = []
+
+    /// Applies one response; returns it for inspection.
+    @discardableResult
+    mutating func apply(_ response: Meridian_V1_SyncResponse) -> Meridian_V1_SyncResponse {
+        switch response.kind {
+        case .welcome(let welcome):
+            self.seq = welcome.seq
+        case .snapshotChunk(let chunk):
+            #expect(chunk.seq >= self.seq, "a snapshot at \(chunk.seq) after seq \(self.seq)")
+            self.seq = max(self.seq, chunk.seq)
+            self.chunks[chunk.subscriptionID, default: []].append(contentsOf: chunk.rows)
+            if chunk.last {
+                let rows = self.chunks.removeValue(forKey: chunk.subscriptionID) ?? []
+                self.results[chunk.subscriptionID] = Dictionary(rows.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
+                self.snapshotsReceived[chunk.subscriptionID, default: 0] += 1
+                if chunk.resnapshot { self.resnapshots += 1 }
+            }
+        case .batch(let batch):
+            #expect(batch.seq >= self.seq, "a batch at \(batch.seq) after seq \(self.seq)")
+            self.seq = max(self.seq, batch.seq)
+            self.batches += 1
+            for delta in batch.deltas {
+                if delta.replaced { self.replaced.insert(delta.subscriptionID) }
+                var rows = self.results[delta.subscriptionID] ?? [:]
+                for id in delta.left {
+                    #expect(rows[id] != nil, "\(id) left \(delta.subscriptionID) without being in it")
+                    rows[id] = nil
+                }
+                for row in delta.entered {
+                    #expect(rows[row.id] == nil, "\(row.id) entered \(delta.subscriptionID) twice")
+                    rows[row.id] = row
+                }
+                for update in delta.updated {
+                    #expect(
+                        rows[update.row.id] != nil, "\(update.row.id) updated in \(delta.subscriptionID) but absent")
+                    rows[update.row.id] = update.row
+                }
+                self.results[delta.subscriptionID] = rows
+            }
+        case .heartbeat(let heartbeat):
+            #expect(heartbeat.seq >= self.seq, "a heartbeat at \(heartbeat.seq) after seq \(self.seq)")
+            self.seq = max(self.seq, heartbeat.seq)
+        case .subscriptionError(let error):
+            self.errors.append(error)
+        case .goodbye, nil:
+            break
+        }
+        return response
+    }
+
+    /// Reads and applies responses until the mirror is at `seq` or later with no snapshot half received.
+    mutating func catchUp(_ stream: SyncStream, to seq: Int64) async throws {
+        while self.seq < seq || !self.chunks.isEmpty {
+            self.apply(try await stream.next())
+        }
+    }
+
+    /// Reads and applies responses until `id` has a complete snapshot (counting from `count`).
+    mutating func awaitSnapshot(_ stream: SyncStream, _ id: String, count: Int = 1) async throws {
+        while self.snapshotsReceived[id, default: 0] < count {
+            self.apply(try await stream.next())
+        }
+    }
+
+    /// The ids held for a subscription, sorted.
+    func ids(_ id: String) -> [String] {
+        (self.results[id] ?? [:]).keys.sorted()
+    }
+}
+
+/// The result of `fetch` on the store right now, by id, as wire rows.
+func directQuery(_ store: Store, _ fetch: Meridian_V1_FetchRequest) async throws -> [String: Meridian_V1_Row] {
+    let bound = try bindForTest(fetch, store.schema)
+    let snapshot = try await store.snapshot(bound)
+    var out: [String: Meridian_V1_Row] = [:]
+    for (row, version) in zip(snapshot.rows, snapshot.versions) {
+        out[row.id] = Meridian_V1_Row(row, version: version)
+    }
+    return out
+}
+
+/// Binds a wire fetch request in a test.
+func bindForTest(_ fetch: Meridian_V1_FetchRequest, _ schema: Schema) throws -> BoundFetchRequest {
+    let variables = try fetch.decodedVariables().mapValues { variable -> PredicateVariable in
+        switch variable {
+        case .value(let value): .value(value)
+        case .list(let values): .list(values)
+        }
+    }
+    var request = try FetchRequest(
+        entity: fetch.entity, where: fetch.predicate, variables: variables,
+        limit: fetch.hasLimit ? Int(fetch.limit) : nil)
+    request.order = RowOrder(fetch.sort.map { SortKey($0.attribute, ascending: !$0.descending) })
+    return try request.bind(to: schema)
+}
+
+/// Commits `operations` and returns the commit's seq.
+@discardableResult
+func commit(_ store: Store, _ operations: [WriteOperation]) async throws -> Int64 {
+    try await store.apply(operations).seq
+}

@@ -1,0 +1,339 @@
+// The Sync stream over both transports: snapshots, deltas, the fetched-results trap, replace, resume, resnapshot.
+
+import Foundation
+import GRPCCore
+import MeridianCore
+import MeridianProto
+import MeridianServer
+import MeridianStore
+import MeridianTestSupport
+import Testing
+
+@Suite("Sync", .timeLimit(.minutes(1)))
+struct SyncTests {
+    @Test("a subscription gets its snapshot in order, in chunks, then its deltas", arguments: Wire.allCases)
+    func snapshotThenDeltas(wire: Wire) async throws {
+        let store = try Fixtures.store()
+        var operations: [WriteOperation] = []
+        for i in 0..<300 {
+            operations.append(
+                .insert("Point", id: String(format: "p%03d", i), Fixtures.point("t\(i)", category: Int64(i % 5))))
+        }
+        try await commit(store, operations)
+        try await onWire(wire, store: store) { client in
+            try await withSyncStream(client) { stream in
+                stream.hello(maxBatchBytes: 2_000)
+                var mirror = Mirror()
+                let welcome = mirror.apply(try await stream.nextMessage())
+                guard case .welcome(let w) = welcome.kind else {
+                    Issue.record("expected Welcome, got \(welcome)")
+                    return
+                }
+                #expect(w.seq == 1 || w.seq == 300)
+                #expect(w.schemaFingerprint == store.schema.fingerprint)
+                let fetch = Fixtures.fetch("Point", "category == 2", sort: [("title", false)])
+                stream.subscribe("list", fetch)
+                var chunkCount = 0
+                var ordered: [String] = []
+                while true {
+                    let response = mirror.apply(try await stream.nextMessage())
+                    guard case .snapshotChunk(let chunk) = response.kind else {
+                        Issue.record("expected a snapshot chunk, got \(response)")
+                        return
+                    }
+                    #expect(chunk.chunkIndex == UInt32(chunkCount))
+                    #expect(!chunk.resnapshot)
+                    chunkCount += 1
+                    ordered += chunk.rows.map { $0.values["title"]!.stringValue }
+                    if chunk.last { break }
+                }
+                #expect(chunkCount > 1, "2,000-byte chunks should cut 60 rows into several")
+                #expect(ordered == ordered.sorted { $0.utf8Compare($1) > 0 }, "sorted by title, descending")
+                #expect(mirror.results["list"] == (try await directQuery(store, fetch)))
+
+                let seq = try await commit(
+                    store,
+                    [
+                        .insert("Point", id: "new", Fixtures.point("zzz", category: 2)),
+                        .update("Point", id: "p002", ["title": "renamed"]),
+                        .delete("Point", id: "p007"),
+                        .insert("Point", id: "other", Fixtures.point("x", category: 3)),
+                    ])
+                try await mirror.catchUp(stream, to: seq)
+                #expect(mirror.results["list"] == (try await directQuery(store, fetch)))
+                #expect(mirror.results["list"]?["other"] == nil)
+            }
+        }
+    }
+
+    @Test(
+        "an update moves a row into and out of a predicate: enter and leave (the fetched-results trap)",
+        arguments: Wire.allCases)
+    func enterAndLeaveOnUpdate(wire: Wire) async throws {
+        let store = try Fixtures.store()
+        try await commit(store, [.insert("Point", id: "a", Fixtures.point("A", category: 1))])
+        try await onWire(wire, store: store) { client in
+            try await withSyncStream(client) { stream in
+                stream.hello()
+                var mirror = Mirror()
+                mirror.apply(try await stream.nextMessage())
+                stream.subscribe("two", Fixtures.fetch("Point", "category == 2"))
+                try await mirror.awaitSnapshot(stream, "two")
+                #expect(mirror.ids("two") == [])
+
+                try await commit(store, [.update("Point", id: "a", ["category": 2])])
+                var response = mirror.apply(try await stream.nextMessage())
+                guard case .batch(let entered) = response.kind else {
+                    Issue.record("expected a batch: \(response)")
+                    return
+                }
+                #expect(entered.deltas.count == 1)
+                #expect(entered.deltas[0].entered.map(\.id) == ["a"])
+                #expect(entered.deltas[0].entered[0].values["category"] == Meridian_V1_Value(.int(2)))
+                #expect(entered.deltas[0].entered[0].version == 2)
+
+                try await commit(store, [.update("Point", id: "a", ["title": "A2"])])
+                response = mirror.apply(try await stream.nextMessage())
+                guard case .batch(let updated) = response.kind else {
+                    Issue.record("expected a batch: \(response)")
+                    return
+                }
+                #expect(updated.deltas[0].updated.map(\.row.id) == ["a"])
+                #expect(updated.deltas[0].updated[0].changed == ["title"])
+
+                try await commit(store, [.update("Point", id: "a", ["latitude": 1.5])])
+                response = mirror.apply(try await stream.nextMessage())
+                guard case .batch(let moved) = response.kind else {
+                    Issue.record("expected a batch: \(response)")
+                    return
+                }
+                #expect(moved.deltas[0].updated[0].changed == ["coordinate", "latitude"])
+
+                try await commit(store, [.update("Point", id: "a", ["category": 3])])
+                response = mirror.apply(try await stream.nextMessage())
+                guard case .batch(let left) = response.kind else {
+                    Issue.record("expected a batch: \(response)")
+                    return
+                }
+                #expect(left.deltas[0].left == ["a"])
+                #expect(mirror.ids("two") == [])
+            }
+        }
+    }
+
+    @Test("a region replace sends only what entered and left", arguments: Wire.allCases)
+    func regionReplace(wire: Wire) async throws {
+        let store = try Fixtures.store()
+        var operations: [WriteOperation] = []
+        for i in 0..<10 {
+            operations.append(.insert("Point", id: "p\(i)", Fixtures.point("t\(i)", lat: Double(i), lon: Double(i))))
+        }
+        try await commit(store, operations)
+        func region(_ lo: Double, _ hi: Double) -> Meridian_V1_FetchRequest {
+            Fixtures.fetch(
+                "Point", "latitude BETWEEN {$lo, $hi} AND longitude BETWEEN {$lo, $hi}",
+                variables: ["lo": .value(.double(lo)), "hi": .value(.double(hi))])
+        }
+        try await onWire(wire, store: store) { client in
+            try await withSyncStream(client) { stream in
+                stream.hello()
+                var mirror = Mirror()
+                mirror.apply(try await stream.nextMessage())
+                stream.subscribe("map", region(0, 4.5))
+                try await mirror.awaitSnapshot(stream, "map")
+                #expect(mirror.ids("map") == ["p0", "p1", "p2", "p3", "p4"])
+                stream.replace("map", region(3, 6.5))
+                let response = mirror.apply(try await stream.nextMessage())
+                guard case .batch(let batch) = response.kind else {
+                    Issue.record("expected a batch: \(response)")
+                    return
+                }
+                #expect(batch.deltas.count == 1)
+                #expect(batch.deltas[0].replaced)
+                #expect(batch.deltas[0].left.sorted() == ["p0", "p1", "p2"])
+                #expect(batch.deltas[0].entered.map(\.id).sorted() == ["p5", "p6"])
+                #expect(batch.deltas[0].updated.isEmpty)
+                #expect(mirror.ids("map") == ["p3", "p4", "p5", "p6"])
+                // From now on the new region's deltas.
+                let seq = try await commit(
+                    store, [.update("Point", id: "p1", ["latitude": 5.0, "longitude": 5.0])])
+                try await mirror.catchUp(stream, to: seq)
+                #expect(mirror.results["map"] == (try await directQuery(store, region(3, 6.5))))
+            }
+        }
+    }
+
+    @Test("many subscriptions on one stream, limited and sorted ones included", arguments: Wire.allCases)
+    func manySubscriptions(wire: Wire) async throws {
+        let store = try Fixtures.store()
+        var operations: [WriteOperation] = []
+        for i in 0..<100 {
+            operations.append(.insert("Point", id: "p\(i)", Fixtures.point("t\(i % 17)", category: Int64(i % 7))))
+        }
+        try await commit(store, operations)
+        var fetches: [String: Meridian_V1_FetchRequest] = [:]
+        for c in 0..<7 { fetches["cat\(c)"] = Fixtures.fetch("Point", "category == \(c)") }
+        fetches["top5"] = Fixtures.fetch("Point", "", sort: [("title", true)], limit: 5)
+        fetches["low3"] = Fixtures.fetch("Point", "category < 3", sort: [("title", false)], limit: 3)
+        fetches["all"] = Fixtures.fetch("Point")
+        fetches["caf"] = Fixtures.fetch("Point", "title BEGINSWITH \"t1\"")
+        fetches["authors"] = Fixtures.fetch("Author")
+        try await onWire(wire, store: store) { client in
+            try await withSyncStream(client) { stream in
+                stream.hello()
+                var mirror = Mirror()
+                mirror.apply(try await stream.nextMessage())
+                for (id, fetch) in fetches { stream.subscribe(id, fetch) }
+                for id in fetches.keys { try await mirror.awaitSnapshot(stream, id) }
+                var seq: Int64 = 0
+                for round in 0..<30 {
+                    // Updates touch p0–p49 (some twice), deletes p50–p79 (each once).
+                    seq = try await commit(
+                        store,
+                        [
+                            .update(
+                                "Point", id: "p\((round * 13) % 50)",
+                                ["category": .int(Int64(round % 7)), "title": .string("u\(round)")]),
+                            .insert("Point", id: "n\(round)", Fixtures.point("n\(round)", category: Int64(round % 4))),
+                            .delete("Point", id: "p\(50 + round)"),
+                        ])
+                }
+                _ = try? await commit(store, [.insert("Author", id: "au", ["firstName": "A", "lastName": "B"])])
+                seq = try await store.latestSeq()
+                try await mirror.catchUp(stream, to: seq)
+                for (id, fetch) in fetches {
+                    #expect(mirror.results[id] == (try await directQuery(store, fetch)), "subscription \(id)")
+                }
+            }
+        }
+    }
+
+    @Test("resume sends only the missed deltas", arguments: Wire.allCases)
+    func resume(wire: Wire) async throws {
+        let store = try Fixtures.store()
+        for i in 0..<20 {
+            try await commit(store, [.insert("Point", id: "p\(i)", Fixtures.point("t\(i)", category: Int64(i % 2)))])
+        }
+        let fetch = Fixtures.fetch("Point", "category == 1")
+        try await onWire(wire, store: store) { client in
+            var mirror = Mirror()
+            try await withSyncStream(client) { stream in
+                stream.hello()
+                mirror.apply(try await stream.nextMessage())
+                stream.subscribe("odd", fetch)
+                try await mirror.awaitSnapshot(stream, "odd")
+            }
+            let resumeFrom = mirror.seq
+            // Missed while away: an enter, a leave, an update and an unrelated change.
+            try await commit(store, [.update("Point", id: "p2", ["category": 1])])
+            try await commit(store, [.update("Point", id: "p3", ["category": 0])])
+            try await commit(store, [.update("Point", id: "p5", ["title": "five"])])
+            let last = try await commit(store, [.update("Point", id: "p4", ["title": "four"])])
+            try await withSyncStream(client) { stream in
+                stream.hello(resumeFrom: resumeFrom)
+                let welcome = mirror.apply(try await stream.nextMessage())
+                guard case .welcome(let w) = welcome.kind else {
+                    Issue.record("expected Welcome: \(welcome)")
+                    return
+                }
+                #expect(w.resumed)
+                stream.subscribe("odd", fetch, resume: true)
+                let response = mirror.apply(try await stream.nextMessage())
+                guard case .batch(let batch) = response.kind else {
+                    Issue.record("expected the missed deltas as a batch, got \(response)")
+                    return
+                }
+                #expect(batch.seq >= last)
+                #expect(batch.deltas.count == 1)
+                #expect(batch.deltas[0].entered.map(\.id) == ["p2"])
+                #expect(batch.deltas[0].left == ["p3"])
+                #expect(batch.deltas[0].updated.map(\.row.id) == ["p5"])
+                #expect(mirror.snapshotsReceived["odd"] == 1, "no second snapshot")
+                #expect(mirror.results["odd"] == (try await directQuery(store, fetch)))
+            }
+        }
+    }
+
+    @Test("resume after the log was pruned sends a snapshot flagged resnapshot", arguments: Wire.allCases)
+    func resnapshotAfterPruning(wire: Wire) async throws {
+        let store = try Fixtures.store()
+        for i in 0..<10 { try await commit(store, [.insert("Point", id: "p\(i)", Fixtures.point("t\(i)"))]) }
+        let fetch = Fixtures.fetch("Point")
+        try await onWire(wire, store: store) { client in
+            var mirror = Mirror()
+            try await withSyncStream(client) { stream in
+                stream.hello()
+                mirror.apply(try await stream.nextMessage())
+                stream.subscribe("all", fetch)
+                try await mirror.awaitSnapshot(stream, "all")
+            }
+            let resumeFrom = mirror.seq
+            try await commit(store, [.delete("Point", id: "p1")])
+            try await commit(store, [.insert("Point", id: "q", Fixtures.point("q"))])
+            try await store.prune(keepingLast: 1)
+            try await withSyncStream(client) { stream in
+                stream.hello(resumeFrom: resumeFrom)
+                let welcome = mirror.apply(try await stream.nextMessage())
+                guard case .welcome(let w) = welcome.kind else {
+                    Issue.record("expected Welcome: \(welcome)")
+                    return
+                }
+                #expect(!w.resumed)
+                stream.subscribe("all", fetch, resume: true)
+                try await mirror.awaitSnapshot(stream, "all", count: 2)
+                #expect(mirror.resnapshots == 1)
+                #expect(mirror.results["all"] == (try await directQuery(store, fetch)))
+            }
+        }
+    }
+
+    @Test("unsubscribe stops deltas; the id can be reused", arguments: Wire.allCases)
+    func unsubscribe(wire: Wire) async throws {
+        let store = try Fixtures.store()
+        try await onWire(wire, store: store) { client in
+            try await withSyncStream(client) { stream in
+                stream.hello()
+                var mirror = Mirror()
+                mirror.apply(try await stream.nextMessage())
+                stream.subscribe("a", Fixtures.fetch("Point"))
+                stream.subscribe("b", Fixtures.fetch("Point", "category == 9"))
+                try await mirror.awaitSnapshot(stream, "a")
+                try await mirror.awaitSnapshot(stream, "b")
+                stream.unsubscribe("a")
+                stream.subscribe("a", Fixtures.fetch("Point", "category == 1"))
+                try await mirror.awaitSnapshot(stream, "a", count: 2)
+                let seq = try await commit(store, [.insert("Point", id: "x", Fixtures.point("x", category: 9))])
+                try await mirror.catchUp(stream, to: seq)
+                #expect(mirror.ids("a") == [])
+                #expect(mirror.ids("b") == ["x"])
+            }
+        }
+    }
+
+    @Test("heartbeats carry the latest seq when nothing concerns the stream")
+    func heartbeats() async throws {
+        let store = try Fixtures.store()
+        try await onWire(.inProcess, store: store) { client in
+            try await withSyncStream(client) { stream in
+                stream.hello()
+                var mirror = Mirror()
+                mirror.apply(try await stream.nextMessage())
+                stream.subscribe("authors", Fixtures.fetch("Author"))
+                try await mirror.awaitSnapshot(stream, "authors")
+                let seq = try await commit(store, [.insert("Point", id: "x", Fixtures.point("x"))])
+                while true {
+                    let response = mirror.apply(try await stream.next())
+                    if case .heartbeat(let heartbeat) = response.kind, heartbeat.seq >= seq { break }
+                    if case .batch = response.kind { Issue.record("no batch expected: \(response)") }
+                }
+            }
+        }
+    }
+}
+
+extension Meridian_V1_Value {
+    var stringValue: String {
+        if case .stringValue(let s) = self.kind { return s }
+        return ""
+    }
+}

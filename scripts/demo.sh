@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# The Meridian demo: a server on an embedded SQLite file, a few thousand places in central Lisbon, a writer that
+# moves, renames, adds and deletes them a few times a second, and a live view.
+#
+#   scripts/demo.sh                      build, start everything, show a live `meridian watch` (Ctrl-C stops all)
+#   scripts/demo.sh --duration 30        stop by itself after 30 seconds (works without a terminal)
+#
+# Options:
+#   --duration SECONDS   stop after this long (default: until Ctrl-C, SIGINT or SIGTERM)
+#   --points N           how many places to load (default 3000)
+#   --rate N             writer transactions per second, roughly (default 4)
+#   --port PORT          the server's port (default 7400; 0 picks a free one)
+#   --data DIR           where the store, logs and the watch stream go (default ./data)
+#   --view table|jsonl|none   what to show: the live table (default on a terminal), the JSON-lines stream, or
+#                        nothing but instructions (default without a terminal; the stream still goes to DIR/watch.jsonl)
+#   --no-build           use the binaries already built
+#   --bin DIR            use meridian-server and meridian from DIR (implies --no-build; runs no swift command)
+#
+# Everything it starts (server, writer, watchers) is stopped when it exits, however it exits.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+duration=""
+points=3000
+rate=4
+port=7400
+data=./data
+view=""
+build=1
+bin=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --duration) duration="$2"; shift 2 ;;
+        --points) points="$2"; shift 2 ;;
+        --rate) rate="$2"; shift 2 ;;
+        --port) port="$2"; shift 2 ;;
+        --data) data="$2"; shift 2 ;;
+        --view) view="$2"; shift 2 ;;
+        --no-build) build=0; shift ;;
+        --bin) bin="$2"; build=0; shift 2 ;;
+        -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+        *) echo "demo: unknown option '$1' (try --help)" >&2; exit 2 ;;
+    esac
+done
+if [ -z "$view" ]; then
+    if [ -t 1 ]; then view=table; else view=none; fi
+fi
+case "$view" in table|jsonl|none) ;; *) echo "demo: --view must be table, jsonl or none" >&2; exit 2 ;; esac
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+if [ "$build" = 1 ]; then
+    log "building meridian-server and meridian"
+    swift build --product meridian-server >&2
+    swift build --product meridian >&2
+fi
+[ -n "$bin" ] || bin="$(swift build --show-bin-path)"
+bin="$(cd "$bin" && pwd)"
+server_bin="$bin/meridian-server"
+meridian="$bin/meridian"
+for b in "$server_bin" "$meridian"; do
+    [ -x "$b" ] || { echo "demo: $b is missing; run without --no-build" >&2; exit 1; }
+done
+
+mkdir -p "$data"
+data="$(cd "$data" && pwd)"
+db="$data/demo.sqlite"
+rm -f "$db" "$db-wal" "$db-shm" "$data/watch.jsonl" "$data/writer.log"
+
+# ---- cleanup: stop what we started, by pid, newest first ----
+pids=()
+cleanup() {
+    local status=$?
+    trap - EXIT INT TERM
+    for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+        kill -TERM "${pids[$i]}" 2>/dev/null || true
+    done
+    for pid in "${pids[@]}"; do
+        wait "$pid" 2>/dev/null || true
+    done
+    [ -n "${tty_state:-}" ] && stty "$tty_state" 2>/dev/null || true
+    exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 0' INT TERM
+
+# ---- server ----
+log "starting meridian-server on $db"
+"$server_bin" --db "$db" --schema Schemas/demo.yaml --listen "127.0.0.1:$port" >"$data/server.out" 2>"$data/server.log" &
+pids+=($!)
+address=""
+for _ in $(seq 1 200); do
+    address="$(sed -n 's/^listening on \(.*\)$/\1/p' "$data/server.out" | head -n 1)"
+    [ -n "$address" ] && break
+    kill -0 "${pids[0]}" 2>/dev/null || { cat "$data/server.log" >&2; echo "demo: the server did not start" >&2; exit 1; }
+    sleep 0.05
+done
+[ -n "$address" ] || { echo "demo: the server did not say where it listens" >&2; exit 1; }
+export MERIDIAN_SERVER="$address"
+log "server listening on $address"
+
+# ---- data: places spread over central Lisbon (lat 38.700–38.735, lon -9.165 – -9.120) ----
+log "loading $points places"
+awk -v n="$points" -v seed=7400 -f scripts/demo-places.awk -v mode=generate >"$data/places.csv"
+"$meridian" import Point "$data/places.csv" --batch-size 1000 >&2
+
+# ---- writer ----
+log "starting the writer (~$rate transactions/s: moves, renames, inserts, deletes)"
+awk -v mode=write -v seed="$RANDOM" -v rate="$rate" -v meridian="$meridian" -v errlog="$data/writer.log" \
+    -f scripts/demo-places.awk "$data/places.csv" &
+pids+=($!)
+
+# ---- what to type in another terminal ----
+tee "$data/instructions.txt" >&2 <<TEXT
+
+  The demo is running. In another terminal (the server is at $address):
+
+    export MERIDIAN_SERVER=$address PATH="$bin:\$PATH"
+    meridian watch Point --where 'category == 1' --sort title --format table
+    meridian watch Point --sort category,title --section category --format jsonl
+    meridian map Point --lat latitude --lon longitude --title title --format ascii
+    meridian map Point --lat latitude --lon longitude --title title --region 38.705,-9.150,38.720,-9.130 --format jsonl
+    meridian query Point --where 'title BEGINSWITH[cd] "cafe"' --sort -category,title --limit 10
+    meridian insert Point title='Café Aurora' category=0 latitude=38.7139 longitude=-9.1394
+
+TEXT
+
+# ---- the live view ----
+watch_args=(watch Point --sort category,title --section category)
+if [ "$view" = table ]; then
+    [ -t 0 ] && tty_state="$(stty -g 2>/dev/null || true)"
+    log "the live view starts in 5 s (these instructions are also in $data/instructions.txt)"
+    sleep 5
+    "$meridian" "${watch_args[@]}" --format table &
+    pids+=($!)
+else
+    "$meridian" "${watch_args[@]}" --format jsonl >"$data/watch.jsonl" 2>>"$data/writer.log" &
+    pids+=($!)
+    if [ "$view" = jsonl ]; then
+        tail -n +1 -f "$data/watch.jsonl" &
+        pids+=($!)
+    else
+        log "watch stream: $data/watch.jsonl"
+    fi
+fi
+
+if [ -n "$duration" ]; then
+    log "stopping in $duration s"
+    sleep "$duration" &
+    wait $! || true
+else
+    log "Ctrl-C stops everything"
+    while kill -0 "${pids[0]}" 2>/dev/null; do
+        sleep 1 &
+        wait $! || true
+    done
+    echo "demo: the server stopped; see $data/server.log" >&2
+    exit 1
+fi
