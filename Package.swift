@@ -185,6 +185,9 @@ let package = Package(
                 "MeridianClient",
                 "MeridianCore",
                 "MeridianProto",
+                "MeridianServer",
+                "MeridianStore",
+                "MeridianTestSupport",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
             swiftSettings: swiftSettings

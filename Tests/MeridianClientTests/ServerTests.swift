@@ -5,7 +5,7 @@ import MeridianClient
 import MeridianCore
 import Testing
 
-@Suite("Against a real server", .enabled(if: TestServer.isAvailable), .timeLimit(.minutes(3)), .serialized)
+@Suite("Against a real server on loopback", .timeLimit(.minutes(5)), .serialized)
 struct ServerTests {
     /// Saves the staged writes and waits for the server's commit to be applied locally.
     @discardableResult
@@ -181,31 +181,39 @@ struct ServerTests {
                 var controllers: [ResultsController<Row>] = []
                 for request in requests { controllers.append(try await reader.controller(for: request)) }
                 for controller in controllers { try await controller.waitUntilLoaded() }
-                try await withConnectedContainer(port: port) { writer in
-                    let all = try await writer.controller(for: FetchRequest(entity: "Point"))
-                    try await all.waitUntilLoaded()
-                    var random = SplitMix64(state: 11)
-                    var exists = Set<String>()
-                    var last = PendingTransaction?.none
-                    for _ in 0..<10_000 {
-                        let id = "r\(Int.random(in: 0..<80, using: &random))"
-                        if exists.contains(id), Int.random(in: 0..<5, using: &random) == 0 {
-                            try await writer.context.delete("Point", id: id)
-                            exists.remove(id)
-                        } else {
-                            let values: [String: Value] = [
-                                "title": .string("t\(Int.random(in: 0..<12, using: &random))"),
-                                "category": .int(Int64.random(in: 0..<6, using: &random)),
-                                "latitude": .double(Double(Int.random(in: -90...90, using: &random))),
-                            ]
-                            try await writer.context.upsert("Point", id: id, values: values)
-                            exists.insert(id)
+                // Four writers, 2,500 transactions each, on their own rows (the server group-commits them).
+                let lastSeqs = try await withThrowingTaskGroup(of: Int64.self) { group in
+                    for writerIndex in 0..<4 {
+                        group.addTask {
+                            try await withConnectedContainer(port: port) { writer in
+                                let all = try await writer.controller(for: FetchRequest(entity: "Point"))
+                                try await all.waitUntilLoaded()
+                                var random = SplitMix64(state: UInt64(11 + writerIndex))
+                                var exists = Set<String>()
+                                var last = PendingTransaction?.none
+                                for _ in 0..<2_500 {
+                                    let id = "r\(writerIndex)-\(Int.random(in: 0..<20, using: &random))"
+                                    if exists.contains(id), Int.random(in: 0..<5, using: &random) == 0 {
+                                        try await writer.context.delete("Point", id: id)
+                                        exists.remove(id)
+                                    } else {
+                                        let values: [String: Value] = [
+                                            "title": .string("t\(Int.random(in: 0..<12, using: &random))"),
+                                            "category": .int(Int64.random(in: 0..<6, using: &random)),
+                                            "latitude": .double(Double(Int.random(in: -90...90, using: &random))),
+                                        ]
+                                        try await writer.context.upsert("Point", id: id, values: values)
+                                        exists.insert(id)
+                                    }
+                                    last = await writer.context.save()
+                                }
+                                return try await #require(last).confirmed()
+                            }
                         }
-                        last = await writer.context.save()
                     }
-                    let seq = try await #require(last).confirmed()
-                    await reader.context.waitUntilApplied(seq)
+                    return try await group.reduce(into: [Int64]()) { $0.append($1) }
                 }
+                await reader.context.waitUntilApplied(lastSeqs.max() ?? 0)
                 for controller in controllers { try await self.expectMatchesQuery(controller, reader) }
                 #expect(await reader.context.changeSetValidationFailures.isEmpty)
             }
