@@ -16,7 +16,6 @@ import MeridianClient
 import MeridianCore
 import MeridianProto
 
-
 /// Runs the client benchmark; `arguments` are the words after `client`.
 func runClientBenchmark(arguments: [String]) async throws {
     var sizes = [10_000, 100_000, 1_000_000]
@@ -38,10 +37,13 @@ func runClientBenchmark(arguments: [String]) async throws {
     }
     print("one remote change applied to a results controller of n rows (release build, medians)")
     fflush(nil)
-    print("rows       | Meridian client µs/change | GRDB ValueObservation + diff µs/change | speed-up | resident bytes/cached row")
+    print(
+        "rows       | Meridian client µs/change | GRDB ValueObservation + diff µs/change | speed-up | resident bytes/cached row"
+    )
     for rows in sizes {
         let client = try await ClientBenchmark.measureClient(rows: rows, changes: changes)
-        let baseline = try await ClientBenchmark.measureObservation(rows: rows, changes: max(3, min(200, 2_000_000 / rows)))
+        let baseline = try await ClientBenchmark.measureObservation(
+            rows: rows, changes: max(3, min(200, 2_000_000 / rows)))
         print(
             String(
                 format: "%-10d | %25.2f | %38.1f | %7.0fx | %.0f",
@@ -93,7 +95,9 @@ enum ClientBenchmark {
 
     /// The Meridian side: a context with one controller over a snapshot of `rows` rows, then `changes` Batches of
     /// one updated row each (a title change, so the row moves).
-    static func measureClient(rows: Int, changes: Int) async throws -> (microsecondsPerChange: Double, bytesPerRow: Double) {
+    static func measureClient(rows: Int, changes: Int) async throws -> (
+        microsecondsPerChange: Double, bytesPerRow: Double
+    ) {
         let heapBefore = Self.heapInUse()
         // A container that is never run: the benchmark plays the connection, feeding decoded messages in order.
         let container = try await MeridianContainer(.init(server: "127.0.0.1:1", schema: Self.schema))
@@ -138,7 +142,9 @@ enum ClientBenchmark {
             let id = Self.changedID(k, rows: rows)
             var delta = Meridian_V1_SubscriptionDelta()
             delta.subscriptionID = subscriptionID
-            delta.updated = [Meridian_V1_RowUpdate(Self.row(id, version: k + 1), version: Int64(k + 2), changed: ["title"])]
+            delta.updated = [
+                Meridian_V1_RowUpdate(Self.row(id, version: k + 1), version: Int64(k + 2), changed: ["title"])
+            ]
             var batch = Meridian_V1_Batch()
             batch.seq = Int64(k + 2)
             batch.deltas = [delta]
@@ -183,7 +189,8 @@ enum ClientBenchmark {
             for i in 0..<rows {
                 let row = Self.row(i)
                 try statement.execute(arguments: [
-                    row.id, row["title"].stringValue, i % 100, row["latitude"].doubleValue, row["longitude"].doubleValue,
+                    row.id, row["title"].stringValue, i % 100, row["latitude"].doubleValue,
+                    row["longitude"].doubleValue,
                 ])
             }
         }
@@ -192,7 +199,8 @@ enum ClientBenchmark {
             Self.convert(
                 try GRDB.Row.fetchAll(
                     db,
-                    sql: "SELECT id, title, category, latitude, longitude FROM point WHERE category < 90 ORDER BY title, id"
+                    sql:
+                        "SELECT id, title, category, latitude, longitude FROM point WHERE category < 90 ORDER BY title, id"
                 ))
         }
         var iterator = observation.values(in: queue).makeAsyncIterator()

@@ -8,7 +8,9 @@ import Testing
 @Suite("Results controllers fed protocol messages", .timeLimit(.minutes(1)))
 struct ControllerTests {
     /// Checks a controller against the server's own evaluation of its request.
-    func expectEqualsServer<E>(_ controller: ResultsController<E>, _ harness: Harness, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    func expectEqualsServer<E>(
+        _ controller: ResultsController<E>, _ harness: Harness, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         let expected = try harness.server.evaluate(controller.request)
         #expect(controller.rows == expected, sourceLocation: sourceLocation)
         #expect(controller.seq == harness.server.seq, sourceLocation: sourceLocation)
@@ -17,11 +19,14 @@ struct ControllerTests {
     @Test("a snapshot in chunks, then enter, leave, move and update across sections")
     func enterLeaveMoveUpdate() async throws {
         let harness = try await Harness()
-        harness.server.commit("Point", [
-            .upsert(point("a", "Alpha", 1)), .upsert(point("b", "Bravo", 1)), .upsert(point("c", "Charlie", 2)),
-            .upsert(point("d", "Delta", 2)), .upsert(point("e", "Echo", 5)),
-        ])
-        let request = try FetchRequest(entity: "Point", where: "category < 3", sortedBy: "category,title", sectionKey: "category")
+        harness.server.commit(
+            "Point",
+            [
+                .upsert(point("a", "Alpha", 1)), .upsert(point("b", "Bravo", 1)), .upsert(point("c", "Charlie", 2)),
+                .upsert(point("d", "Delta", 2)), .upsert(point("e", "Echo", 5)),
+            ])
+        let request = try FetchRequest(
+            entity: "Point", where: "category < 3", sortedBy: "category,title", sectionKey: "category")
         let controller = try await harness.container.controller(for: request)
         let log = ChangeLog(controller)
         _ = try await log.next()  // initial: empty
@@ -71,7 +76,8 @@ struct ControllerTests {
 
         try await harness.commit([.upsert(point("x", "Xray", 1))])
         let entered = try await log.next()
-        #expect(entered.changeSet.rowChanges == [.insert(id: "x", to: ListIndexPath(0, 0), element: point("x", "Xray", 1))])
+        #expect(
+            entered.changeSet.rowChanges == [.insert(id: "x", to: ListIndexPath(0, 0), element: point("x", "Xray", 1))])
 
         try await harness.commit([.upsert(point("x", "Xray", 3))])
         let left = try await log.next()
@@ -86,9 +92,11 @@ struct ControllerTests {
         for i in 0..<20 { harness.server.commit("Point", [.upsert(point("p\(i)", "t\(i % 7)", Int64(i % 4)))]) }
         let all = try await harness.container.controller(for: try FetchRequest(entity: "Point", sortedBy: "title"))
         let sectioned = try await harness.container.controller(
-            for: try FetchRequest(entity: "Point", where: "category < 2", sortedBy: "-category,title", sectionKey: "category", limit: 6))
+            for: try FetchRequest(
+                entity: "Point", where: "category < 2", sortedBy: "-category,title", sectionKey: "category", limit: 6))
         let narrowed = try await harness.container.controller(
-            for: try FetchRequest(entity: "Point", where: "title BEGINSWITH \"t1\" OR category == 3", sortedBy: "category"),
+            for: try FetchRequest(
+                entity: "Point", where: "title BEGINSWITH \"t1\" OR category == 3", sortedBy: "category"),
             as: Row.self, narrowing: all)
         try await harness.connect()
         // Only two network subscriptions: the narrowing controller reuses its parent's.
@@ -112,7 +120,8 @@ struct ControllerTests {
     func resnapshot() async throws {
         let harness = try await Harness()
         harness.server.commit("Point", (0..<10).map { .upsert(point("r\($0)", "n\($0)", 1)) })
-        let controller = try await harness.container.controller(for: try FetchRequest(entity: "Point", sortedBy: "title"))
+        let controller = try await harness.container.controller(
+            for: try FetchRequest(entity: "Point", sortedBy: "title"))
         let log = ChangeLog(controller)
         _ = try await log.next()
         try await harness.connect()
@@ -142,15 +151,19 @@ struct ControllerTests {
     @Test("typed models: a Codable struct end to end, typed predicates and sort keys")
     func typedModels() async throws {
         let harness = try await Harness()
-        harness.server.commit("Point", [.upsert(point("a", "Alpha", 1, lat: 48.5, lon: 2.3)), .upsert(point("b", "Bravo", 2))])
+        harness.server.commit(
+            "Point", [.upsert(point("a", "Alpha", 1, lat: 48.5, lon: 2.3)), .upsert(point("b", "Bravo", 2))])
         let request = FetchRequest(
             Point.self, where: Point.Attr.category < 3,
-            sortedBy: [.descending(Point.Attr.category), .ascending(Point.Attr.title)], sectionedBy: Point.Attr.category)
+            sortedBy: [.descending(Point.Attr.category), .ascending(Point.Attr.title)], sectionedBy: Point.Attr.category
+        )
         let points = try await harness.container.controller(for: request, as: Point.self)
         try await harness.connect()
-        #expect(points.objects == [
-            Point(id: "b", title: "Bravo", category: 2), Point(id: "a", title: "Alpha", category: 1, latitude: 48.5, longitude: 2.3),
-        ])
+        #expect(
+            points.objects == [
+                Point(id: "b", title: "Bravo", category: 2),
+                Point(id: "a", title: "Alpha", category: 1, latitude: 48.5, longitude: 2.3),
+            ])
         #expect(points.object(at: ListIndexPath(1, 0)).title == "Alpha")
         #expect(points.indexPath(for: "b") == ListIndexPath(0, 0))
         let row = try Point(id: "z", title: "Zulu", category: 4, note: nil).row()
@@ -198,7 +211,8 @@ struct DelegateTests {
     @MainActor
     func delegateBrackets() async throws {
         let harness = try await Harness()
-        let controller = try await harness.container.controller(for: try FetchRequest(entity: "Point", sortedBy: "title"))
+        let controller = try await harness.container.controller(
+            for: try FetchRequest(entity: "Point", sortedBy: "title"))
         let delegate = RecordingDelegate()
         controller.delegate = delegate
         try await harness.connect()

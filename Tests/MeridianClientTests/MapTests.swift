@@ -12,12 +12,15 @@ struct MapTests {
     @Test("dependency rules: move, retitle, nothing, unplaced, and a delete in the same commit")
     func dependencyRules() async throws {
         let harness = try await Harness()
-        harness.server.commit("Point", [
-            .upsert(point("a", "Alpha", 1, lat: 48.8, lon: 2.3)),
-            .upsert(point("b", "Bravo", 1)),  // no coordinate
-            .upsert(point("c", "Charlie", 1, lat: 95, lon: 2)),  // out of range
-        ])
-        let controller = try await harness.container.controller(for: try FetchRequest(entity: "Point", sortedBy: "title"))
+        harness.server.commit(
+            "Point",
+            [
+                .upsert(point("a", "Alpha", 1, lat: 48.8, lon: 2.3)),
+                .upsert(point("b", "Bravo", 1)),  // no coordinate
+                .upsert(point("c", "Charlie", 1, lat: 95, lon: 2)),  // out of range
+            ])
+        let controller = try await harness.container.controller(
+            for: try FetchRequest(entity: "Point", sortedBy: "title"))
         try await harness.connect()
         var changes = controller.changes().makeAsyncIterator()
         var map = MapModel(self.configuration)
@@ -55,10 +58,12 @@ struct MapTests {
     @Test("region mode replaces the subscription and reports only what entered or left")
     func regionMode() async throws {
         let harness = try await Harness()
-        harness.server.commit("Point", [
-            .upsert(point("w", "West", 1, lat: 10, lon: -10)), .upsert(point("m", "Middle", 1, lat: 10, lon: 0)),
-            .upsert(point("e", "East", 1, lat: 10, lon: 10)), .upsert(point("n", "Nowhere", 1)),
-        ])
+        harness.server.commit(
+            "Point",
+            [
+                .upsert(point("w", "West", 1, lat: 10, lon: -10)), .upsert(point("m", "Middle", 1, lat: 10, lon: 0)),
+                .upsert(point("e", "East", 1, lat: 10, lon: 10)), .upsert(point("n", "Nowhere", 1)),
+            ])
         try await harness.connect()
         let map = try await harness.container.mapController(
             for: try FetchRequest(entity: "Point", sortedBy: "title"),

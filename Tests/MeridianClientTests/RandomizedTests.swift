@@ -19,13 +19,16 @@ struct SplitMix64: RandomNumberGenerator {
 
 @Suite("Randomized remote transactions", .timeLimit(.minutes(5)))
 struct RandomizedTests {
-    @Test("10,000 random transactions: every controller equals the query, every change set validates", arguments: [7 as UInt64])
+    @Test(
+        "10,000 random transactions: every controller equals the query, every change set validates",
+        arguments: [7 as UInt64])
     func randomTransactions(seed: UInt64) async throws {
         var random = SplitMix64(state: seed)
         let harness = try await Harness()
         let ids = (0..<60).map { "r\($0)" }
         func randomRow(_ id: String) -> Row {
-            let lat: Double? = Int.random(in: 0..<6, using: &random) == 0 ? nil : Double(Int.random(in: -90...90, using: &random))
+            let lat: Double? =
+                Int.random(in: 0..<6, using: &random) == 0 ? nil : Double(Int.random(in: -90...90, using: &random))
             return point(
                 id, "t\(Int.random(in: 0..<12, using: &random))", Int64.random(in: 0..<6, using: &random),
                 lat: lat, lon: 10, note: Bool.random(using: &random) ? "n" : nil)
@@ -33,14 +36,16 @@ struct RandomizedTests {
         harness.server.commit("Point", ids.prefix(30).map { .upsert(randomRow($0)) })
 
         let requests = [
-            try FetchRequest(entity: "Point", where: "category < 3", sortedBy: "category,title", sectionKey: "category"),
+            try FetchRequest(
+                entity: "Point", where: "category < 3", sortedBy: "category,title", sectionKey: "category"),
             try FetchRequest(entity: "Point", where: "latitude > 0", sortedBy: "-latitude", limit: 8),
             try FetchRequest(entity: "Point", sortedBy: "title,-category", sectionKey: "title"),
         ]
         var controllers: [ResultsController<Row>] = []
         for request in requests { controllers.append(try await harness.container.controller(for: request)) }
         let narrowed = try await harness.container.controller(
-            for: try FetchRequest(entity: "Point", where: "note != nil AND category >= 1", sortedBy: "-title", sectionKey: nil),
+            for: try FetchRequest(
+                entity: "Point", where: "note != nil AND category >= 1", sortedBy: "-title", sectionKey: nil),
             as: Row.self, narrowing: controllers[2])
         controllers.append(narrowed)
         var lists = controllers.map { ChangeLog($0) }
@@ -62,7 +67,9 @@ struct RandomizedTests {
                 harness.server.silentlySet("Point", randomRow(ids.randomElement(using: &random)!))
                 try await harness.connect()
                 for subscription in harness.server.subscriptions.keys.sorted() {
-                    for chunk in harness.server.snapshot(subscription, resnapshot: true) { try await harness.deliver(chunk) }
+                    for chunk in harness.server.snapshot(subscription, resnapshot: true) {
+                        try await harness.deliver(chunk)
+                    }
                 }
             }
         }

@@ -9,7 +9,9 @@ import Testing
 struct ServerTests {
     /// Saves the staged writes and waits for the server's commit to be applied locally.
     @discardableResult
-    func save(_ container: MeridianContainer, _ stage: @Sendable (CacheContext) async throws -> Void) async throws -> Int64 {
+    func save(_ container: MeridianContainer, _ stage: @Sendable (CacheContext) async throws -> Void) async throws
+        -> Int64
+    {
         try await stage(container.context)
         return try await container.context.save().confirmed()
     }
@@ -38,8 +40,10 @@ struct ServerTests {
                 }
                 try await withConnectedContainer(port: port) { reader in
                     let sectioned = try await reader.controller(
-                        for: try FetchRequest(entity: "Point", where: "category < 2", sortedBy: "category,title", sectionKey: "category"))
-                    let byTitle = try await reader.controller(for: try FetchRequest(entity: "Point", sortedBy: "-title"))
+                        for: try FetchRequest(
+                            entity: "Point", where: "category < 2", sortedBy: "category,title", sectionKey: "category"))
+                    let byTitle = try await reader.controller(
+                        for: try FetchRequest(entity: "Point", sortedBy: "-title"))
                     let narrowed = try await reader.controller(
                         for: try FetchRequest(entity: "Point", where: "category == 3", sortedBy: "title"), as: Row.self,
                         narrowing: byTitle)
@@ -63,7 +67,9 @@ struct ServerTests {
                         #expect(sectioned.seq == byTitle.seq && byTitle.seq == narrowed.seq)
                     }
                     #expect(operations == [["move"], ["update"], ["insert"], ["delete"], ["delete"]])
-                    for controller in [sectioned, byTitle, narrowed] { try await self.expectMatchesQuery(controller, reader) }
+                    for controller in [sectioned, byTitle, narrowed] {
+                        try await self.expectMatchesQuery(controller, reader)
+                    }
                     #expect(log.list.inconsistency(with: sectioned) == nil)
                     #expect(await reader.context.changeSetValidationFailures.isEmpty)
                 }
@@ -91,11 +97,17 @@ struct ServerTests {
                     var updates = map.updates().makeAsyncIterator()
                     #expect(try await updates.next()?.events.map { "\($0.kind) \($0.id)" } == ["add w"])
 
-                    let moveSeq = try await self.save(writer) { try await $0.update("Point", id: "w", values: ["latitude": 11.0]) }
+                    let moveSeq = try await self.save(writer) {
+                        try await $0.update("Point", id: "w", values: ["latitude": 11.0])
+                    }
                     await reader.context.waitUntilApplied(moveSeq)
                     #expect(try await updates.next()?.events.map { "\($0.kind) \($0.id)" } == ["move w"])
-                    _ = try await self.save(writer) { try await $0.update("Point", id: "w", values: ["note": "unrelated"]) }
-                    let retitle = try await self.save(writer) { try await $0.update("Point", id: "w", values: ["title": "Far West"]) }
+                    _ = try await self.save(writer) {
+                        try await $0.update("Point", id: "w", values: ["note": "unrelated"])
+                    }
+                    let retitle = try await self.save(writer) {
+                        try await $0.update("Point", id: "w", values: ["title": "Far West"])
+                    }
                     await reader.context.waitUntilApplied(retitle)
                     #expect(try await updates.next()?.events.map { "\($0.kind) \($0.id)" } == ["retitle w"])
 
@@ -112,7 +124,8 @@ struct ServerTests {
     func optimisticWrites() async throws {
         try await TestServer.with { port in
             try await withConnectedContainer(port: port) { client in
-                let points = try await client.controller(for: FetchRequest(Point.self, sortedBy: [.ascending(Point.Attr.title)]), as: Point.self)
+                let points = try await client.controller(
+                    for: FetchRequest(Point.self, sortedBy: [.ascending(Point.Attr.title)]), as: Point.self)
                 try await points.waitUntilLoaded()
                 try await client.context.insert(Point(id: "a", title: "Alpha", category: 1))
                 let first = await client.context.save()
@@ -174,7 +187,8 @@ struct ServerTests {
         try await TestServer.with { port in
             try await withConnectedContainer(port: port) { reader in
                 let requests = [
-                    try FetchRequest(entity: "Point", where: "category < 3", sortedBy: "category,title", sectionKey: "category"),
+                    try FetchRequest(
+                        entity: "Point", where: "category < 3", sortedBy: "category,title", sectionKey: "category"),
                     try FetchRequest(entity: "Point", where: "latitude > 0", sortedBy: "-latitude", limit: 8),
                     try FetchRequest(entity: "Point", sortedBy: "title"),
                 ]

@@ -82,10 +82,16 @@ struct WriteTests {
     @Test("writes are checked against the schema as they are staged")
     func stagingValidation() async throws {
         let harness = try await Harness()
-        await #expect(throws: ClientError.self) { try await harness.context.update("Point", id: "a", values: ["titel": "x"]) }
-        await #expect(throws: ClientError.self) { try await harness.context.update("Point", id: "a", values: ["category": "x"]) }
+        await #expect(throws: ClientError.self) {
+            try await harness.context.update("Point", id: "a", values: ["titel": "x"])
+        }
+        await #expect(throws: ClientError.self) {
+            try await harness.context.update("Point", id: "a", values: ["category": "x"])
+        }
         await #expect(throws: ClientError.self) { try await harness.context.update("Nope", id: "a", values: [:]) }
-        await #expect(throws: ClientError.self) { try await harness.context.update("Point", id: "a", values: ["latitude": .double(.nan)]) }
+        await #expect(throws: ClientError.self) {
+            try await harness.context.update("Point", id: "a", values: ["latitude": .double(.nan)])
+        }
         #expect(await !harness.context.hasChanges)
     }
 
@@ -96,7 +102,8 @@ struct WriteTests {
         let path = directory + "/cache.sqlite"
         let server = FakeServer(schema: testSchema)
         server.commit("Point", (0..<8).map { .upsert(point("p\($0)", "t\($0)", Int64($0 % 3))) })
-        let request = try FetchRequest(entity: "Point", where: "category < 2", sortedBy: "category,title", sectionKey: "category")
+        let request = try FetchRequest(
+            entity: "Point", where: "category < 2", sortedBy: "category,title", sectionKey: "category")
         let before: [Row]
         do {
             let harness = try await Harness(server: server, cachePath: path)

@@ -23,7 +23,8 @@ extension CacheContext {
         var rows: [RowKey: (row: Row, version: Int64)] = [:]
         for (entity, id, bytes) in cache.rows {
             guard let proto = try? Meridian_V1_Row(serializedBytes: bytes), let row = try? Row(proto) else {
-                self.logger.warning("skipping a cached row that does not decode", metadata: ["meridian.row.id": "\(id)"])
+                self.logger.warning(
+                    "skipping a cached row that does not decode", metadata: ["meridian.row.id": "\(id)"])
                 continue
             }
             rows[RowKey(entity: entity, id: id)] = (row, proto.version)

@@ -309,7 +309,8 @@ extension CacheContext {
         case .error(let detail)?:
             self.reject(id, with: ClientError(detail))
         case nil:
-            self.reject(id, with: ClientError(.internal, "the server answered Apply with neither a result nor an error"))
+            self.reject(
+                id, with: ClientError(.internal, "the server answered Apply with neither a result nor an error"))
         }
         self.writeSignal?.yield()
     }
@@ -420,7 +421,8 @@ extension CacheContext {
                 let missing = entitySchema.attributes.filter { $0.isRequiredOnInsert && values[$0.name] == nil }
                 if !missing.isEmpty {
                     throw ClientError(
-                        .validation, "insert of \(entity) \(id) misses required attributes "
+                        .validation,
+                        "insert of \(entity) \(id) misses required attributes "
                             + missing.map(\.name).joined(separator: ", "),
                         attributes: missing.map(\.name), entity: entity, id: id)
                 }
@@ -430,7 +432,8 @@ extension CacheContext {
             Meridian_V1_Operation(kind: kind, entity: entity, id: id, values: values, expectedVersion: expectedVersion))
     }
 
-    private static func check(_ value: Value, for attribute: Attribute, entity: String, id: String) throws(ClientError) {
+    private static func check(_ value: Value, for attribute: Attribute, entity: String, id: String) throws(ClientError)
+    {
         guard value.isValid else {
             throw ClientError(
                 .validation, "\(entity).\(attribute.name) cannot be NaN", attributes: [attribute.name],

@@ -135,11 +135,6 @@ public struct MapUpdates: AsyncSequence, Sendable {
         /// The annotations as of the last update returned.
         public private(set) var model: MapModel
 
-        init(base: ResultsChanges<Row>.Iterator, model: MapModel) {
-            self.base = base
-            self.model = model
-        }
-
         public mutating func next() async throws -> MapUpdate? {
             while let change = try await self.base.next() {
                 let events = self.model.apply(change.changeSet)

@@ -240,7 +240,8 @@ public struct MapModel: Sendable, Equatable {
 
     /// Applies a typed controller's change set (rows are re-encoded from the model values).
     public mutating func apply<Element: RowConvertible>(_ changeSet: ChangeSet<Element>) -> [MapEvent] {
-        var rows = ChangeSet<Row>(deletedSections: changeSet.deletedSections, insertedSections: changeSet.insertedSections)
+        var rows = ChangeSet<Row>(
+            deletedSections: changeSet.deletedSections, insertedSections: changeSet.insertedSections)
         for change in changeSet.rowChanges {
             switch change {
             case .delete(let id, let from):
@@ -261,6 +262,8 @@ public struct MapModel: Sendable, Equatable {
 
     /// The placed annotations inside a region, sorted by id.
     public func annotations(in region: MapRegion) -> [Annotation] {
-        self.annotations.values.filter { region.contains($0.coordinate) }.sorted { $0.id.utf8.lexicographicallyPrecedes($1.id.utf8) }
+        self.annotations.values.filter { region.contains($0.coordinate) }.sorted {
+            $0.id.utf8.lexicographicallyPrecedes($1.id.utf8)
+        }
     }
 }

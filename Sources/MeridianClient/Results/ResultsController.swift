@@ -126,9 +126,13 @@ public final class ResultsController<Element: RowConvertible>: Sendable {
     /// The controller's state as a sectioned list, with the seq it is at, read atomically. O(n).
     public func snapshot() -> (seq: Int64, list: SectionedList<Element>) {
         let (seq, rows) = self.view.read(self.id) { box, seq in (seq, box?.results.snapshot ?? SectionedList()) }
-        return (seq, SectionedList(sections: rows.sections.map { section in
-            ListSection(key: section.key, name: section.name, elements: section.elements.map(Self.decode))
-        }))
+        return (
+            seq,
+            SectionedList(
+                sections: rows.sections.map { section in
+                    ListSection(key: section.key, name: section.name, elements: section.elements.map(Self.decode))
+                })
+        )
     }
 
     // MARK: - Change delivery

@@ -293,7 +293,8 @@ private struct RowKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
     func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
         throw DecodingError.typeMismatch(
-            [Any].self, .init(codingPath: self.codingPath + [key], debugDescription: "nested values are not attributes"))
+            [Any].self, .init(codingPath: self.codingPath + [key], debugDescription: "nested values are not attributes")
+        )
     }
 
     func superDecoder() throws -> any Decoder { RowDecodingImpl(values: self.values) }

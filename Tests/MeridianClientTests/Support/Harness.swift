@@ -137,7 +137,9 @@ final class Harness {
     }
 
     /// Sends the context's next queued transaction to the server; returns the batch (not yet delivered).
-    func sendNextTransaction() async throws -> (id: Int64, response: Meridian_V1_ApplyResponse, batch: Meridian_V1_SyncResponse?)? {
+    func sendNextTransaction() async throws -> (
+        id: Int64, response: Meridian_V1_ApplyResponse, batch: Meridian_V1_SyncResponse?
+    )? {
         guard let (id, request) = await self.context.nextTransactionToSend() else { return nil }
         let (response, batch) = self.server.apply(request)
         return (id, response, batch)

@@ -84,7 +84,9 @@ struct SyncConnection: Sendable {
                                 if first, case .welcome(let welcome)? = message.kind {
                                     first = false
                                     onEstablished()
-                                    if let schema = await context.schema, schema.fingerprint != welcome.schemaFingerprint {
+                                    if let schema = await context.schema,
+                                        schema.fingerprint != welcome.schemaFingerprint
+                                    {
                                         let fresh = try await meridian.getSchema(Meridian_V1_GetSchemaRequest())
                                         await context.setSchema(try Schema(fresh.schema))
                                     }
@@ -140,7 +142,11 @@ final class LockedValue<Value: Sendable>: Sendable {
 
 /// The connection's status and its observers.
 final class ConnectionStatusBox: Sendable {
-    private let state = Mutex((current: ConnectionStatus.disconnected, observers: [UInt64: AsyncStream<ConnectionStatus>.Continuation](), next: UInt64(0)))
+    private let state = Mutex(
+        (
+            current: ConnectionStatus.disconnected, observers: [UInt64: AsyncStream<ConnectionStatus>.Continuation](),
+            next: UInt64(0)
+        ))
 
     var current: ConnectionStatus { self.state.withLock { $0.current } }
 

@@ -151,7 +151,8 @@ final class CacheFile: Sendable {
                     db, sql: "SELECT local_id, request, commit_seq FROM pending_transaction ORDER BY local_id"
                 ).map { row in
                     PersistedTransaction(
-                        localID: row["local_id"], request: [UInt8](row["request"] as Data), commitSeq: row["commit_seq"])
+                        localID: row["local_id"], request: [UInt8](row["request"] as Data), commitSeq: row["commit_seq"]
+                    )
                 }
                 return cache
             }
@@ -164,13 +165,15 @@ final class CacheFile: Sendable {
     func write(_ delta: CacheDelta) {
         guard !delta.isEmpty else { return }
         let logger = self.logger
-        self.queue.asyncWrite({ db in
-            try Self.apply(delta, to: db)
-        }, completion: { _, result in
-            if case .failure(let error) = result {
-                logger.error("cannot write the cache file", metadata: ["meridian.error": "\(error)"])
-            }
-        })
+        self.queue.asyncWrite(
+            { db in
+                try Self.apply(delta, to: db)
+            },
+            completion: { _, result in
+                if case .failure(let error) = result {
+                    logger.error("cannot write the cache file", metadata: ["meridian.error": "\(error)"])
+                }
+            })
     }
 
     /// Waits until every queued write is on disk (for tests and orderly shutdown).
@@ -184,7 +187,8 @@ final class CacheFile: Sendable {
                 sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('seq', ?)", arguments: [Data(String(seq).utf8)])
         }
         if let schema = delta.schema {
-            try db.execute(sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)", arguments: [Data(schema)])
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)", arguments: [Data(schema)])
         }
         var position = try Int.fetchOne(db, sql: "SELECT COALESCE(MAX(position), 0) FROM subscription") ?? 0
         for (id, subscription) in delta.subscriptions {
