@@ -171,6 +171,50 @@ struct ControllerTests {
         #expect(try Point(row: point("q", "Q", 3)).category == 3)
     }
 
+    @Test("a model that cannot hold every row of its entity is refused when its controller is made, naming the property")
+    func modelMismatch() async throws {
+        struct MissingOptional: MeridianModel {  // latitude is optional in the schema
+            static let entityName = "Point"
+            var id: String
+            var latitude: Double
+        }
+        struct Narrow: MeridianModel {  // category is a 64-bit int
+            static let entityName = "Point"
+            var id: String
+            var category: Int32
+        }
+        struct Unknown: MeridianModel {
+            static let entityName = "Point"
+            var id: String
+            var colour: String
+        }
+        struct Fits: MeridianModel {  // a subset of the attributes, an extra optional property
+            static let entityName = "Point"
+            var id: String
+            var title: String
+            var latitude: Double?
+            var nickname: String?
+        }
+        let harness = try await Harness()
+        let cases: [(any Error, String)] = [
+            (await #expect(throws: ClientError.self) {
+                try await harness.container.controller(for: FetchRequest(entity: "Point"), as: MissingOptional.self)
+            }!, "property `latitude` (double?): the attribute is optional; make the property optional"),
+            (await #expect(throws: ClientError.self) {
+                try await harness.container.controller(for: FetchRequest(entity: "Point"), as: Narrow.self)
+            }!, "property `category` (int): Int32 cannot hold every value of the attribute"),
+            (await #expect(throws: ClientError.self) {
+                try await harness.container.controller(for: FetchRequest(entity: "Point"), as: Unknown.self)
+            }!, "property `colour`: the entity has no such attribute"),
+        ]
+        for (error, message) in cases {
+            let error = try #require(error as? ClientError)
+            #expect(error.code == .modelMismatch)
+            #expect(error.message.hasSuffix(message), "\(error.message)")
+        }
+        _ = try await harness.container.controller(for: FetchRequest(entity: "Point"), as: Fits.self)
+    }
+
     @Test("a bad predicate is a typed error with its position, before any network")
     func badPredicate() async throws {
         let harness = try await Harness()

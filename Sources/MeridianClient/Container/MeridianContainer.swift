@@ -186,6 +186,15 @@ public final class MeridianContainer: Sendable {
         narrowing parent: UInt64?,
         private isPrivate: Bool
     ) async throws(ClientError) -> ResultsController<Element> {
+        if Element.self != Row.self {
+            let schema: Schema
+            do {
+                schema = try await self.context.requireSchema()
+            } catch {
+                throw ClientError(calling: error)
+            }
+            if let entity = schema.entity(named: request.entity) { try Element.checkFits(entity) }
+        }
         let id = try await self.context.registerController(
             request: request, narrowing: parent, privateSubscription: isPrivate)
         return ResultsController(context: self.context, id: id, request: request)

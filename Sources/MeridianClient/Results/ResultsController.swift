@@ -244,6 +244,7 @@ public final class ResultsController<Element: RowConvertible>: Sendable {
         do {
             return try Element(row: row)
         } catch {
+            // Unreachable: the controller's creation checked (`checkFits`) that every row of the entity decodes.
             preconditionFailure("\(Element.self) does not decode row \(row.id): \(error)")
         }
     }

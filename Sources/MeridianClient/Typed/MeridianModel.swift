@@ -15,6 +15,17 @@ public protocol RowConvertible: Identifiable, Equatable, Sendable where ID == St
     ///
     /// - Throws: ``ClientError`` with code `modelMismatch` when a property cannot be represented.
     func row() throws(ClientError) -> Row
+
+    /// Checks, before a controller hands out values of this type, that every row `entity` can hold decodes into
+    /// it, so reading a controller never meets a row that does not fit.
+    ///
+    /// - Throws: ``ClientError`` with code `modelMismatch` naming the property that does not fit.
+    static func checkFits(_ entity: EntitySchema) throws(ClientError)
+}
+
+extension RowConvertible {
+    /// Any row fits (the untyped `Row`).
+    public static func checkFits(_ entity: EntitySchema) throws(ClientError) {}
 }
 
 extension Row: RowConvertible {
@@ -59,6 +70,46 @@ extension MeridianModel {
             throw ClientError(
                 .modelMismatch, "\(Self.self) does not decode from \(row): \(error)", cause: error,
                 entity: Self.entityName, id: row.id)
+        }
+    }
+
+    /// Decodes two probe rows of `entity`: one with every optional attribute null, one with every attribute
+    /// present at the edge of its type's range (the largest int, a fractional double). A property missing from the
+    /// entity, non-optional for an optional attribute, or of a type that cannot hold every value of its attribute
+    /// (`Int32` for a 64-bit `int`, `Int` for a `double`) fails here, once, instead of when a row arrives.
+    public static func checkFits(_ entity: EntitySchema) throws(ClientError) {
+        guard entity.name == Self.entityName else {
+            throw ClientError(
+                .modelMismatch, "\(Self.self) represents \(Self.entityName), not \(entity.name)", entity: entity.name)
+        }
+        func probe(nulls: Bool) -> Row {
+            var values: [String: Value] = [:]
+            for attribute in entity.attributes {
+                if nulls && attribute.isOptional {
+                    values[attribute.name] = .null
+                    continue
+                }
+                values[attribute.name] =
+                    switch attribute.type {
+                    case .string: .string("")
+                    case .int: .int(.max)
+                    case .double: .double(0.5)
+                    case .bool: .bool(true)
+                    case .bytes: .bytes([])
+                    case .timestamp: .timestamp(Timestamp(microseconds: 0))
+                    }
+            }
+            return Row(id: "", values: values)
+        }
+        for nulls in [true, false] {
+            do {
+                _ = try RowDecoder().decode(Self.self, from: probe(nulls: nulls))
+            } catch {
+                throw ClientError(
+                    .modelMismatch,
+                    "\(Self.self) cannot hold every row of \(entity.name): \(describeMismatch(error, entity: entity))",
+                    cause: error, entity: entity.name)
+            }
         }
     }
 
@@ -138,4 +189,28 @@ extension FetchRequest {
     ) {
         self.init(entity: Model.entityName, where: predicate, order: RowOrder(sortKeys.map(\.key)), limit: limit)
     }
+}
+
+/// One line naming the property a probe row failed on and what the entity says of it.
+private func describeMismatch(_ error: any Error, entity: EntitySchema) -> String {
+    let key: (any CodingKey)?
+    let reason: String
+    switch error {
+    case DecodingError.keyNotFound(let missing, _):
+        key = missing
+        reason = "the entity has no such attribute"
+    case DecodingError.valueNotFound(_, let context):
+        key = context.codingPath.last
+        reason =
+            key.flatMap { entity.attribute(named: $0.stringValue) } == nil
+            ? "the entity has no such attribute" : "the attribute is optional; make the property optional"
+    case DecodingError.typeMismatch(let type, let context):
+        key = context.codingPath.last
+        reason = "\(type) cannot hold every value of the attribute"
+    default:
+        return "\(error)"
+    }
+    guard let name = key?.stringValue else { return reason }
+    let declared = entity.attribute(named: name).map { " (\($0.type)\($0.isOptional ? "?" : ""))" } ?? ""
+    return "property `\(name)`\(declared): \(reason)"
 }
