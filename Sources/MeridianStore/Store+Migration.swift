@@ -40,6 +40,7 @@ extension Store {
             try writer.write { db in
                 guard try SchemaRecord.exists(db) else {
                     try SchemaRecord.createMetaTables(db)
+                    try db.execute(sql: StoreDDL.appliedTable)
                     for entity in schema.entities {
                         for sql in StoreDDL.createEntity(entity) { try db.execute(sql: sql) }
                     }
@@ -66,6 +67,7 @@ extension Store {
                 {
                     try SchemaRecord.write(schema, db)
                 }
+                try db.execute(sql: StoreDDL.appliedTable)
             }
         } catch {
             throw StoreError.wrap(error, "cannot prepare the store at '\(path)'")

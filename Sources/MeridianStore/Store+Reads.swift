@@ -134,6 +134,7 @@ extension Store {
                 guard through > previous else { return PruneResult(prunedThrough: previous, removed: 0) }
                 try db.execute(sql: "DELETE FROM meridian_changes WHERE seq <= ?", arguments: [through])
                 let removed = db.changesCount
+                try db.execute(sql: "DELETE FROM meridian_applied WHERE seq <= ?", arguments: [through])
                 try SchemaRecord.setMeta(db, "pruned_through", String(through))
                 return PruneResult(prunedThrough: through, removed: removed)
             }

@@ -185,14 +185,31 @@ public final class Store: Sendable {
     /// Concurrent calls are group-committed: those arriving while a commit runs share the next SQLite commit, each in
     /// its own savepoint, so one failing does not fail the others.
     ///
+    /// With an `idempotencyKey`, the transaction is applied at most once for that key: when a transaction with the
+    /// same key already committed (a client retrying after its answer was lost), nothing is written and that
+    /// commit's result is returned. Keys are kept as long as the change log keeps their commit (see ``prune``).
+    ///
+    /// - Parameters:
+    ///   - operations: The transaction.
+    ///   - policy: How conflicts are settled.
+    ///   - idempotencyKey: A key unique to this transaction (at most 128 UTF-8 bytes), or `nil`.
     /// - Returns: The commit's `seq` and the written rows' ids and versions.
     /// - Throws: ``StoreError`` with `operationIndex` set: `validation`, `conflict` (with `attributes`), `notFound`,
-    ///   `alreadyExists`; or `io`.
+    ///   `alreadyExists`; `validation` for a key too long; or `io`.
     @discardableResult
-    public func apply(_ operations: [WriteOperation], policy: ConflictPolicy = .storeWins) async throws -> CommitResult
-    {
+    public func apply(
+        _ operations: [WriteOperation],
+        policy: ConflictPolicy = .storeWins,
+        idempotencyKey: String? = nil
+    ) async throws -> CommitResult {
+        if let idempotencyKey, idempotencyKey.utf8.count > StoreDDL.maxIdempotencyKeyBytes {
+            throw StoreError(
+                .validation,
+                "the idempotency key is \(idempotencyKey.utf8.count) bytes long; at most \(StoreDDL.maxIdempotencyKeyBytes) are allowed")
+        }
         let prepared = try OperationValidation.prepare(operations, schema: self.schema)
-        return try await self.committer.submit(prepared, policy: policy)
+        return try await self.committer.submit(
+            prepared, policy: policy, idempotencyKey: idempotencyKey?.isEmpty == false ? idempotencyKey : nil)
     }
 
     // MARK: - Helpers

@@ -136,4 +136,41 @@ struct WriteTests {
         #expect(!controller.isPending("new"))
         #expect(controller.rows == (try server.evaluate(request)))
     }
+
+    @Test("a transaction keeps one idempotency key through retries and restarts; keys never repeat across contexts")
+    func idempotencyKeys() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/cache.sqlite"
+        let server = FakeServer(schema: testSchema)
+        let key: String
+        do {
+            let harness = try await Harness(server: server, cachePath: path)
+            try await harness.connect()
+            _ = try await harness.context.insert(into: "Point", id: "n", values: ["title": "fresh"])
+            await harness.context.save()
+            let (id, first) = try #require(await harness.context.nextTransactionToSend())
+            key = first.idempotencyKey
+            #expect(!key.isEmpty)
+            // The connection dropped before the answer: the transaction is sent again with the same key, so the
+            // server answers it instead of applying it twice.
+            await harness.context.transactionFailed(id, error: ClientError(.unavailable, "connection lost"))
+            let (again, retry) = try #require(await harness.context.nextTransactionToSend())
+            #expect(again == id)
+            #expect(retry.idempotencyKey == key)
+            await harness.context.transactionFailed(id, error: ClientError(.unavailable, "connection lost"))
+            await harness.context.flushToDisk()
+        }
+        let restarted = try await Harness(server: server, cachePath: path)
+        try await restarted.connect()
+        let (_, restored) = try #require(await restarted.context.nextTransactionToSend())
+        #expect(restored.idempotencyKey == key, "the persisted queue keeps the key")
+        _ = try await restarted.context.insert(into: "Point", id: "m", values: ["title": "other"])
+        await restarted.context.save()
+        let other = try await Harness(server: server)
+        _ = try await other.context.insert(into: "Point", id: "o", values: ["title": "other"])
+        await other.context.save()
+        let (_, fresh) = try #require(await other.context.nextTransactionToSend())
+        #expect(fresh.idempotencyKey != key, "another context numbers its transactions under another identity")
+    }
 }

@@ -189,6 +189,23 @@ struct ErrorTests {
         #expect(error.message.contains("1000 bytes"))
     }
 
+    @Test("Apply with a repeated idempotency key answers the first commit instead of applying again", arguments: Wire.allCases)
+    func applyIdempotency(wire: Wire) async throws {
+        let store = try Fixtures.store()
+        try await onWire(wire, store: store) { client in
+            var request = Meridian_V1_ApplyRequest()
+            request.operations = [Meridian_V1_Operation(kind: .insert, entity: "Point", id: "b", values: ["title": "B"])]
+            request.idempotencyKey = "client-7:1"
+            let first = try await client.apply(request)
+            #expect(first.result.seq > 0)
+            let retry = try await client.apply(request)  // the answer to `first` was "lost"
+            #expect(retry.result == first.result)
+            #expect(try await store.latestSeq() == first.result.seq)
+            request.idempotencyKey = ""
+            #expect(try await client.apply(request).error.code == .alreadyExists)
+        }
+    }
+
     @Test("Apply answers store errors with typed details", arguments: Wire.allCases)
     func applyErrors(wire: Wire) async throws {
         let store = try Fixtures.store()

@@ -241,6 +241,8 @@ extension CacheContext {
         request.operations = self.staged
         request.conflictPolicy = policy.wire
         request.clientTag = String(id)
+        // A retry after a lost answer (the connection dropped mid-call) is then answered, not applied twice.
+        request.idempotencyKey = String(self.transactionKeyPrefix, radix: 16) + ":" + String(id)
         self.staged = []
         self.enqueue(TransactionState(id: id, request: request, phase: .queued, keys: []), showing: true)
         self.flush()

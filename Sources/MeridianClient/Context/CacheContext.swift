@@ -77,6 +77,10 @@ public actor CacheContext {
     /// Pending operations by row, in save order: what the controllers show on top of the server's rows.
     var overlay: [RowKey: [OverlayOperation]] = [:]
     var nextTransactionID: Int64 = 1
+    /// Makes this context's idempotency keys (`IDENTITY:N`) unique: random per context, so numbers restarting
+    /// after a restart never repeat a key the server remembers. Restored transactions keep the keys they were
+    /// saved with.
+    let transactionKeyPrefix = UInt64.random(in: .min ... .max)
     /// Wakes the connection's writer when a transaction is queued.
     var writeSignal: AsyncStream<Void>.Continuation?
     /// Tasks waiting for a transaction's outcome.

@@ -1279,6 +1279,12 @@ package nonisolated struct Meridian_V1_ApplyRequest: Sendable {
   /// An opaque tag echoed in the response, to match responses to requests on ApplyStream.
   package var clientTag: String = String()
 
+  /// When set, the transaction is applied at most once for this key: a request repeating the key of a committed
+  /// transaction (a retry after its answer was lost) is not applied again and is answered with the first commit's
+  /// result. Keys are kept as long as the change log keeps the commit. Clients choose keys unique to themselves
+  /// (the Swift client: a random per-cache identity and the transaction's number). At most 128 bytes.
+  package var idempotencyKey: String = String()
+
   package var unknownFields = SwiftProtobuf.UnknownStorage()
 
   package init() {}
@@ -2886,7 +2892,7 @@ nonisolated extension Meridian_V1_Operation.Kind: SwiftProtobuf._ProtoNameProvid
 
 nonisolated extension Meridian_V1_ApplyRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   package static let protoMessageName: String = _protobuf_package + ".ApplyRequest"
-  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}operations\0\u{3}conflict_policy\0\u{3}client_tag\0")
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}operations\0\u{3}conflict_policy\0\u{3}client_tag\0\u{3}idempotency_key\0")
 
   package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2897,6 +2903,7 @@ nonisolated extension Meridian_V1_ApplyRequest: SwiftProtobuf.Message, SwiftProt
       case 1: try { try decoder.decodeRepeatedMessageField(value: &self.operations) }()
       case 2: try { try decoder.decodeSingularEnumField(value: &self.conflictPolicy) }()
       case 3: try { try decoder.decodeSingularStringField(value: &self.clientTag) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.idempotencyKey) }()
       default: break
       }
     }
@@ -2912,6 +2919,9 @@ nonisolated extension Meridian_V1_ApplyRequest: SwiftProtobuf.Message, SwiftProt
     if !self.clientTag.isEmpty {
       try visitor.visitSingularStringField(value: self.clientTag, fieldNumber: 3)
     }
+    if !self.idempotencyKey.isEmpty {
+      try visitor.visitSingularStringField(value: self.idempotencyKey, fieldNumber: 4)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2919,6 +2929,7 @@ nonisolated extension Meridian_V1_ApplyRequest: SwiftProtobuf.Message, SwiftProt
     if lhs.operations != rhs.operations {return false}
     if lhs.conflictPolicy != rhs.conflictPolicy {return false}
     if lhs.clientTag != rhs.clientTag {return false}
+    if lhs.idempotencyKey != rhs.idempotencyKey {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

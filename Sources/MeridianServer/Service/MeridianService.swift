@@ -90,7 +90,8 @@ struct MeridianService: RegistrableRPCService {
             return response
         }
         do {
-            let committed = try await self.store.apply(operations, policy: policy)
+            let committed = try await self.store.apply(
+                operations, policy: policy, idempotencyKey: request.idempotencyKey)
             var result = Meridian_V1_ApplyResult()
             result.seq = committed.seq
             result.rows = committed.rows.map { row in

@@ -19,6 +19,7 @@ final class GroupCommitter: Sendable {
     struct Pending: Sendable {
         var operations: [PreparedOperation]
         var policy: ConflictPolicy
+        var idempotencyKey: String?
         var continuation: CheckedContinuation<CommitResult, any Error>
     }
 
@@ -38,10 +39,17 @@ final class GroupCommitter: Sendable {
         self.onCommit = onCommit
     }
 
-    func submit(_ operations: [PreparedOperation], policy: ConflictPolicy) async throws -> CommitResult {
+    func submit(
+        _ operations: [PreparedOperation],
+        policy: ConflictPolicy,
+        idempotencyKey: String?
+    ) async throws -> CommitResult {
         try await withCheckedThrowingContinuation { continuation in
             let start = self.state.withLock { state in
-                state.queue.append(Pending(operations: operations, policy: policy, continuation: continuation))
+                state.queue.append(
+                    Pending(
+                        operations: operations, policy: policy, idempotencyKey: idempotencyKey,
+                        continuation: continuation))
                 if state.running { return false }
                 state.running = true
                 return true
@@ -89,13 +97,13 @@ final class GroupCommitter: Sendable {
     private func commit(_ batch: [Pending], _ db: Database) {
         var firstFailure: (any Error)? = nil
         do {
-            var rows: [[CommitResult.WrittenRow]] = []
+            var rows: [TransactionExecutor.Outcome] = []
             rows.reserveCapacity(batch.count)
             var seq: Int64 = 0
             try db.inTransaction(.immediate) {
                 for pending in batch {
                     do {
-                        rows.append(try TransactionExecutor.run(pending.operations, policy: pending.policy, db: db))
+                        rows.append(try TransactionExecutor.run(pending, db: db))
                     } catch {
                         firstFailure = error
                         return .rollback
@@ -105,8 +113,9 @@ final class GroupCommitter: Sendable {
                 return .commit
             }
             if firstFailure == nil {
-                for (pending, written) in zip(batch, rows) {
-                    pending.continuation.resume(returning: CommitResult(seq: seq, rows: written))
+                for (pending, outcome) in zip(batch, rows) {
+                    pending.continuation.resume(
+                        returning: CommitResult(seq: outcome.replayedSeq ?? seq, rows: outcome.rows))
                 }
                 self.onCommit(seq)
                 return
@@ -123,19 +132,19 @@ final class GroupCommitter: Sendable {
     }
 
     private func commitWithSavepoints(_ batch: [Pending], _ db: Database) {
-        var outcomes: [Result<[CommitResult.WrittenRow], any Error>] = []
+        var outcomes: [Result<TransactionExecutor.Outcome, any Error>] = []
         outcomes.reserveCapacity(batch.count)
         var seq: Int64 = 0
         do {
             try db.inTransaction(.immediate) {
                 for pending in batch {
                     do {
-                        var rows: [CommitResult.WrittenRow] = []
+                        var outcome = TransactionExecutor.Outcome(rows: [], replayedSeq: nil)
                         try db.inSavepoint {
-                            rows = try TransactionExecutor.run(pending.operations, policy: pending.policy, db: db)
+                            outcome = try TransactionExecutor.run(pending, db: db)
                             return .commit
                         }
-                        outcomes.append(.success(rows))
+                        outcomes.append(.success(outcome))
                     } catch {
                         outcomes.append(.failure(error))
                         // Some SQLite errors (disk full, I/O) abort the whole transaction: fail the batch.
@@ -154,9 +163,10 @@ final class GroupCommitter: Sendable {
         var committed = false
         for (pending, outcome) in zip(batch, outcomes) {
             switch outcome {
-            case .success(let rows):
+            case .success(let outcome):
                 committed = true
-                pending.continuation.resume(returning: CommitResult(seq: seq, rows: rows))
+                pending.continuation.resume(
+                    returning: CommitResult(seq: outcome.replayedSeq ?? seq, rows: outcome.rows))
             case .failure(let error):
                 pending.continuation.resume(throwing: StoreError.wrap(error, "the transaction failed"))
             }

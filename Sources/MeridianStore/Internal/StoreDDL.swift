@@ -38,6 +38,17 @@ enum StoreDDL {
         """,
     ]
 
+    /// Idempotency keys of committed transactions, with their results, so that a retried transaction is answered
+    /// instead of applied twice. Created by every open (files made before it existed get it then); pruned with the
+    /// change log.
+    static let appliedTable = """
+        CREATE TABLE IF NOT EXISTS meridian_applied (
+            key TEXT PRIMARY KEY NOT NULL, seq INTEGER NOT NULL, rows TEXT NOT NULL) WITHOUT ROWID
+        """
+
+    /// The longest idempotency key accepted, in UTF-8 bytes.
+    static let maxIdempotencyKeyBytes = 128
+
     /// Microseconds since the Unix epoch, from built-in functions only.
     static let nowMicroseconds = "CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)"
 

@@ -1,11 +1,66 @@
 // MARK: - TransactionExecutor
 
+internal import Foundation
 internal import GRDB
 internal import MeridianCore
 
 /// Runs prepared operations inside an open SQLite transaction (the capture triggers log them).
 enum TransactionExecutor {
     typealias WrittenRow = CommitResult.WrittenRow
+
+    /// What one transaction did: the rows it wrote, or — for a repeated idempotency key — the rows and seq of the
+    /// commit that already applied it.
+    struct Outcome {
+        var rows: [WrittenRow]
+        var replayedSeq: Int64?
+    }
+
+    /// Runs a queued transaction: answers a repeated idempotency key from `meridian_applied`, else applies the
+    /// operations and records the key with the transaction's last seq and its rows.
+    static func run(_ pending: GroupCommitter.Pending, db: Database) throws -> Outcome {
+        guard let key = pending.idempotencyKey else {
+            return Outcome(rows: try run(pending.operations, policy: pending.policy, db: db), replayedSeq: nil)
+        }
+        if let recorded = try GRDB.Row.fetchOne(
+            db.cachedStatement(sql: "SELECT seq, rows FROM meridian_applied WHERE key = ?"), arguments: [key])
+        {
+            let rows = try JSONDecoder().decode([RecordedRow].self, from: Data((recorded[1] as String).utf8))
+            return Outcome(rows: rows.map(\.written), replayedSeq: recorded[0])
+        }
+        let rows = try run(pending.operations, policy: pending.policy, db: db)
+        let json = String(decoding: try JSONEncoder().encode(rows.map(RecordedRow.init)), as: UTF8.self)
+        try db.cachedStatement(sql: "INSERT INTO meridian_applied (key, seq, rows) VALUES (?, ?, ?)")
+            .execute(arguments: [key, try Store.latestSeq(db), json])
+        return Outcome(rows: rows, replayedSeq: nil)
+    }
+
+    /// A written row as recorded with its idempotency key: `[entity, id, kind, version]`.
+    private struct RecordedRow: Codable {
+        var written: WrittenRow
+
+        init(_ written: WrittenRow) { self.written = written }
+
+        init(from decoder: any Decoder) throws {
+            var container = try decoder.unkeyedContainer()
+            let entity = try container.decode(String.self)
+            let id = try container.decode(String.self)
+            let kind = try container.decode(String.self)
+            let version = try container.decode(Int64.self)
+            guard let kind = WriteOperation.Kind(rawValue: kind) else {
+                throw DecodingError.dataCorruptedError(
+                    in: container, debugDescription: "unknown write kind '\(kind)'")
+            }
+            self.written = WrittenRow(entity: entity, id: id, kind: kind, version: version)
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.unkeyedContainer()
+            try container.encode(self.written.entity)
+            try container.encode(self.written.id)
+            try container.encode(self.written.kind.rawValue)
+            try container.encode(self.written.version)
+        }
+    }
 
     static func run(
         _ operations: [PreparedOperation],
