@@ -108,6 +108,16 @@ public final class Store: Sendable {
         do {
             pool = try DatabasePool(path: path, configuration: configuration.grdb())
         } catch {
+            let directory = (path as NSString).deletingLastPathComponent
+            var isDirectory: ObjCBool = false
+            if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
+                throw StoreError(
+                    .io, "cannot open the store at '\(path)': the directory '\(directory)' does not exist", cause: error)
+            }
+            if !directory.isEmpty, !isDirectory.boolValue {
+                throw StoreError(
+                    .io, "cannot open the store at '\(path)': '\(directory)' is not a directory", cause: error)
+            }
             throw StoreError(.io, "cannot open the store at '\(path)'", cause: error)
         }
         try prepareSchema(pool, schema: schema, path: path, logger: logger)
