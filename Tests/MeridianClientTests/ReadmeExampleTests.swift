@@ -73,7 +73,7 @@ func showPlaces(server: String, cachePath: String) async throws {
 }
 // README client example ends
 
-@Suite("The README's examples", .timeLimit(.minutes(1)))
+@Suite("The README's examples", .timeLimit(.minutes(3)))
 struct ReadmeExampleTests {
     /// The repository's root (this file is Tests/MeridianClientTests/ReadmeExampleTests.swift).
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
