@@ -76,6 +76,15 @@ import Testing
             "operation 1 (update Item 'x'): attribute 'price' is NaN", ["price"]
         ),
         (
+            .update("Item", id: "x", ["title": .string("a\u{0}b")]),
+            "operation 1 (update Item 'x'): attribute 'title' contains a NUL character (U+0000), which strings may not hold",
+            ["title"]
+        ),
+        (
+            .insert("Item", id: "x\u{0}", ["title": "a"]),
+            "operation 1 (insert Item 'x\u{0}'): the id contains a NUL character (U+0000), which ids may not hold", ["id"]
+        ),
+        (
             .update("Item", id: "x", ["title": nil]),
             "operation 1 (update Item 'x'): attribute 'title' is required and cannot be nil", ["title"]
         ),

@@ -45,6 +45,11 @@ enum OperationValidation {
         }
         let id: String
         if let given = operation.id {
+            guard !given.utf8.contains(0) else {
+                throw StoreError(
+                    .validation, "\(prefix): the id contains a NUL character (U+0000), which ids may not hold",
+                    operationIndex: index, attributes: ["id"])
+            }
             id = given
         } else if operation.kind == .insert, entity.idPolicy == .auto {
             id = UUID().uuidString.lowercased()
@@ -67,6 +72,13 @@ enum OperationValidation {
             guard value.isValid else {
                 throw StoreError(
                     .validation, "\(prefix): attribute '\(name)' is NaN", operationIndex: index, attributes: [name])
+            }
+            if case .string(let text) = value, text.utf8.contains(0) {
+                // SQLite's text functions (LIKE, and the C strings custom functions receive) stop at a NUL, so the
+                // same predicate could select such a row in memory and not in SQL.
+                throw StoreError(
+                    .validation, "\(prefix): attribute '\(name)' contains a NUL character (U+0000), which strings may not hold",
+                    operationIndex: index, attributes: [name])
             }
             if value.isNull {
                 guard attribute.isOptional else {
