@@ -29,9 +29,15 @@ extension CacheContext {
         if resumable || self.appliedSeq > 0 { hello.resumeFromSeq = self.appliedSeq }
         if let schema { hello.schemaFingerprint = schema.fingerprint }
         self.send(.hello(hello))
+        var resumed: Set<String> = []
         for id in self.subscriptions.keys.sorted() {
-            self.sendSubscribe(id, resume: self.subscriptions[id]!.hasData)
+            let resume = self.subscriptions[id]!.hasData
+            self.sendSubscribe(id, resume: resume)
+            if resume, self.subscriptions[id]!.phase == .live { resumed.insert(id) }
         }
+        // Each subscription catches up on its own (a batch of what it missed, or a snapshot, at its own seq): hold
+        // them until all have, so that no controller shows a mix of old and new.
+        self.beginCatchUp(waitingFor: resumed)
     }
 
     /// The stream ended: partial snapshots are dropped, Replaces in flight are adopted as offline replaces (their
@@ -39,6 +45,8 @@ extension CacheContext {
     package func connectionClosed() {
         self.outbound?.finish()
         self.outbound = nil
+        // Held messages were never applied: the cache is still at the applied seq, which the next Hello resumes.
+        self.catchUp = nil
         var work = CommitWork()
         for id in self.subscriptions.keys {
             self.subscriptions[id]!.snapshot = nil
@@ -100,6 +108,12 @@ extension CacheContext {
     /// - Throws: ``ClientError`` when the message breaks the protocol badly enough that the stream must be dropped
     ///   (a row that does not decode); the connection then reconnects and resumes.
     package func receive(_ response: Meridian_V1_SyncResponse) throws(ClientError) {
+        if try self.holdForCatchUp(response) { return }
+        try self.apply(response)
+    }
+
+    /// Applies one message (held ones included).
+    func apply(_ response: Meridian_V1_SyncResponse) throws(ClientError) {
         switch response.kind {
         case .welcome(let welcome):
             self.heartbeatIntervalMilliseconds = welcome.heartbeatIntervalMs
@@ -162,7 +176,7 @@ extension CacheContext {
         }
         work.resets.insert(id)
         self.advance(to: max(self.appliedSeq, buffer.seq), work: work, cause: cause)
-        for waiter in waiters { waiter.resume() }
+        self.resumeAfterPublishing(waiters)
     }
 
     private func receiveBatch(_ batch: Meridian_V1_Batch) throws(ClientError) {
@@ -201,7 +215,7 @@ extension CacheContext {
             }
         }
         self.advance(to: batch.seq, work: work, cause: cause)
-        for waiter in answered { waiter.resume() }
+        self.resumeAfterPublishing(answered)
     }
 
     private func receiveSubscriptionError(_ failure: Meridian_V1_SubscriptionError) {
@@ -227,6 +241,11 @@ extension CacheContext {
 
     /// Moves the applied seq forward, confirms the transactions it covers, commits, persists and acknowledges.
     func advance(to seq: Int64, work: CommitWork, cause: ResultsChangeCause = .remote) {
+        if self.drain != nil {
+            self.drain!.seq = max(self.drain!.seq, seq)
+            self.drain!.merge(work, cause: cause, error: nil)
+            return
+        }
         var work = work
         let moved = seq > self.appliedSeq
         if moved {

@@ -56,6 +56,11 @@ public actor CacheContext {
     package internal(set) var heartbeatIntervalMilliseconds: UInt32 = 0
     /// The server's schema fingerprint from the last Welcome.
     package internal(set) var serverFingerprint: String?
+    /// Set while subscriptions catch up after a reconnection or an overflow re-snapshot: messages are held until
+    /// every subscription has caught up, then applied as one commit (see `CacheContext+CatchUp.swift`).
+    var catchUp: CatchUp?
+    /// Set while held messages are applied: their commits merge into one.
+    var drain: Drain?
 
     // MARK: Rows and subscriptions
 
@@ -252,6 +257,7 @@ public actor CacheContext {
     /// Unsubscribes and forgets a subscription and its rows.
     func removeSubscription(_ id: String) {
         guard let subscription = self.subscriptions.removeValue(forKey: id) else { return }
+        defer { self.subscriptionLeftCatchUp(id) }
         if self.outbound != nil, subscription.phase != .idle {
             var unsubscribe = Meridian_V1_Unsubscribe()
             unsubscribe.subscriptionID = id
@@ -448,6 +454,10 @@ public actor CacheContext {
     ///   - cause: Why.
     ///   - error: For a revert, the server's reason.
     func commit(_ work: CommitWork, cause: ResultsChangeCause, error: ClientError? = nil) {
+        if self.drain != nil {
+            self.drain!.merge(work, cause: cause, error: error)
+            return
+        }
         enum Action {
             case apply([RowMutation])
             case reset([Row])
@@ -645,4 +655,10 @@ struct CommitWork {
     var resets: Set<String> = []
 
     var isEmpty: Bool { self.affected.isEmpty && self.resets.isEmpty }
+
+    /// Adds another commit's work to this one.
+    mutating func merge(_ other: CommitWork) {
+        for (id, rows) in other.affected { self.affected[id, default: []].formUnion(rows) }
+        self.resets.formUnion(other.resets)
+    }
 }

@@ -53,7 +53,16 @@ final class FakeServer {
         case .subscribe(let subscribe):
             let fetch = try self.fetchRequest(subscribe.fetch)
             self.subscriptions[subscribe.subscriptionID] = try fetch.bind(to: self.schema)
-            if subscribe.resume { return [] }
+            if subscribe.resume {
+                // What the real server sends a resumed subscription: what it missed (the fake keeps no history, so
+                // nothing), as a delta with its id, even when empty — the client waits for it.
+                var delta = Meridian_V1_SubscriptionDelta()
+                delta.subscriptionID = subscribe.subscriptionID
+                var batch = Meridian_V1_Batch()
+                batch.seq = self.seq
+                batch.deltas = [delta]
+                return [.with { $0.kind = .batch(batch) }]
+            }
             return self.snapshot(subscribe.subscriptionID, resnapshot: false)
         case .replace(let replace):
             let before = self.result(replace.subscriptionID)

@@ -1,0 +1,117 @@
+// MARK: - Catching up after a reconnection or an overflow, as one commit
+
+import MeridianClient
+import MeridianCore
+import MeridianProto
+import SwiftProtobuf
+import Testing
+
+/// The server answers each re-added subscription on its own, at its own seq. Applied one by one, those answers would
+/// show states the store never had; the context holds them until every subscription has caught up.
+@Suite("Catching up", .timeLimit(.minutes(1)))
+struct CatchUpTests {
+    /// Two controllers on two subscriptions (categories 1 and 2), loaded; returns them and their subscription ids.
+    func twoControllers(_ harness: Harness) async throws -> (
+        one: ResultsController<Row>, two: ResultsController<Row>, oneID: String, twoID: String
+    ) {
+        harness.server.commit(
+            "Point", [.upsert(point("a", "Alpha", 1)), .upsert(point("x", "Xray", 1)), .upsert(point("b", "Bravo", 2))])
+        let one = try await harness.container.controller(
+            for: try FetchRequest(entity: "Point", where: "category == 1", sortedBy: "title"))
+        let two = try await harness.container.controller(
+            for: try FetchRequest(entity: "Point", where: "category == 2", sortedBy: "title"))
+        try await harness.connect()
+        let oneID = try #require(harness.server.subscriptions.first { $0.value.matches(point("q", "Q", 1)) }?.key)
+        let twoID = try #require(harness.server.subscriptions.first { $0.value.matches(point("q", "Q", 2)) }?.key)
+        return (one, two, oneID, twoID)
+    }
+
+    func batch(_ seq: Int64, _ id: String, entered: [Row] = [], left: [String] = []) -> Meridian_V1_SyncResponse {
+        var delta = Meridian_V1_SubscriptionDelta()
+        delta.subscriptionID = id
+        delta.entered = entered.map { Meridian_V1_Row($0, version: 2) }
+        delta.left = left
+        var batch = Meridian_V1_Batch()
+        batch.seq = seq
+        batch.deltas = [delta]
+        return .with { $0.kind = .batch(batch) }
+    }
+
+    @Test("after a reconnection, controllers stay at the old seq until every subscription caught up, then move once")
+    func reconnection() async throws {
+        let harness = try await Harness()
+        let (one, two, oneID, twoID) = try await twoControllers(harness)
+        let before = one.seq
+        #expect(one.rows.map(\.id) == ["a", "x"] && two.rows.map(\.id) == ["b"])
+        let logOne = ChangeLog(one)
+        let logTwo = ChangeLog(two)
+        _ = try await logOne.next()
+        _ = try await logTwo.next()
+        await harness.disconnect()
+
+        // While disconnected, x moved from category 1 to 2 (seq before+1), then c joined category 1 (before+2).
+        let (_, continuation) = AsyncStream<Meridian_V1_SyncRequest>.makeStream()
+        await harness.context.connectionOpened(outbound: continuation)
+        var welcome = Meridian_V1_Welcome()
+        welcome.seq = before + 2
+        welcome.resumed = true
+        try await harness.context.receive(.with { $0.kind = .welcome(welcome) })
+        // The first subscription's catch-up, released at before+1 …
+        try await harness.context.receive(batch(before + 1, oneID, left: ["x"]))
+        // … a live batch for it …
+        try await harness.context.receive(batch(before + 2, oneID, entered: [point("c", "Charlie", 1)]))
+        // Held: applied alone, x would be in neither controller, a state the store never had.
+        #expect(one.rows.map(\.id) == ["a", "x"] && two.rows.map(\.id) == ["b"])
+        #expect(one.seq == before && two.seq == before)
+        #expect(await harness.context.seq == before)
+
+        // The second subscription's catch-up, released at before+2: everything applies as one commit.
+        try await harness.context.receive(batch(before + 2, twoID, entered: [point("x", "Xray", 2)]))
+        #expect(one.rows.map(\.id) == ["a", "c"] && two.rows.map(\.id) == ["b", "x"])
+        #expect(one.seq == before + 2 && two.seq == before + 2)
+        let changeOne = try await logOne.next()
+        let changeTwo = try await logTwo.next()
+        #expect(changeOne.seq == before + 2 && changeTwo.seq == before + 2)
+        #expect(changeOne.changeSet.rowChanges.map(\.operation).sorted() == ["delete", "insert"])
+        #expect(changeTwo.changeSet.rowChanges.map(\.operation) == ["insert"])
+        #expect(logOne.list.inconsistency(with: one) == nil && logTwo.list.inconsistency(with: two) == nil)
+    }
+
+    @Test("a connection lost while catching up applies nothing held; the next Hello resumes from the old seq")
+    func lostWhileCatchingUp() async throws {
+        let harness = try await Harness()
+        let (one, _, oneID, _) = try await twoControllers(harness)
+        let before = one.seq
+        await harness.disconnect()
+        let (stream, continuation) = AsyncStream<Meridian_V1_SyncRequest>.makeStream()
+        await harness.context.connectionOpened(outbound: continuation)
+        try await harness.context.receive(batch(before + 1, oneID, left: ["x"]))
+        await harness.disconnect()
+        #expect(one.rows.map(\.id) == ["a", "x"])
+        #expect(await harness.context.seq == before)
+        continuation.finish()
+        var hello: Meridian_V1_Hello?
+        for await message in stream {
+            if case .hello(let h) = message.kind { hello = h }
+        }
+        #expect(hello?.resumeFromSeq == before)
+    }
+
+    @Test("an overflow re-snapshot of every subscription is applied as one commit once the last one arrived")
+    func overflowResnapshot() async throws {
+        let harness = try await Harness()
+        let (one, two, oneID, twoID) = try await twoControllers(harness)
+        let before = one.seq
+        // x moves to category 2, then the server re-snapshots both subscriptions, one at a time.
+        harness.server.commit("Point", [.upsert(point("x", "Xray", 2))])
+        for chunk in harness.server.snapshot(oneID, resnapshot: true) { try await harness.context.receive(chunk) }
+        #expect(one.rows.map(\.id) == ["a", "x"] && two.rows.map(\.id) == ["b"], "held")
+        #expect(one.seq == before)
+        harness.server.commit("Point", [.upsert(point("d", "Delta", 2))])
+        for chunk in harness.server.snapshot(twoID, resnapshot: true) { try await harness.context.receive(chunk) }
+        // Both are complete at the last snapshot's seq? The first one's snapshot is at before+1 and nothing touched
+        // category 1 since, so both show the store's state at before+2.
+        #expect(one.rows.map(\.id) == ["a"] && two.rows.map(\.id) == ["b", "d", "x"])
+        #expect(one.seq == harness.server.seq && two.seq == harness.server.seq)
+    }
+}
