@@ -33,6 +33,8 @@ struct BatchPart: Sendable {
     var subscriptionID: String
     var delta: SharedDelta
     var replaced: Bool
+    /// The entity's derived attributes, named in `changed` when coalescing finds one of their dependencies changed.
+    var derived: [DerivedAttribute] = []
 }
 
 /// A batch waiting for the client: either one hub batch as shared parts (sent without re-encoding), or several
@@ -112,12 +114,18 @@ struct MergedDelta: Sendable {
                 self.order.append(id)
                 continue
             }
-            self.rows[id] = Self.coalesce(existing, delta)
+            self.rows[id] = Self.coalesce(existing, delta, derived: part.derived)
         }
     }
 
     /// The net effect of `first` followed by `second` on one row (`nil`: nothing to tell the client).
-    static func coalesce(_ first: RowDelta, _ second: RowDelta) -> RowDelta? {
+    static func coalesce(_ first: RowDelta, _ second: RowDelta, derived: [DerivedAttribute]) -> RowDelta? {
+        /// `names` plus the derived attributes that depend on one of them, sorted by UTF-8 bytes.
+        func withDerived(_ names: [String]) -> [String] {
+            let set = Set(names)
+            let more = derived.filter { $0.dependencies.contains(where: set.contains) }.map(\.name)
+            return (names + more).sorted { $0.utf8Compare($1) < 0 }
+        }
         switch (first, second) {
         case (.entered, .entered(let row)), (.entered, .updated(let row, _)):
             return .entered(row)
@@ -130,10 +138,10 @@ struct MergedDelta: Sendable {
         case (.left(_, let before?), .entered(let row)):
             // The row left and came back: to the client, which still holds its old image, it changed.
             let changed = row.row.changedAttributes(from: before)
-            return changed.isEmpty ? nil : .updated(row, changed: changed)
+            return changed.isEmpty ? nil : .updated(row, changed: withDerived(changed))
         case (.left(_, nil), .entered(let row)), (.left, .updated(let row, _)), (.updated, .entered(let row)):
             // The client's image is unknown here: report every attribute as changed.
-            return .updated(row, changed: row.row.values.keys.sorted { $0.utf8Compare($1) < 0 })
+            return .updated(row, changed: withDerived(Array(row.row.values.keys)))
         }
     }
 

@@ -227,7 +227,9 @@ extension Hub {
             let delta =
                 request.unlimitedDelta(NetChange.of(missed + later)) ?? SharedDelta(entered: [], left: [], updated: [])
             self.activate(pending.clientID, id, request, &state)
-            self.enqueue(pending.clientID, seq, [BatchPart(subscriptionID: id, delta: delta, replaced: false)], &state)
+            self.enqueue(
+                pending.clientID, seq,
+                [BatchPart(subscriptionID: id, delta: delta, replaced: false, derived: request.entity.derived)], &state)
 
         case .replace(let oldRows, let oldSeq, let newRows, let newSeq):
             guard case .replace(let old) = pending.kind else { return }
@@ -245,7 +247,9 @@ extension Hub {
             // Only the ids that left and the rows that entered: rows in both are identical at `seq` (the client
             // got the old request's deltas up to `seq`), so they need nothing.
             let delta = SharedDelta(entered: entered, left: left, updated: [])
-            self.enqueue(pending.clientID, seq, [BatchPart(subscriptionID: id, delta: delta, replaced: true)], &state)
+            self.enqueue(
+                pending.clientID, seq,
+                [BatchPart(subscriptionID: id, delta: delta, replaced: true, derived: request.entity.derived)], &state)
         }
     }
 

@@ -220,7 +220,9 @@ final class Hub: Sendable {
                     for (client, ids) in state.distinct[key]!.holders {
                         for id in ids {
                             perClient[client, default: []].append(
-                                BatchPart(subscriptionID: id, delta: delta, replaced: false))
+                                BatchPart(
+                                    subscriptionID: id, delta: delta, replaced: false,
+                                    derived: state.distinct[key]!.request.entity.derived))
                         }
                     }
                 }
