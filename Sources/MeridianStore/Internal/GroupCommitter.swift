@@ -92,10 +92,13 @@ final class GroupCommitter: Sendable {
             var rows: [[CommitResult.WrittenRow]] = []
             rows.reserveCapacity(batch.count)
             var seq: Int64 = 0
+            var shapes = TransactionExecutor.Shapes()
             try db.inTransaction(.immediate) {
                 for pending in batch {
                     do {
-                        rows.append(try TransactionExecutor.run(pending.operations, policy: pending.policy, db: db))
+                        rows.append(
+                            try TransactionExecutor.run(
+                                pending.operations, policy: pending.policy, db: db, shapes: &shapes))
                     } catch {
                         firstFailure = error
                         return .rollback
@@ -127,12 +130,14 @@ final class GroupCommitter: Sendable {
         outcomes.reserveCapacity(batch.count)
         var seq: Int64 = 0
         do {
+            var shapes = TransactionExecutor.Shapes()
             try db.inTransaction(.immediate) {
                 for pending in batch {
                     do {
                         var rows: [CommitResult.WrittenRow] = []
                         try db.inSavepoint {
-                            rows = try TransactionExecutor.run(pending.operations, policy: pending.policy, db: db)
+                            rows = try TransactionExecutor.run(
+                                pending.operations, policy: pending.policy, db: db, shapes: &shapes)
                             return .commit
                         }
                         outcomes.append(.success(rows))

@@ -7,14 +7,16 @@ internal import MeridianCore
 enum TransactionExecutor {
     typealias WrittenRow = CommitResult.WrittenRow
 
+    /// Runs one transaction's operations; `shapes` carries the last statements over to the next transaction of a
+    /// group commit.
     static func run(
         _ operations: [PreparedOperation],
         policy: ConflictPolicy,
-        db: Database
+        db: Database,
+        shapes: inout Shapes
     ) throws -> [WrittenRow] {
         var rows: [WrittenRow] = []
         rows.reserveCapacity(operations.count)
-        var shapes = Shapes()
         for op in operations {
             switch op.kind {
             case .insert:
@@ -54,6 +56,8 @@ enum TransactionExecutor {
     }
 
     static func arguments(_ values: [Value], then id: String? = nil, first: String? = nil) -> StatementArguments {
+        // Existentials, not `[DatabaseValue]`: GRDB's generic initializer for the latter builds a key path at run
+        // time on every call, which cost more than the insert's own SQLite work.
         var list: [(any DatabaseValueConvertible)?] = []
         list.reserveCapacity(values.count + 1)
         if let first { list.append(first) }
