@@ -65,7 +65,8 @@ enum ServerBenchmark {
             ? try await self.raw(clients: clients, rowsPerCommit: rows, rate: rate)
             : try await self.meridian(clients: clients, rowsPerCommit: rows, rate: rate)
         cpu.stop()
-        print(spec, "p50", ms(figure.p50), "p99", ms(figure.p99), "changes/s", count(figure.changesPerSecond),
+        print(
+            spec, "p50", ms(figure.p50), "p99", ms(figure.p99), "changes/s", count(figure.changesPerSecond),
             "process cpu s", String(format: "%.2f", cpu.result.cpu))
     }
 

@@ -120,7 +120,10 @@ enum StoreBenchmark {
                 "store, 8 writers, each commit alone", singleRowCommits,
                 { try await storeConcurrent($0, $1, groupCommit: false) }
             ),
-            ("store, 8 writers, group commit", singleRowCommits, { try await storeConcurrent($0, $1, groupCommit: true) }))
+            (
+                "store, 8 writers, group commit", singleRowCommits,
+                { try await storeConcurrent($0, $1, groupCommit: true) }
+            ))
 
         func line(_ f: Figure, _ comparison: String) {
             let name = f.name.padding(toLength: 38, withPad: " ", startingAt: 0)
@@ -132,11 +135,13 @@ enum StoreBenchmark {
         /// "wall-clock ratio / CPU ratio": the first is what the goal states, the second what a loaded machine does
         /// not distort (CPU time of the whole process, every thread).
         func ratio(_ a: Figure, over b: Figure) -> String {
-            String(format: "%.2fx / cpu %.2fx", a.seconds / Double(a.rows) / (b.seconds / Double(b.rows)),
+            String(
+                format: "%.2fx / cpu %.2fx", a.seconds / Double(a.rows) / (b.seconds / Double(b.rows)),
                 a.cpuSeconds / Double(a.rows) / (b.cpuSeconds / Double(b.rows)))
         }
         func gain(_ a: Figure, over b: Figure) -> String {
-            String(format: "%.2fx / cpu %.2fx", a.rowsPerSecond / b.rowsPerSecond, b.cpuMicrosPerRow / a.cpuMicrosPerRow)
+            String(
+                format: "%.2fx / cpu %.2fx", a.rowsPerSecond / b.rowsPerSecond, b.cpuMicrosPerRow / a.cpuMicrosPerRow)
         }
         print("")
         print(

@@ -12,12 +12,16 @@ import Testing
                 values: [
                     "title": .string("Café ☕️"), "empty": .string(""), "qty": .int(0), "neg": .int(-5),
                     "big": .int(.max), "small": .int(.min), "price": .double(-0.0), "inf": .double(-.infinity),
-                    "pi": .double(3.141592653589793), "on": .bool(true), "off": .bool(false), "blob": .bytes([0, 255, 7]),
+                    "pi": .double(3.141592653589793), "on": .bool(true), "off": .bool(false),
+                    "blob": .bytes([0, 255, 7]),
                     "none": .bytes([]), "at": .timestamp(Timestamp(microseconds: -1)), "nil": .null,
                 ]), 7
         ),
         (Row(id: "", values: [:]), 0),
-        (Row(id: String(repeating: "x", count: 300), values: ["long": .string(String(repeating: "y", count: 200))]), 1 << 40),
+        (
+            Row(id: String(repeating: "x", count: 300), values: ["long": .string(String(repeating: "y", count: 200))]),
+            1 << 40
+        ),
     ]
 
     @Test("entered, left and updated rows decode to the message built field by field")
