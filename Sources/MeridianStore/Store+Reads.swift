@@ -165,24 +165,29 @@ enum ChangeDecoding {
         let entity = schema.entity(named: entityName)
         func image(_ text: String?) throws -> MeridianCore.Row? {
             guard let text else { return nil }
-            let stored: [String: StoredValue]
+            var values: [String: Value] = [:]
+            values.reserveCapacity(entity?.attributes.count ?? 8)
+            var imageMisfits = 0
             do {
-                stored = try ImageJSON.parseObject(text)
+                // Typed as each attribute is parsed: no intermediate dictionary of stored values.
+                try ImageJSON.parseObject(text) { name, value in
+                    let typed: (value: Value, fits: Bool)
+                    if let type = entity?.attribute(named: name)?.type {
+                        typed = value.typed(as: type)
+                    } else {
+                        typed = (value.rawValue, true)
+                    }
+                    if !typed.fits { imageMisfits += 1 }
+                    if typed.value.isNull {
+                        values.removeValue(forKey: name)
+                    } else {
+                        values[name] = typed.value
+                    }
+                }
             } catch {
                 throw StoreError(.internalError, "change \(seq): \(error)", cause: error)
             }
-            var values: [String: Value] = [:]
-            values.reserveCapacity(stored.count)
-            for (name, value) in stored {
-                let typed: (value: Value, fits: Bool)
-                if let type = entity?.attribute(named: name)?.type {
-                    typed = value.typed(as: type)
-                } else {
-                    typed = (value.rawValue, true)
-                }
-                if !typed.fits { misfits += 1 }
-                if !typed.value.isNull { values[name] = typed.value }
-            }
+            misfits += imageMisfits
             return MeridianCore.Row(id: id, values: values)
         }
         let before = try image(row[5])

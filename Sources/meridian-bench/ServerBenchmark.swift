@@ -53,7 +53,25 @@ enum ServerBenchmark {
         var changesPerSecond: Double
     }
 
+    /// `MERIDIAN_BENCH_ONLY=meridian:CLIENTS:ROWS[:RATE]` (or `raw:…`) runs one case once, for profiling.
+    static func runOnly(_ spec: String) async throws {
+        let parts = spec.split(separator: ":").map(String.init)
+        guard parts.count >= 3, let clients = Int(parts[1]), let rows = Int(parts[2]) else { return }
+        let rate = parts.count > 3 ? Int(parts[3]) : nil
+        let cpu = StoreBenchmark.Stopwatch()
+        cpu.start()
+        let figure =
+            parts[0] == "raw"
+            ? try await self.raw(clients: clients, rowsPerCommit: rows, rate: rate)
+            : try await self.meridian(clients: clients, rowsPerCommit: rows, rate: rate)
+        cpu.stop()
+        print(
+            spec, "p50", ms(figure.p50), "p99", ms(figure.p99), "changes/s", count(figure.changesPerSecond),
+            "process cpu s", String(format: "%.2f", cpu.result.cpu))
+    }
+
     static func run() async throws {
+        if let only = ProcessInfo.processInfo.environment["MERIDIAN_BENCH_ONLY"] { return try await runOnly(only) }
         print(
             "server benchmark: \(ProcessInfo.processInfo.activeProcessorCount) cores, loopback HTTP/2, one connection per client"
         )

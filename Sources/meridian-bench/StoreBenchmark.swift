@@ -11,8 +11,8 @@ import MeridianStore
 /// writers (group-committed, and each committing alone). Each figure is the median of three runs on a fresh file,
 /// the two sides of each comparison interleaved.
 enum StoreBenchmark {
-    static let singleRowCommits = 4_000
-    static let batches = 40
+    static let singleRowCommits = Int(ProcessInfo.processInfo.environment["MERIDIAN_BENCH_COMMITS"] ?? "") ?? 4_000
+    static let batches = Int(ProcessInfo.processInfo.environment["MERIDIAN_BENCH_BATCHES"] ?? "") ?? 40
     static let batchSize = 1_000
     static let writers = 8
     /// The store logs "created store" at info; keep the table readable.
@@ -50,82 +50,142 @@ enum StoreBenchmark {
         var name: String
         var rows: Int
         var seconds: Double
+        /// CPU time (user + system, every thread of the process) over the same interval.
+        var cpuSeconds: Double
         var rowsPerSecond: Double { Double(self.rows) / self.seconds }
+        var cpuMicrosPerRow: Double { self.cpuSeconds / Double(self.rows) * 1e6 }
+    }
+
+    /// Times the writes only: a case starts it after opening its database and stops it before closing, so that
+    /// creating the schema (the store also creates its log tables and triggers) is not counted on either side.
+    final class Stopwatch: @unchecked Sendable {  // used by one task at a time
+        var wall: ContinuousClock.Instant = .now
+        var cpu: Double = 0
+        var result: (wall: Double, cpu: Double) = (0, 0)
+
+        static func processCPU() -> Double {
+            var usage = rusage()
+            getrusage(RUSAGE_SELF.rawValue, &usage)
+            return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) * 1e-6
+                + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) * 1e-6
+        }
+
+        func start() {
+            self.cpu = Self.processCPU()
+            self.wall = .now
+        }
+
+        func stop() {
+            let elapsed = ContinuousClock.now - self.wall
+            let wall = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+            self.result = (wall, Self.processCPU() - self.cpu)
+        }
+    }
+
+    /// `MERIDIAN_BENCH_ONLY=NAME` runs one case once (for profiling under callgrind): plain1, store1, plainBatch,
+    /// storeBatch, plain8, alone8, group8.
+    static func runOnly(_ name: String) async throws {
+        let cases: [String: (String, Stopwatch) async throws -> Void] = [
+            "plain1": { try await plainSingle($0, $1) }, "store1": { try await storeSingle($0, $1) },
+            "plainBatch": { try await plainBatches($0, $1) }, "storeBatch": { try await storeBatches($0, $1) },
+            "plain8": { try await plainConcurrent($0, $1) },
+            "alone8": { try await storeConcurrent($0, $1, groupCommit: false) },
+            "group8": { try await storeConcurrent($0, $1, groupCommit: true) },
+        ]
+        guard let body = cases[name] else { throw CocoaError(.featureUnsupported) }
+        let (wall, cpu) = try await timed(body)
+        print(name, "wall", wall, "cpu", cpu)
     }
 
     static func run() async throws {
+        if let only = ProcessInfo.processInfo.environment["MERIDIAN_BENCH_ONLY"] { return try await runOnly(only) }
         print(
             "store benchmark: \(ProcessInfo.processInfo.activeProcessorCount) cores, median of 3 interleaved runs, fresh file per run"
         )
         // Each pair runs interleaved (plain, store, plain, store, …) so that a change in machine load hits both.
         let (plain1, store1) = try await pair(
-            ("plain GRDB, 1 row/tx", singleRowCommits, { try await plainSingle($0) }),
-            ("store, 1 row/tx", singleRowCommits, { try await storeSingle($0) }))
+            ("plain GRDB, 1 row/tx", singleRowCommits, { try await plainSingle($0, $1) }),
+            ("store, 1 row/tx", singleRowCommits, { try await storeSingle($0, $1) }))
         let (plainBatch, storeBatch) = try await pair(
-            ("plain GRDB, 1000 rows/tx", batches * batchSize, { try await plainBatches($0) }),
-            ("store, 1000 rows/tx", batches * batchSize, { try await storeBatches($0) }))
+            ("plain GRDB, 1000 rows/tx", batches * batchSize, { try await plainBatches($0, $1) }),
+            ("store, 1000 rows/tx", batches * batchSize, { try await storeBatches($0, $1) }))
         let (plain8, alone8) = try await pair(
-            ("plain GRDB, 8 writers x 1 row/tx", singleRowCommits, { try await plainConcurrent($0) }),
+            ("plain GRDB, 8 writers x 1 row/tx", singleRowCommits, { try await plainConcurrent($0, $1) }),
             (
                 "store, 8 writers, each commit alone", singleRowCommits,
-                { try await storeConcurrent($0, groupCommit: false) }
+                { try await storeConcurrent($0, $1, groupCommit: false) }
             ))
         let (_, group8) = try await pair(
             (
                 "store, 8 writers, each commit alone", singleRowCommits,
-                { try await storeConcurrent($0, groupCommit: false) }
+                { try await storeConcurrent($0, $1, groupCommit: false) }
             ),
-            ("store, 8 writers, group commit", singleRowCommits, { try await storeConcurrent($0, groupCommit: true) }))
+            (
+                "store, 8 writers, group commit", singleRowCommits,
+                { try await storeConcurrent($0, $1, groupCommit: true) }
+            ))
 
         func line(_ f: Figure, _ comparison: String) {
-            let name = f.name.padding(toLength: 40, withPad: " ", startingAt: 0)
-            let rate = String(format: "%12.0f", f.rowsPerSecond)
-            let micros = String(format: "%9.2f", f.seconds / Double(f.rows) * 1e6)
-            print("\(name) \(rate) rows/s \(micros) µs/row   \(comparison)")
+            let name = f.name.padding(toLength: 38, withPad: " ", startingAt: 0)
+            let rate = String(format: "%10.0f", f.rowsPerSecond)
+            let micros = String(format: "%8.2f", f.seconds / Double(f.rows) * 1e6)
+            let cpu = String(format: "%8.2f", f.cpuMicrosPerRow)
+            print("\(name) \(rate) \(micros) \(cpu)   \(comparison)")
+        }
+        /// "wall-clock ratio / CPU ratio": the first is what the goal states, the second what a loaded machine does
+        /// not distort (CPU time of the whole process, every thread).
+        func ratio(_ a: Figure, over b: Figure) -> String {
+            String(
+                format: "%.2fx / cpu %.2fx", a.seconds / Double(a.rows) / (b.seconds / Double(b.rows)),
+                a.cpuSeconds / Double(a.rows) / (b.cpuSeconds / Double(b.rows)))
+        }
+        func gain(_ a: Figure, over b: Figure) -> String {
+            String(
+                format: "%.2fx / cpu %.2fx", a.rowsPerSecond / b.rowsPerSecond, b.cpuMicrosPerRow / a.cpuMicrosPerRow)
         }
         print("")
-        print("measurement".padding(toLength: 40, withPad: " ", startingAt: 0) + "         rows/s       µs/row   ratio")
+        print(
+            "measurement".padding(toLength: 38, withPad: " ", startingAt: 0)
+                + "     rows/s   µs/row cpu µs/row   ratio (wall / cpu)")
         line(plain1, "")
-        line(store1, String(format: "capture cost %.2fx plain", plain1.rowsPerSecond / store1.rowsPerSecond))
+        line(store1, "capture cost " + ratio(store1, over: plain1) + " plain")
         line(plainBatch, "")
-        line(
-            storeBatch,
-            String(
-                format: "capture cost %.2fx plain (goal < 1.5x)", plainBatch.rowsPerSecond / storeBatch.rowsPerSecond))
+        line(storeBatch, "capture cost " + ratio(storeBatch, over: plainBatch) + " plain (goal < 1.5x)")
         line(plain8, "")
-        line(alone8, String(format: "%.2fx plain 8 writers", alone8.rowsPerSecond / plain8.rowsPerSecond))
-        line(
-            group8,
-            String(
-                format: "%.2fx each-alone, %.2fx store 1 row/tx (goal >= 5x)",
-                group8.rowsPerSecond / alone8.rowsPerSecond, group8.rowsPerSecond / store1.rowsPerSecond))
+        line(alone8, "cost " + ratio(alone8, over: plain8) + " plain 8 writers")
+        line(group8, "throughput " + gain(group8, over: alone8) + " each-alone (goal >= 5x)")
+        line(group8, "throughput " + gain(group8, over: store1) + " store 1 row/tx")
     }
 
-    typealias Case = (name: String, rows: Int, body: (String) async throws -> Void)
+    typealias Case = (name: String, rows: Int, body: (String, Stopwatch) async throws -> Void)
 
     /// Runs two cases alternately, three times each, on fresh files; returns each one's median.
     static func pair(_ a: Case, _ b: Case) async throws -> (Figure, Figure) {
-        var times: ([Double], [Double]) = ([], [])
+        var times: ([(wall: Double, cpu: Double)], [(wall: Double, cpu: Double)]) = ([], [])
         for _ in 0..<3 {
             times.0.append(try await timed(a.body))
             times.1.append(try await timed(b.body))
         }
+        func median(_ runs: [(wall: Double, cpu: Double)]) -> (Double, Double) {
+            (runs.map(\.wall).sorted()[1], runs.map(\.cpu).sorted()[1])
+        }
+        let (aWall, aCPU) = median(times.0)
+        let (bWall, bCPU) = median(times.1)
         return (
-            Figure(name: a.name, rows: a.rows, seconds: times.0.sorted()[1]),
-            Figure(name: b.name, rows: b.rows, seconds: times.1.sorted()[1])
+            Figure(name: a.name, rows: a.rows, seconds: aWall, cpuSeconds: aCPU),
+            Figure(name: b.name, rows: b.rows, seconds: bWall, cpuSeconds: bCPU)
         )
     }
 
-    static func timed(_ body: (String) async throws -> Void) async throws -> Double {
+    static func timed(_ body: (String, Stopwatch) async throws -> Void) async throws -> (wall: Double, cpu: Double) {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "meridian-bench-\(UUID().uuidString)"
         ).path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let start = ContinuousClock.now
-        try await body(directory + "/bench.sqlite")
-        let elapsed = ContinuousClock.now - start
-        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+        let stopwatch = Stopwatch()
+        try await body(directory + "/bench.sqlite", stopwatch)
+        return stopwatch.result
     }
 
     // MARK: - Plain GRDB (no capture)
@@ -147,30 +207,36 @@ enum StoreBenchmark {
 
     static let plainInsert = #"INSERT INTO "Bench" ("id", "active", "price", "qty", "title") VALUES (?, ?, ?, ?, ?)"#
 
+    /// The same ids the store generates for inserts without one (and at the same cost).
     static func plainRow(_ db: Database, _ i: Int) throws {
         try db.cachedStatement(sql: plainInsert).execute(arguments: [
-            UUID().uuidString.lowercased(), i % 2 == 0, Double(i) * 0.37, Int64(i), "item \(i)",
+            RandomID.uuidString(), i % 2 == 0, Double(i) * 0.37, Int64(i), "item \(i)",
         ])
     }
 
-    static func plainSingle(_ path: String) async throws {
+    static func plainSingle(_ path: String, _ stopwatch: Stopwatch) async throws {
         let pool = try plainPool(path)
+        stopwatch.start()
         for i in 0..<singleRowCommits { try await pool.write { db in try plainRow(db, i) } }
+        stopwatch.stop()
         try pool.close()
     }
 
-    static func plainBatches(_ path: String) async throws {
+    static func plainBatches(_ path: String, _ stopwatch: Stopwatch) async throws {
         let pool = try plainPool(path)
+        stopwatch.start()
         for b in 0..<batches {
             try await pool.write { db in
                 for i in 0..<batchSize { try plainRow(db, b * batchSize + i) }
             }
         }
+        stopwatch.stop()
         try pool.close()
     }
 
-    static func plainConcurrent(_ path: String) async throws {
+    static func plainConcurrent(_ path: String, _ stopwatch: Stopwatch) async throws {
         let pool = try plainPool(path)
+        stopwatch.start()
         try await withThrowingTaskGroup(of: Void.self) { group in
             for w in 0..<writers {
                 group.addTask {
@@ -181,29 +247,35 @@ enum StoreBenchmark {
             }
             try await group.waitForAll()
         }
+        stopwatch.stop()
         try pool.close()
     }
 
     // MARK: - Store (capture)
 
-    static func storeSingle(_ path: String) async throws {
+    static func storeSingle(_ path: String, _ stopwatch: Stopwatch) async throws {
         let store = try Store.open(path: path, schema: try schema(), logger: logger)
+        stopwatch.start()
         for i in 0..<singleRowCommits { try await store.apply([.insert("Bench", values(i))]) }
+        stopwatch.stop()
         try store.close()
     }
 
-    static func storeBatches(_ path: String) async throws {
+    static func storeBatches(_ path: String, _ stopwatch: Stopwatch) async throws {
         let store = try Store.open(path: path, schema: try schema(), logger: logger)
+        stopwatch.start()
         for b in 0..<batches {
             try await store.apply((0..<batchSize).map { .insert("Bench", values(b * batchSize + $0)) })
         }
+        stopwatch.stop()
         try store.close()
     }
 
-    static func storeConcurrent(_ path: String, groupCommit: Bool) async throws {
+    static func storeConcurrent(_ path: String, _ stopwatch: Stopwatch, groupCommit: Bool) async throws {
         var configuration = Store.Configuration()
         configuration.maxGroupCommitSize = groupCommit ? 256 : 1
         let store = try Store.open(path: path, schema: try schema(), configuration: configuration, logger: logger)
+        stopwatch.start()
         try await withThrowingTaskGroup(of: Void.self) { group in
             for w in 0..<writers {
                 group.addTask {
@@ -214,6 +286,7 @@ enum StoreBenchmark {
             }
             try await group.waitForAll()
         }
+        stopwatch.stop()
         try store.close()
     }
 }

@@ -65,11 +65,9 @@ final class SharedDelta: Sendable {
         self.entered = entered
         self.left = left
         self.updated = updated
-        var proto = Meridian_V1_SubscriptionDelta()
-        proto.entered = entered.map { Meridian_V1_Row($0.row, version: $0.version) }
-        proto.left = left.map(\.id)
-        proto.updated = updated.map { Meridian_V1_RowUpdate($0.row.row, version: $0.row.version, changed: $0.changed) }
-        self.body = (try? proto.serializedBytes()) ?? []
+        self.body = DeltaWireEncoding.subscriptionDeltaBody(
+            entered: entered.lazy.map { ($0.row, $0.version) }, left: left.lazy.map(\.id),
+            updated: updated.lazy.map { ($0.row.row, $0.row.version, $0.changed) })
     }
 
     var isEmpty: Bool { self.entered.isEmpty && self.left.isEmpty && self.updated.isEmpty }

@@ -1,13 +1,8 @@
 // MARK: - GroupCommitter
 
+internal import Dispatch
 internal import GRDB
 internal import Synchronization
-
-#if canImport(Glibc)
-    internal import Glibc
-#elseif canImport(Darwin)
-    internal import Darwin
-#endif
 
 /// Queues concurrent transactions and commits those that arrive while a commit is in progress together, in one
 /// SQLite transaction, each inside its own savepoint.
@@ -26,12 +21,16 @@ final class GroupCommitter: Sendable {
     struct State {
         var queue: [Pending] = []
         var running = false
+        /// While the committer lingers: the queue length that ends the wait (the submitter reaching it signals).
+        var lingerTarget: Int?
     }
 
     private let state = Mutex(State())
     private let writer: any DatabaseWriter
     private let maxBatch: Int
     private let onCommit: @Sendable (Int64) -> Void
+    /// Wakes the lingering committer (signalled once per `lingerTarget` reached).
+    private let lingerSignal = DispatchSemaphore(value: 0)
 
     init(writer: any DatabaseWriter, maxBatch: Int, onCommit: @escaping @Sendable (Int64) -> Void) {
         self.writer = writer
@@ -45,15 +44,20 @@ final class GroupCommitter: Sendable {
         idempotencyKey: String?
     ) async throws -> CommitResult {
         try await withCheckedThrowingContinuation { continuation in
-            let start = self.state.withLock { state in
+            let (start, wake) = self.state.withLock { state -> (Bool, Bool) in
                 state.queue.append(
                     Pending(
                         operations: operations, policy: policy, idempotencyKey: idempotencyKey,
                         continuation: continuation))
-                if state.running { return false }
+                if let target = state.lingerTarget, state.queue.count >= target {
+                    state.lingerTarget = nil
+                    return (false, true)
+                }
+                if state.running { return (false, false) }
                 state.running = true
-                return true
+                return (true, false)
             }
+            if wake { self.lingerSignal.signal() }
             if start { self.schedule() }
         }
     }
@@ -81,13 +85,26 @@ final class GroupCommitter: Sendable {
         }
     }
 
-    /// After a grouped commit, gives the writers it just answered a moment (at most 100 µs, yielding the CPU) to
-    /// submit their next transactions, so that the next batch is about as large as this one instead of holding only
-    /// the first to arrive. A lone writer (batches of one) never waits.
+    /// After a grouped commit, gives the writers it just answered a moment (at most 100 µs) to submit their next
+    /// transactions, so that the next batch is about as large as this one instead of holding only the first to
+    /// arrive. A lone writer (batches of one) never waits. The committer sleeps on a semaphore that the submitter
+    /// completing the batch signals — it does not spin, which on two shared cores took CPU from those very writers.
     private func linger(for previous: Int) {
-        let deadline = ContinuousClock.now + .microseconds(100)
-        while self.state.withLock({ $0.queue.count }) < previous, ContinuousClock.now < deadline {
-            sched_yield()
+        let waiting = self.state.withLock { state -> Bool in
+            if state.queue.count >= previous { return false }
+            state.lingerTarget = previous
+            return true
+        }
+        guard waiting else { return }
+        if self.lingerSignal.wait(timeout: .now() + .microseconds(100)) == .timedOut {
+            // A submitter that took the target before the timeout signals anyway: consume it so that the next
+            // linger does not end at once.
+            let signalled = self.state.withLock { state -> Bool in
+                if state.lingerTarget == nil { return true }
+                state.lingerTarget = nil
+                return false
+            }
+            if signalled { self.lingerSignal.wait() }
         }
     }
 
@@ -100,10 +117,11 @@ final class GroupCommitter: Sendable {
             var rows: [TransactionExecutor.Outcome] = []
             rows.reserveCapacity(batch.count)
             var seq: Int64 = 0
+            var shapes = TransactionExecutor.Shapes()
             try db.inTransaction(.immediate) {
                 for pending in batch {
                     do {
-                        rows.append(try TransactionExecutor.run(pending, db: db))
+                        rows.append(try TransactionExecutor.run(pending, db: db, shapes: &shapes))
                     } catch {
                         firstFailure = error
                         return .rollback
@@ -136,16 +154,20 @@ final class GroupCommitter: Sendable {
         outcomes.reserveCapacity(batch.count)
         var seq: Int64 = 0
         do {
+            var shapes = TransactionExecutor.Shapes()
             try db.inTransaction(.immediate) {
                 for pending in batch {
                     do {
                         var outcome = TransactionExecutor.Outcome(rows: [], replayedSeq: nil)
                         try db.inSavepoint {
-                            outcome = try TransactionExecutor.run(pending, db: db)
+                            outcome = try TransactionExecutor.run(pending, db: db, shapes: &shapes)
                             return .commit
                         }
                         outcomes.append(.success(outcome))
                     } catch {
+                        // A statement that failed must not be reused before it is reset: start the next transaction
+                        // from GRDB's statement cache (which resets them).
+                        shapes = TransactionExecutor.Shapes()
                         outcomes.append(.failure(error))
                         // Some SQLite errors (disk full, I/O) abort the whole transaction: fail the batch.
                         if !db.isInsideTransaction { throw error }

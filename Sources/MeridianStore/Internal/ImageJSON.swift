@@ -14,11 +14,20 @@ enum ImageJSON {
     }
 
     static func parseObject(_ text: String) throws(ParseError) -> [String: StoredValue] {
+        var object: [String: StoredValue] = [:]
+        try self.parseObject(text) { name, value in object[name] = value }
+        return object
+    }
+
+    /// Parses an image, handing each attribute to `body` (in the text's order; a repeated name is handed twice)
+    /// instead of building a dictionary that the caller would only convert into another.
+    static func parseObject(
+        _ text: String, _ body: (String, StoredValue) -> Void
+    ) throws(ParseError) {
         var parser = Parser(bytes: Array(text.utf8))
-        let object = try parser.object()
+        try parser.object(body)
         parser.skipSpace()
         guard parser.i == parser.bytes.count else { throw ParseError(offset: parser.i, reason: "trailing text") }
-        return object
     }
 
     struct Parser {
@@ -40,18 +49,23 @@ enum ImageJSON {
         }
 
         mutating func object() throws(ParseError) -> [String: StoredValue] {
-            try expect(UInt8(ascii: "{"))
             var out: [String: StoredValue] = [:]
+            try self.object { key, value in out[key] = value }
+            return out
+        }
+
+        mutating func object(_ body: (String, StoredValue) -> Void) throws(ParseError) {
+            try expect(UInt8(ascii: "{"))
             skipSpace()
             if i < bytes.count, bytes[i] == UInt8(ascii: "}") {
                 i += 1
-                return out
+                return
             }
             while true {
                 skipSpace()
                 let key = try string()
                 try expect(UInt8(ascii: ":"))
-                out[key] = try value()
+                body(key, try value())
                 skipSpace()
                 guard i < bytes.count else { throw ParseError(offset: i, reason: "unterminated object") }
                 if bytes[i] == UInt8(ascii: ",") {
@@ -59,7 +73,7 @@ enum ImageJSON {
                     continue
                 }
                 try expect(UInt8(ascii: "}"))
-                return out
+                return
             }
         }
 
@@ -120,7 +134,14 @@ enum ImageJSON {
                 throw ParseError(offset: i, reason: "expected a string")
             }
             i += 1
-            var out: [UInt8] = []
+            // Fast path: no escape before the closing quote (attribute names, most values).
+            let start = i
+            while i < bytes.count, bytes[i] != UInt8(ascii: "\""), bytes[i] != UInt8(ascii: "\\") { i += 1 }
+            if i < bytes.count, bytes[i] == UInt8(ascii: "\"") {
+                i += 1
+                return String(decoding: bytes[start..<(i - 1)], as: UTF8.self)
+            }
+            var out: [UInt8] = Array(bytes[start..<i])
             while i < bytes.count {
                 let c = bytes[i]
                 i += 1

@@ -52,12 +52,16 @@ enum StoreDDL {
     /// Microseconds since the Unix epoch, from built-in functions only.
     static let nowMicroseconds = "CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)"
 
+    /// An identifier, double-quoted. (Names almost never hold a quote: skip Foundation's `replacingOccurrences`,
+    /// which on Linux costs microseconds, when they do not — this runs for every transaction.)
     static func quoted(_ name: String) -> String {
-        "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        guard name.utf8.contains(UInt8(ascii: "\"")) else { return "\"" + name + "\"" }
+        return "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 
     static func sqlString(_ text: String) -> String {
-        "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+        guard text.utf8.contains(UInt8(ascii: "'")) else { return "'" + text + "'" }
+        return "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
     }
 
     // MARK: - Tables and indexes

@@ -17,9 +17,10 @@ enum TransactionExecutor {
 
     /// Runs a queued transaction: answers a repeated idempotency key from `meridian_applied`, else applies the
     /// operations and records the key with the transaction's last seq and its rows.
-    static func run(_ pending: GroupCommitter.Pending, db: Database) throws -> Outcome {
+    static func run(_ pending: GroupCommitter.Pending, db: Database, shapes: inout Shapes) throws -> Outcome {
         guard let key = pending.idempotencyKey else {
-            return Outcome(rows: try run(pending.operations, policy: pending.policy, db: db), replayedSeq: nil)
+            return Outcome(
+                rows: try run(pending.operations, policy: pending.policy, db: db, shapes: &shapes), replayedSeq: nil)
         }
         if let recorded = try GRDB.Row.fetchOne(
             db.cachedStatement(sql: "SELECT seq, rows FROM meridian_applied WHERE key = ?"), arguments: [key])
@@ -27,7 +28,7 @@ enum TransactionExecutor {
             let rows = try JSONDecoder().decode([RecordedRow].self, from: Data((recorded[1] as String).utf8))
             return Outcome(rows: rows.map(\.written), replayedSeq: recorded[0])
         }
-        let rows = try run(pending.operations, policy: pending.policy, db: db)
+        let rows = try run(pending.operations, policy: pending.policy, db: db, shapes: &shapes)
         let json = String(decoding: try JSONEncoder().encode(rows.map(RecordedRow.init)), as: UTF8.self)
         try db.cachedStatement(sql: "INSERT INTO meridian_applied (key, seq, rows) VALUES (?, ?, ?)")
             .execute(arguments: [key, try Store.latestSeq(db), json])
@@ -62,14 +63,16 @@ enum TransactionExecutor {
         }
     }
 
+    /// Runs one transaction's operations; `shapes` carries the last statements over to the next transaction of a
+    /// group commit.
     static func run(
         _ operations: [PreparedOperation],
         policy: ConflictPolicy,
-        db: Database
+        db: Database,
+        shapes: inout Shapes
     ) throws -> [WrittenRow] {
         var rows: [WrittenRow] = []
         rows.reserveCapacity(operations.count)
-        var shapes = Shapes()
         for op in operations {
             switch op.kind {
             case .insert:
@@ -109,6 +112,8 @@ enum TransactionExecutor {
     }
 
     static func arguments(_ values: [Value], then id: String? = nil, first: String? = nil) -> StatementArguments {
+        // Existentials, not `[DatabaseValue]`: GRDB's generic initializer for the latter builds a key path at run
+        // time on every call, which cost more than the insert's own SQLite work.
         var list: [(any DatabaseValueConvertible)?] = []
         list.reserveCapacity(values.count + 1)
         if let first { list.append(first) }
