@@ -1,0 +1,209 @@
+// MARK: - ClientRole: `meridian-check client`, one replicating client that reports every state it reaches
+
+internal import Foundation
+public import Logging
+internal import MeridianClient
+internal import MeridianCore
+internal import Synchronization
+
+#if canImport(Glibc)
+    internal import Glibc
+#endif
+
+/// One client process: every controller of ``Workload/controllers`` plus a map in region mode whose region moves,
+/// each driving a model that changes only by applying change sets (so an invalid change set throws). After every
+/// change it prints the model's digest at the change's seq; the checker compares it with the store at that seq.
+public struct ClientRole: Sendable {
+    public var server: String
+    public var cachePath: String
+    public var seed: UInt64
+    /// Skips applying one remote change to one list model: a deliberate discrepancy the checker must catch.
+    public var corrupt: Bool
+
+    public init(server: String, cachePath: String, seed: UInt64, corrupt: Bool) {
+        self.server = server
+        self.cachePath = cachePath
+        self.seed = seed
+        self.corrupt = corrupt
+    }
+
+    public func run(logger: Logger) async throws {
+        var configuration = try MeridianContainer.Configuration(
+            server: self.server, cache: .file(self.cachePath), schema: Workload.schema, clientName: "meridian-check",
+            logger: logger)
+        configuration.validatesChangeSets = true
+        let container = try await MeridianContainer(configuration)
+        var ready = Report(kind: "ready")
+        ready.process = "client"
+        ReportOutput.print(ready)
+
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await container.run() }
+            group.addTask { await exitWhenOrphaned() }
+            group.addTask {
+                for await status in container.connectionStatusUpdates() where status == .connected {
+                    ReportOutput.print(Report(kind: "connected"))
+                }
+            }
+            var controllers: [String: ResultsController<Row>] = [:]
+            for spec in Workload.controllers {
+                let controller: ResultsController<Row>
+                if let parent = spec.narrows.flatMap({ controllers[$0] }) {
+                    controller = try await container.controller(for: spec.request, as: Row.self, narrowing: parent)
+                } else {
+                    controller = try await container.controller(for: spec.request)
+                }
+                controllers[spec.name] = controller
+                let corruptThis = self.corrupt && spec.name == "all-by-id"
+                group.addTask {
+                    try await Self.follow(controller, name: spec.name, corrupt: corruptThis)
+                }
+            }
+            var firstRegion = SeededRandom(seed: self.seed, stream: 1)
+            let regions = RegionState(Workload.randomRegion(&firstRegion))
+            let map = try await container.mapController(
+                for: try FetchRequest(entity: Workload.entity),
+                configuration: MapConfiguration(
+                    latitude: Workload.mapAttributes.latitude, longitude: Workload.mapAttributes.longitude,
+                    title: Workload.mapAttributes.title),
+                region: Self.region(regions.current))
+            group.addTask { try await Self.follow(map, regions: regions) }
+            let seed = self.seed
+            group.addTask {
+                var random = SeededRandom(seed: seed, stream: 2)
+                while !Task.isCancelled {
+                    try await Task.sleep(for: .milliseconds(random.int(in: 300...1500)))
+                    let next = Workload.randomRegion(&random)
+                    regions.begin(next)
+                    do {
+                        try await map.setRegion(Self.region(next))
+                        regions.finish(next)
+                    } catch {
+                        regions.abandon()
+                    }
+                }
+            }
+            try await group.next()
+            group.cancelAll()
+        }
+    }
+
+    private static func region(_ box: [Double]) -> MapRegion {
+        MapRegion(south: box[0], west: box[1], north: box[2], east: box[3])
+    }
+
+    /// Applies every change of `controller` to a list model and reports its state.
+    private static func follow(_ controller: ResultsController<Row>, name: String, corrupt: Bool) async throws {
+        var list = ListModel<Row>(sectioned: controller.request.sectionKey != nil)
+        var remoteChanges = 0
+        for try await change in controller.changes() {
+            if change.cause == .remote { remoteChanges += 1 }
+            if corrupt, remoteChanges == 20, change.cause == .remote, !change.changeSet.isEmpty {
+                continue  // the self-test's deliberate discrepancy: this change never reaches the list
+            }
+            do {
+                try list.apply(change)
+            } catch {
+                var report = Report(kind: "violation")
+                report.controller = name
+                report.seq = change.seq
+                report.message = "the \(change.cause) change set at seq \(change.seq) does not apply: \(error)"
+                ReportOutput.print(report)
+                list = ListModel(controller.snapshot().list, seq: change.seq, sectioned: list.isSectioned)
+            }
+            var report = Report(kind: "state")
+            report.controller = name
+            report.seq = change.seq
+            report.cause = change.cause.description
+            report.count = list.list.count
+            report.digest = StateDigest.of(list.list)
+            ReportOutput.print(report)
+        }
+    }
+
+    /// Applies every map update to a map model and reports the placed annotations.
+    private static func follow(_ map: MapController, regions: RegionState) async throws {
+        var iterator = map.updates().makeAsyncIterator()
+        while let update = try await iterator.next() {
+            let annotations = iterator.model.annotations.values.map {
+                (id: $0.id, latitude: $0.coordinate.latitude, longitude: $0.coordinate.longitude, title: $0.title)
+            }
+            var report = Report(kind: "map")
+            report.seq = update.seq
+            report.cause = update.cause.description
+            report.regions = regions.candidates
+            report.count = annotations.count
+            report.digest = StateDigest.ofAnnotations(annotations)
+            ReportOutput.print(report)
+        }
+    }
+}
+
+/// The map's region in force and the one being moved to: while a move is under way, the map may show either.
+final class RegionState: Sendable {
+    private let state: Mutex<(current: [Double], moving: [Double]?)>
+
+    init(_ initial: [Double]) {
+        self.state = Mutex((initial, nil))
+    }
+
+    var current: [Double] { self.state.withLock { $0.current } }
+
+    var candidates: [[Double]] {
+        self.state.withLock { state in [state.current] + (state.moving.map { [$0] } ?? []) }
+    }
+
+    func begin(_ region: [Double]) { self.state.withLock { $0.moving = region } }
+    func finish(_ region: [Double]) { self.state.withLock { $0 = (region, nil) } }
+    func abandon() { self.state.withLock { $0.moving = nil } }
+}
+
+// MARK: - Output
+
+/// Prints reports to stdout, one whole line per write, from any task.
+public enum ReportOutput {
+    private static let lock = Mutex(())
+
+    public static func print(_ report: Report) {
+        let data = Data((report.line + "\n").utf8)
+        self.lock.withLock { _ in FileHandle.standardOutput.write(data) }
+    }
+}
+
+/// Returns (ending the role) when the checker that started this process is gone, so no child outlives it.
+func exitWhenOrphaned() async {
+    let parent = getppid()
+    while !Task.isCancelled {
+        if getppid() != parent { exit(3) }
+        try? await Task.sleep(for: .milliseconds(500))
+    }
+}
+
+/// A log handler that forwards warnings and errors to stderr and turns the client's change-set validation failures
+/// (`validatesChangeSets`) into violation reports.
+public struct ViolationLogHandler: LogHandler {
+    public var logLevel: Logger.Level = .warning
+    public var metadata: Logger.Metadata = [:]
+    private let label: String
+
+    public init(label: String) {
+        self.label = label
+    }
+
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { self.metadata[key] }
+        set { self.metadata[key] = newValue }
+    }
+
+    public func log(event: LogEvent) {
+        var all = self.metadata
+        for (key, value) in event.metadata ?? [:] { all[key] = value }
+        let text = "\(event.level) \(self.label): \(event.message) \(all.isEmpty ? "" : "\(all)")"
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+        if "\(event.message)".contains("failed validation") {
+            var report = Report(kind: "violation")
+            report.message = "the client logged: \(text)"
+            ReportOutput.print(report)
+        }
+    }
+}
