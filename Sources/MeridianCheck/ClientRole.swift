@@ -77,7 +77,7 @@ public struct ClientRole: Sendable {
                     regions.begin(next)
                     do {
                         try await map.setRegion(Self.region(next))
-                        regions.finish(next)
+                        regions.finish(atSeq: map.controller.seq)
                     } catch {
                         regions.abandon()
                     }
@@ -131,7 +131,7 @@ public struct ClientRole: Sendable {
             var report = Report(kind: "map")
             report.seq = update.seq
             report.cause = update.cause.description
-            report.regions = regions.candidates
+            report.regions = regions.candidates(at: update.seq)
             report.count = annotations.count
             report.digest = StateDigest.ofAnnotations(annotations)
             ReportOutput.print(report)
@@ -139,23 +139,47 @@ public struct ClientRole: Sendable {
     }
 }
 
-/// The map's region in force and the one being moved to: while a move is under way, the map may show either.
+/// The map's regions, each with the seq the controller had reached when `setRegion` returned (so the region was in
+/// force at that seq at the latest). Region k's replace took effect at some seq X(k) with
+/// Y(k-1) <= X(k) <= Y(k), so at seq S region k may be in force only if Y(k-1) <= S <= Y(k+1): the candidates
+/// for an update follow from seqs alone, however late the update is read.
 final class RegionState: Sendable {
-    private let state: Mutex<(current: [Double], moving: [Double]?)>
+    private let entries: Mutex<[(region: [Double], installedBy: Int64?)]>
 
     init(_ initial: [Double]) {
-        self.state = Mutex((initial, nil))
+        self.entries = Mutex([(initial, Int64.min)])
     }
 
-    var current: [Double] { self.state.withLock { $0.current } }
+    var current: [Double] { self.entries.withLock { $0.last!.region } }
 
-    var candidates: [[Double]] {
-        self.state.withLock { state in [state.current] + (state.moving.map { [$0] } ?? []) }
+    /// The regions that may be in force at `seq`.
+    func candidates(at seq: Int64) -> [[Double]] {
+        self.entries.withLock { entries in
+            entries.indices.filter { k in
+                let low = k == 0 || (entries[k - 1].installedBy ?? .max) <= seq
+                let high = k + 1 >= entries.count || (entries[k + 1].installedBy ?? .max) >= seq
+                return low && high
+            }.map { entries[$0].region }
+        }
     }
 
-    func begin(_ region: [Double]) { self.state.withLock { $0.moving = region } }
-    func finish(_ region: [Double]) { self.state.withLock { $0 = (region, nil) } }
-    func abandon() { self.state.withLock { $0.moving = nil } }
+    /// A move starts.
+    func begin(_ region: [Double]) {
+        self.entries.withLock { entries in
+            entries.append((region, nil))
+            if entries.count > 500 { entries.removeFirst(entries.count - 500) }
+        }
+    }
+
+    /// The move returned with the controller at `seq`.
+    func finish(atSeq seq: Int64) {
+        self.entries.withLock { $0[$0.count - 1].installedBy = seq }
+    }
+
+    /// The move failed: the old region stays in force.
+    func abandon() {
+        self.entries.withLock { _ = $0.popLast() }
+    }
 }
 
 // MARK: - Output

@@ -15,6 +15,8 @@ public struct Oracle: Sendable {
     private let store: Store
     /// Per row id, its versions in seq order: `(seq, row after the change or nil when deleted)`.
     private var history: [String: [(seq: Int64, row: Row?)]] = [:]
+    /// Every id ever seen, in UTF-8 order (the order's final tie-break), so rows come out pre-sorted by id.
+    private var ids: [String] = []
     /// The last seq replayed.
     public private(set) var seq: Int64 = 0
     /// The number of changes replayed.
@@ -50,18 +52,28 @@ public struct Oracle: Sendable {
     /// Replays a batch read by ``fetchNext()``.
     public mutating func apply(_ batch: ChangeBatch) {
         for change in batch.changes where change.seq > self.seq {
+            if self.history[change.id] == nil {
+                var low = 0
+                var high = self.ids.count
+                while low < high {
+                    let mid = (low + high) / 2
+                    if self.ids[mid].utf8.lexicographicallyPrecedes(change.id.utf8) { low = mid + 1 } else { high = mid }
+                }
+                self.ids.insert(change.id, at: low)
+            }
             self.history[change.id, default: []].append((change.seq, change.after))
             self.changeCount += 1
         }
         self.seq = max(self.seq, batch.throughSeq)
     }
 
-    /// Every row of the store at `seq` (which must not be beyond ``seq``).
+    /// Every row of the store at `seq` (which must not be beyond ``seq``), in id order.
     public mutating func rows(at seq: Int64) -> [Row] {
         if let cached = self.rowsCache, cached.seq == seq { return cached.rows }
         var rows: [Row] = []
         rows.reserveCapacity(self.history.count)
-        for versions in self.history.values {
+        for id in self.ids {
+            let versions = self.history[id]!
             // The last version at or before `seq` (binary search; versions are in seq order).
             var low = 0
             var high = versions.count
@@ -80,10 +92,7 @@ public struct Oracle: Sendable {
         let key = "\(name)@\(seq)"
         if let cached = self.expectedCache[key] { return cached }
         guard let bound = self.bound[name] else { throw CheckError("a client reported an unknown controller '\(name)'") }
-        var results = try LiveResults(
-            predicate: bound.predicate, order: bound.order, sectionKey: bound.sectionKey, limit: bound.limit)
-        results.reset(rows: self.rows(at: seq))
-        let list = results.snapshot
+        let list = Self.sectioned(bound.evaluate(self.rows(at: seq)), by: bound.sectionKey)
         let expected = (list.count, StateDigest.of(list))
         self.remember(key, expected)
         return expected
@@ -105,6 +114,22 @@ public struct Oracle: Sendable {
         let expected = (annotations.count, StateDigest.ofAnnotations(annotations))
         self.remember(key, expected)
         return expected
+    }
+
+    /// Sorted rows cut into sections where the section key's value changes: a plain filter-and-sort
+    /// (`BoundFetchRequest.evaluate`), independent of the order-statistic engine clients and the server use.
+    static func sectioned(_ rows: [Row], by sectionKey: String?) -> SectionedList<Row> {
+        guard let sectionKey else { return SectionedList(unsectioned: rows) }
+        var sections: [ListSection<Row>] = []
+        for row in rows {
+            let key = row[sectionKey]
+            if let last = sections.last, Value.compare(last.key, key) == 0 {
+                sections[sections.count - 1].elements.append(row)
+            } else {
+                sections.append(ListSection(key: key, name: key.displayText, elements: [row]))
+            }
+        }
+        return SectionedList(sections: sections)
     }
 
     private mutating func remember(_ key: String, _ value: (count: Int, digest: String)) {

@@ -53,13 +53,15 @@ public struct Report: Codable, Sendable, Equatable {
 
 /// A digest of a sectioned list of rows — section keys, ids, order and every non-null value — computed identically
 /// by clients (from the list model they built by applying change sets) and by the oracle (from the store's log).
+/// Values are hashed by their bits (a double by its bit pattern), so equal digests mean identical values.
 public enum StateDigest {
-    /// The digest of `list` as 16 hex digits (FNV-1a, 64 bits, over a canonical text).
+    /// The digest of `list` as 16 hex digits (FNV-1a, 64 bits).
     public static func of(_ list: SectionedList<Row>) -> String {
         var hasher = FNV1a()
         for section in list.sections {
-            hasher.add("\u{1}\(section.key)\n")
-            for row in section.elements { hasher.add(Self.canonical(row)) }
+            hasher.byte(0xFE)
+            hasher.value(section.key)
+            for row in section.elements { hasher.row(row) }
         }
         return hasher.hex
     }
@@ -70,35 +72,75 @@ public enum StateDigest {
     {
         var hasher = FNV1a()
         for a in annotations.sorted(by: { $0.id.utf8.lexicographicallyPrecedes($1.id.utf8) }) {
-            hasher.add("\(a.id)\t\(a.latitude)\t\(a.longitude)\t\(a.title ?? "")\n")
+            hasher.string(a.id)
+            hasher.word(a.latitude.bitPattern)
+            hasher.word(a.longitude.bitPattern)
+            hasher.value(a.title.map(Value.string) ?? .null)
         }
         return hasher.hex
-    }
-
-    static func canonical(_ row: Row) -> String {
-        var text = row.id
-        for name in row.values.keys.sorted() {
-            let value = row.values[name]!
-            if value.isNull { continue }
-            text += "\t\(name)=\(value)"
-        }
-        return text + "\n"
     }
 }
 
 /// The 64-bit FNV-1a hash: stable across processes and runs (unlike `Hasher`).
 struct FNV1a {
-    private(set) var value: UInt64 = 0xcbf2_9ce4_8422_2325
+    private(set) var state: UInt64 = 0xcbf2_9ce4_8422_2325
 
-    mutating func add(_ text: String) {
-        for byte in text.utf8 {
-            self.value ^= UInt64(byte)
-            self.value &*= 0x0000_0100_0000_01B3
+    mutating func byte(_ byte: UInt8) {
+        self.state ^= UInt64(byte)
+        self.state &*= 0x0000_0100_0000_01B3
+    }
+
+    mutating func word(_ word: UInt64) {
+        var w = word
+        for _ in 0..<8 {
+            self.byte(UInt8(truncatingIfNeeded: w))
+            w >>= 8
+        }
+    }
+
+    mutating func string(_ text: String) {
+        for byte in text.utf8 { self.byte(byte) }
+        self.byte(0)
+    }
+
+    mutating func value(_ value: Value) {
+        switch value {
+        case .null: self.byte(0)
+        case .int(let i):
+            self.byte(1)
+            self.word(UInt64(bitPattern: i))
+        case .double(let d):
+            self.byte(2)
+            self.word(d.bitPattern)
+        case .string(let s):
+            self.byte(3)
+            self.string(s)
+        case .bool(let b):
+            self.byte(4)
+            self.byte(b ? 1 : 0)
+        case .bytes(let bytes):
+            self.byte(5)
+            self.word(UInt64(bytes.count))
+            for b in bytes { self.byte(b) }
+        case .timestamp(let t):
+            self.byte(6)
+            self.word(UInt64(bitPattern: t.microseconds))
+        }
+    }
+
+    /// A row: its id, then each non-null attribute (name and value) in the schema's order.
+    mutating func row(_ row: Row) {
+        self.byte(0xFF)
+        self.string(row.id)
+        for name in Workload.attributeNames {
+            guard let value = row.values[name], !value.isNull else { continue }
+            self.string(name)
+            self.value(value)
         }
     }
 
     var hex: String {
-        let digits = String(self.value, radix: 16)
+        let digits = String(self.state, radix: 16)
         return String(repeating: "0", count: 16 - digits.count) + digits
     }
 }

@@ -167,7 +167,7 @@ public func runSoak(_ options: SoakOptions) async throws -> SoakSummary {
             await supervisor.resumeAll()
 
             // Every writer finishes its transaction in flight; none may stay pending.
-            log("stopping the writers")
+            log("stopping the writers (\(LineCounter.shared.value - (await verifier.linesHandled)) reports not yet checked)")
             await supervisor.stopWriters()
             do {
                 try await waitUntil("the writers finish", timeout: .seconds(90)) {
@@ -188,7 +188,7 @@ public func runSoak(_ options: SoakOptions) async throws -> SoakSummary {
                 return await verifier.storeSeq > before
             }
             let finalSeq = await verifier.storeSeq
-            log("every client must reach seq \(finalSeq)")
+            log("every client must reach seq \(finalSeq) (\(LineCounter.shared.value - (await verifier.linesHandled)) reports not yet checked)")
             let origins = await supervisor.clientOrigins
             do {
                 try await waitUntil("every client reaches the final seq", timeout: .seconds(60)) {

@@ -137,7 +137,10 @@ actor Supervisor {
             executable: self.executable,
             arguments: arguments,
             stderrPath: self.directory + "/\(origin.role)-\(origin.index).log",
-            onLine: { line in events.yield((origin, .line(line))) },
+            onLine: { line in
+                LineCounter.shared.increment()
+                events.yield((origin, .line(line)))
+            },
             onExit: { status in events.yield((origin, .exit(status))) }
         )
     }
@@ -266,6 +269,15 @@ actor Supervisor {
         }
         self.proxy?.stop()
     }
+}
+
+/// The number of report lines children have printed (the verifier's backlog is this minus what it handled).
+final class LineCounter: Sendable {
+    static let shared = LineCounter()
+    private let count = Atomic<Int>(0)
+
+    func increment() { self.count.add(1, ordering: .relaxed) }
+    var value: Int { self.count.load(ordering: .relaxed) }
 }
 
 /// The first line that matched, set from a reader thread.

@@ -35,6 +35,7 @@ actor Verifier {
     private(set) var statesChecked = 0
     private(set) var mapStatesChecked = 0
     private(set) var resnapshots = 0
+    private(set) var linesHandled = 0
     private(set) var connects = 0
     private(set) var transactions: [String: Int] = [:]
     private(set) var writersDone: Set<Int> = []
@@ -76,6 +77,7 @@ actor Verifier {
 
     /// Handles one stdout line of a child.
     func handle(line: String, from origin: Origin) async {
+        self.linesHandled += 1
         guard let report = Report.parse(line[...]) else {
             self.violation("\(origin) printed a line that is not a report: \(line.prefix(200))")
             return
