@@ -96,6 +96,10 @@ public struct ClientRole: Sendable {
     private static func follow(_ controller: ResultsController<Row>, name: String, corrupt: Bool) async throws {
         var list = ListModel<Row>(sectioned: controller.request.sectionKey != nil)
         var remoteChanges = 0
+        // A controller whose subscription has no rows yet (not cached) starts empty at the cached seq: that is "not
+        // loaded", not a claim about the store, so its initial state is not reported.
+        var skipInitial = !controller.isLoaded
+        var diverged = false
         for try await change in controller.changes() {
             if change.cause == .remote { remoteChanges += 1 }
             if corrupt, remoteChanges == 20, change.cause == .remote, !change.changeSet.isEmpty {
@@ -111,6 +115,26 @@ public struct ClientRole: Sendable {
                 ReportOutput.print(report)
                 list = ListModel(controller.snapshot().list, seq: change.seq, sectioned: list.isSectioned)
             }
+            if change.cause == .initial, skipInitial {
+                skipInitial = false
+                continue
+            }
+            // When no later change has been applied yet, the list must equal what the controller shows: a
+            // difference means the change stream itself diverged from the controller's state (checked after every
+            // snapshot, replace or initial change, and every tenth remote one, to bound the cost).
+            let compare = !diverged && (change.cause != .remote || remoteChanges % 10 == 0)
+            let (seq, shown) = compare ? controller.snapshot() : (-1, SectionedList())
+            if compare, seq == change.seq, shown != list.list {
+                diverged = true
+                var report = Report(kind: "violation")
+                report.controller = name
+                report.seq = seq
+                report.message =
+                    "controller '\(name)': after the \(change.cause) change at seq \(seq) the list built from change sets "
+                    + "(\(list.list.count) rows) differs from the controller (\(shown.count) rows): "
+                    + (list.inconsistency(with: controller) ?? "values differ")
+                ReportOutput.print(report)
+            }
             var report = Report(kind: "state")
             report.controller = name
             report.seq = change.seq
@@ -124,7 +148,12 @@ public struct ClientRole: Sendable {
     /// Applies every map update to a map model and reports the placed annotations.
     private static func follow(_ map: MapController, regions: RegionState) async throws {
         var iterator = map.updates().makeAsyncIterator()
+        var skipInitial = !map.controller.isLoaded
         while let update = try await iterator.next() {
+            if update.cause == .initial, skipInitial {
+                skipInitial = false
+                continue
+            }
             let annotations = iterator.model.annotations.values.map {
                 (id: $0.id, latitude: $0.coordinate.latitude, longitude: $0.coordinate.longitude, title: $0.title)
             }

@@ -35,6 +35,8 @@ public struct SoakOptions: Sendable {
     public var verbose = false
     /// The server's `--client-queue-limit`: small, so that a stopped client overflows it.
     public var queueLimit = 64
+    /// Writers pause for a random 0 … 2 × this many milliseconds between transactions.
+    public var writerPauseMs = 10
 
     public init(seed: UInt64, duration: Int) {
         self.seed = seed
@@ -118,9 +120,15 @@ public func runSoak(_ options: SoakOptions) async throws -> SoakSummary {
         let summary = try await withThrowingTaskGroup(of: Void.self) { group in
             // The consumer: every line of every child, checked as it arrives.
             group.addTask {
+                // Every report, kept in the run directory (reports.jsonl) to replay what a client saw.
+                FileManager.default.createFile(atPath: directory + "/reports.jsonl", contents: nil)
+                let transcript = FileHandle(forWritingAtPath: directory + "/reports.jsonl")
+                defer { try? transcript?.close() }
                 for await (origin, event) in events {
                     switch event {
                     case .line(let line):
+                        transcript?.write(
+                            Data("\(origin.role) \(origin.index).\(origin.incarnation) \(line)\n".utf8))
                         await verifier.handle(line: line, from: origin)
                     case .exit(let status):
                         if await !supervisor.isExpectedExit(origin) {
@@ -141,6 +149,13 @@ public func runSoak(_ options: SoakOptions) async throws -> SoakSummary {
             log("\(options.clients) clients and \(options.writers) writers ready; running for \(options.duration) s")
             let deadline = ContinuousClock.now + .seconds(options.duration)
 
+            // The oracle reads the log ahead of the reports, so that checking a report rarely waits for a read.
+            group.addTask {
+                while !Task.isCancelled, ContinuousClock.now < deadline + .seconds(300) {
+                    await verifier.catchUp()
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+            }
             // The raw sqlite3 writer, now and then.
             group.addTask {
                 var random = SeededRandom(seed: options.seed, stream: 9)
@@ -212,7 +227,8 @@ public func runSoak(_ options: SoakOptions) async throws -> SoakSummary {
             await supervisor.stopAll()
             try await Task.sleep(for: .milliseconds(300))
             continuation.finish()
-            try await group.waitForAll()
+            try await group.next()  // the consumer, which ends with the events
+            group.cancelAll()
             return SoakSummary(
                 options: options,
                 directory: directory,

@@ -126,6 +126,7 @@ actor Supervisor {
         let origin = Origin(role: .writer, index: index, incarnation: 1)
         let arguments = [
             "writer", "--server", self.serverAddress, "--index", String(index), "--seed", String(self.options.seed),
+            "--pause-ms", String(self.options.writerPauseMs),
         ]
         self.writers[index] = (try self.start(origin, arguments: arguments), origin)
     }

@@ -19,12 +19,14 @@ public struct WriterRole: Sendable {
     public var server: String
     public var index: Int
     public var seed: UInt64
+    public var pauseMs: Int
     public var stuckAfter: Duration
 
-    public init(server: String, index: Int, seed: UInt64, stuckAfter: Duration = .seconds(60)) {
+    public init(server: String, index: Int, seed: UInt64, pauseMs: Int, stuckAfter: Duration = .seconds(60)) {
         self.server = server
         self.index = index
         self.seed = seed
+        self.pauseMs = pauseMs
         self.stuckAfter = stuckAfter
     }
 
@@ -119,7 +121,7 @@ public struct WriterRole: Sendable {
                     report.outcome = "stuck"
                 }
                 ReportOutput.print(report)
-                if random.chance(0.3) { try await Task.sleep(for: .milliseconds(random.int(in: 1...30))) }
+                if self.pauseMs > 0 { try await Task.sleep(for: .milliseconds(random.int(in: 0...(2 * self.pauseMs)))) }
             }
             ReportOutput.print(Report(kind: "done"))
             group.cancelAll()

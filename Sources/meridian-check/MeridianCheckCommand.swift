@@ -66,6 +66,9 @@ struct Soak: AsyncParsableCommand {
     @Option(help: "The server's --client-queue-limit (small, so a stopped client overflows it).")
     var queueLimit: Int = 64
 
+    @Option(help: "Writers pause a random 0 to 2x this many milliseconds between transactions.")
+    var writerPauseMs: Int = 10
+
     @Flag(help: "Keep the run directory (store, cache files, logs) even when the run passes.")
     var keep = false
 
@@ -80,6 +83,7 @@ struct Soak: AsyncParsableCommand {
         guard (1...32).contains(self.clients) else { throw ValidationError("--clients must be 1 to 32") }
         guard (1...32).contains(self.writers) else { throw ValidationError("--writers must be 1 to 32") }
         guard self.queueLimit > 0 else { throw ValidationError("--queue-limit must be positive") }
+        guard self.writerPauseMs >= 0 else { throw ValidationError("--writer-pause-ms must be 0 or more") }
     }
 
     func run() async throws {
@@ -95,6 +99,7 @@ struct Soak: AsyncParsableCommand {
         options.faults = faults
         options.binDirectory = self.bin
         options.queueLimit = self.queueLimit
+        options.writerPauseMs = self.writerPauseMs
         options.keep = self.keep
         options.verbose = self.verbose
         options.selfTestCorrupt = self.selfTestCorrupt
@@ -120,6 +125,7 @@ struct Soak: AsyncParsableCommand {
 /// The arguments that replay a run's workload and fault schedule.
 func replayArguments(_ options: SoakOptions) -> String {
     var arguments = ["--seed \(options.seed)", "--duration \(options.duration)"]
+    arguments += ["--writer-pause-ms \(options.writerPauseMs)", "--queue-limit \(options.queueLimit)"]
     arguments += ["--clients \(options.clients)", "--writers \(options.writers)"]
     if options.faults.isEmpty {
         arguments.append("--no-faults")
@@ -187,6 +193,9 @@ struct Writer: AsyncParsableCommand {
     @Option(help: "The seed.")
     var seed: UInt64 = 1
 
+    @Option(help: "Pause a random 0 to 2x this many milliseconds between transactions.")
+    var pauseMs: Int = 10
+
     func run() async throws {
         bootstrapChildLogging()
         let stop = StopFlag()
@@ -195,7 +204,7 @@ struct Writer: AsyncParsableCommand {
         source.setEventHandler { stop.set() }
         source.resume()
         defer { source.cancel() }
-        let role = WriterRole(server: self.server, index: self.index, seed: self.seed)
+        let role = WriterRole(server: self.server, index: self.index, seed: self.seed, pauseMs: self.pauseMs)
         try await role.run(logger: Logger(label: "meridian.client"), stop: stop)
     }
 }
