@@ -42,6 +42,7 @@ public struct ClientRole: Sendable {
             group.addTask { await exitWhenOrphaned() }
             group.addTask {
                 for await status in container.connectionStatusUpdates() where status == .connected {
+                    ResyncClock.shared.mark()
                     ReportOutput.print(Report(kind: "connected"))
                 }
             }
@@ -135,7 +136,9 @@ public struct ClientRole: Sendable {
                     + (list.inconsistency(with: controller) ?? "values differ")
                 ReportOutput.print(report)
             }
+            if change.cause == .snapshot { ResyncClock.shared.mark() }
             var report = Report(kind: "state")
+            report.sinceResync = ResyncClock.shared.elapsedMilliseconds
             report.controller = name
             report.seq = change.seq
             report.cause = change.cause.description
@@ -157,7 +160,9 @@ public struct ClientRole: Sendable {
             let annotations = iterator.model.annotations.values.map {
                 (id: $0.id, latitude: $0.coordinate.latitude, longitude: $0.coordinate.longitude, title: $0.title)
             }
+            if update.cause == .snapshot { ResyncClock.shared.mark() }
             var report = Report(kind: "map")
+            report.sinceResync = ResyncClock.shared.elapsedMilliseconds
             report.seq = update.seq
             report.cause = update.cause.description
             report.regions = regions.candidates(at: update.seq)
@@ -208,6 +213,21 @@ final class RegionState: Sendable {
     /// The move failed: the old region stays in force.
     func abandon() {
         self.entries.withLock { _ = $0.popLast() }
+    }
+}
+
+/// When the client last (re)connected or applied a snapshot: reports carry the time since, so that the checker can
+/// tell violations inside a resynchronisation window from others.
+final class ResyncClock: Sendable {
+    static let shared = ResyncClock()
+    private let last = Mutex<ContinuousClock.Instant?>(nil)
+
+    func mark() { self.last.withLock { $0 = .now } }
+
+    var elapsedMilliseconds: Int? {
+        self.last.withLock { last in
+            last.map { Int(($0.duration(to: .now)).components.seconds * 1000) }
+        }
     }
 }
 

@@ -9,8 +9,8 @@ public import MeridianCore
 /// | kind | fields |
 /// |---|---|
 /// | `ready` | `process` (the role is running) |
-/// | `state` | `controller`, `seq`, `cause`, `count`, `digest` — a controller's list after applying one change |
-/// | `map` | `seq`, `cause`, `regions` (the region in force, and the one being moved to), `count`, `digest` |
+/// | `state` | `controller`, `seq`, `cause`, `count`, `digest`, `sinceResync` — a controller's list after one change |
+/// | `map` | `seq`, `cause`, `regions` (the regions that may be in force), `count`, `digest`, `sinceResync` |
 /// | `connected` | (the connection reached `connected`) |
 /// | `violation` | `message` — something the process itself found wrong (an invalid change set, a stuck write) |
 /// | `txn` | `operation`, `ops`, `outcome` (`confirmed`, `reverted`), `seq` (confirmed), `code` (reverted) |
@@ -29,6 +29,8 @@ public struct Report: Codable, Sendable, Equatable {
     public var ops: Int?
     public var outcome: String?
     public var code: String?
+    /// Milliseconds since the client last (re)connected or saw a snapshot change, when the state was reported.
+    public var sinceResync: Int?
 
     /// Creates a report of `kind` with no fields set.
     public init(kind: String) {

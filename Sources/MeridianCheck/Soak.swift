@@ -16,6 +16,9 @@ public enum Fault: String, CaseIterable, Sendable, Hashable {
     case clientStop = "client-stop"
     /// Cut every connection at the proxy.
     case connectionCut = "connection-cut"
+    /// A full disk: a file size limit on the running server (`prlimit`), so every write to its files fails with
+    /// `EFBIG` for a few seconds, then lifted.
+    case diskFull = "disk-full"
 }
 
 /// How a soak runs.
@@ -55,6 +58,7 @@ public struct SoakSummary: Sendable, CustomStringConvertible {
     public var clientKills: Int
     public var serverKills: Int
     public var clientStops: Int
+    public var diskFulls: Int
     public var cutRounds: Int
     public var connectionsCut: Int
     public var reconnects: Int
@@ -62,6 +66,7 @@ public struct SoakSummary: Sendable, CustomStringConvertible {
     public var statesChecked: Int
     public var mapStatesChecked: Int
     public var violations: [String]
+    public var resyncViolations: Int
     public var elapsed: Duration
 
     public var description: String {
@@ -72,12 +77,12 @@ public struct SoakSummary: Sendable, CustomStringConvertible {
             meridian-check summary (seed \(self.options.seed), \(self.options.duration) s planned, \(String(format: "%.0f", seconds)) s run)
             transactions: \(total) (\(outcomes.joined(separator: ", "))); raw sqlite3 writes: \(self.rawWrites); changes logged: \(self.changes)
             clients: \(self.options.clients) (\(self.clientIncarnations) incarnations); writers: \(self.options.writers)
-            kills: \(self.clientKills + self.serverKills) (clients \(self.clientKills), server \(self.serverKills)); stops: \(self.clientStops)
+            kills: \(self.clientKills + self.serverKills) (clients \(self.clientKills), server \(self.serverKills)); stops: \(self.clientStops); full disks: \(self.diskFulls)
             reconnects: \(self.reconnects); connection cuts: \(self.connectionsCut) in \(self.cutRounds) rounds
             resnapshots: \(self.resnapshots)
             states checked: \(self.statesChecked) controller, \(self.mapStatesChecked) map
             fuzz inputs: 0
-            violations: \(self.violations.count)
+            violations: \(self.violations.count) (\(self.resyncViolations) within \(Verifier.resyncWindowMs / 1000) s of a reconnection or snapshot)
             """
     }
 }
@@ -121,7 +126,7 @@ public func runSoak(_ options: SoakOptions) async throws -> SoakSummary {
             // The consumer: every line of every child, checked as it arrives.
             group.addTask {
                 // Every report, kept in the run directory (reports.jsonl) to replay what a client saw.
-                FileManager.default.createFile(atPath: directory + "/reports.jsonl", contents: nil)
+                _ = FileManager.default.createFile(atPath: directory + "/reports.jsonl", contents: nil)
                 let transcript = FileHandle(forWritingAtPath: directory + "/reports.jsonl")
                 defer { try? transcript?.close() }
                 for await (origin, event) in events {
@@ -239,6 +244,7 @@ public func runSoak(_ options: SoakOptions) async throws -> SoakSummary {
                 clientKills: await supervisor.clientKills,
                 serverKills: await supervisor.serverKills,
                 clientStops: await supervisor.clientStops,
+                diskFulls: await supervisor.diskFulls,
                 cutRounds: await supervisor.cutRounds,
                 connectionsCut: await supervisor.proxy?.cuts ?? 0,
                 reconnects: max(0, await verifier.connects - (await supervisor.clientIncarnations)),
@@ -246,6 +252,7 @@ public func runSoak(_ options: SoakOptions) async throws -> SoakSummary {
                 statesChecked: await verifier.statesChecked,
                 mapStatesChecked: await verifier.mapStatesChecked,
                 violations: await verifier.violations,
+                resyncViolations: await verifier.resyncViolations,
                 elapsed: ContinuousClock.now - started
             )
         }

@@ -37,6 +37,7 @@ actor Supervisor {
     private(set) var serverKills = 0
     private(set) var clientStops = 0
     private(set) var cutRounds = 0
+    private(set) var diskFulls = 0
     private(set) var clientIncarnations = 0
     private(set) var rawWrites = 0
     private(set) var rawWriteErrors = 0
@@ -68,10 +69,13 @@ actor Supervisor {
         let address = LineSlot()
         let events = self.events
         let logPath = self.directory + "/server.log"
+        // Through sh, which ignores SIGXFSZ and execs the server (same pid): under a file size limit, writes then
+        // fail with EFBIG instead of killing the server, as on a full disk.
         let child = try ChildProcess(
             name: "meridian-server",
-            executable: self.serverExecutable,
+            executable: "/bin/sh",
             arguments: [
+                "-c", "trap '' XFSZ; exec \"$0\" \"$@\"", self.serverExecutable,
                 "--db", self.databasePath, "--schema", self.schemaPath, "--listen", "127.0.0.1:0",
                 "--log-retention", "none", "--client-queue-limit", String(self.options.queueLimit),
                 "--heartbeat-ms", "1000", "--log-level", "warning",
@@ -233,6 +237,30 @@ actor Supervisor {
             let count = self.proxy?.cutAll() ?? 0
             self.cutRounds += 1
             return "cut \(count) connections at the proxy"
+        case .diskFull:
+            guard let (child, _) = self.server else { return "no server to starve of disk" }
+            let hold = random.int(in: 1500...3500)
+            try Self.prlimit(pid: child.pid, fileSize: "1024:unlimited")
+            self.diskFulls += 1
+            try await Task.sleep(for: .milliseconds(hold))
+            try Self.prlimit(pid: child.pid, fileSize: "unlimited:unlimited")
+            return "a 1 KiB file size limit on meridian-server for \(hold) ms (its writes fail with EFBIG), then lifted"
+        }
+    }
+
+    /// Sets a running process's file size limit (`prlimit --pid PID --fsize=SOFT:HARD`).
+    private static func prlimit(pid: Int32, fileSize: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
+        process.arguments = ["--pid", String(pid), "--fsize=\(fileSize)"]
+        do {
+            try process.run()
+        } catch {
+            throw CheckError("cannot run prlimit (util-linux) for the disk-full fault: \(error)")
+        }
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw CheckError("prlimit --pid \(pid) --fsize=\(fileSize) failed (status \(process.terminationStatus))")
         }
     }
 

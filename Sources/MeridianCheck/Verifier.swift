@@ -32,6 +32,23 @@ actor Verifier {
     private var reportedSeqs: [Int64: String] = [:]
     private var bulkRanges: [(low: Int64, high: Int64, what: String)] = []
     private(set) var violations: [String] = []
+    /// When each client incarnation (re)connected or reported a snapshot change, as the checker read it.
+    private var resyncMarks: [Origin: [ContinuousClock.Instant]] = [:]
+    /// When each wrong state was read, by client incarnation.
+    private var stateViolations: [(origin: Origin, at: ContinuousClock.Instant)] = []
+    /// How close (either way, in the checker's reading order) to a reconnection or snapshot of the same client a
+    /// wrong state counts as inside the resynchronisation window.
+    static let resyncWindowMs = 10_000
+
+    /// The wrong states read within ``resyncWindowMs`` of a reconnection or snapshot of the same client incarnation.
+    var resyncViolations: Int {
+        let window = Duration.milliseconds(Self.resyncWindowMs)
+        return self.stateViolations.filter { violation in
+            (self.resyncMarks[violation.origin] ?? []).contains { mark in
+                mark <= violation.at ? violation.at - mark <= window : mark - violation.at <= window
+            }
+        }.count
+    }
     private(set) var statesChecked = 0
     private(set) var mapStatesChecked = 0
     private(set) var resnapshots = 0
@@ -71,6 +88,7 @@ actor Verifier {
                 if !batch.hasMore { return }
             }
         } catch {
+            if Task.isCancelled { return }  // the run is ending
             self.violation("the oracle cannot read the store's change log: \(error)")
         }
     }
@@ -88,6 +106,7 @@ actor Verifier {
             if origin.role == .client { self.clientsReady.insert(origin.index) }
         case "connected":
             self.connects += 1
+            self.resyncMarks[origin, default: []].append(.now)
         case "violation":
             self.violation("\(origin): \(report.message ?? "(no message)")")
         case "state":
@@ -131,6 +150,7 @@ actor Verifier {
         let key = "\(origin)/\(name)"
         guard await self.checkSeq(seq, key: key, from: origin, what: "controller '\(name)'") else { return }
         if report.cause == "snapshot" {
+            self.resyncMarks[origin, default: []].append(.now)
             if self.firstSnapshotSeen.contains(key) { self.resnapshots += 1 } else { self.firstSnapshotSeen.insert(key) }
         }
         if origin.role == .client, name == Workload.controllers[0].name {
@@ -140,8 +160,9 @@ actor Verifier {
             let expected = try self.oracle.expected(controller: name, at: seq)
             self.statesChecked += 1
             if expected.count != count || expected.digest != digest {
+                self.countResync(report, from: origin)
                 self.violation(
-                    "\(origin): controller '\(name)' after a \(report.cause ?? "?") change shows \(count) rows "
+                    "\(origin): controller '\(name)' after a \(report.cause ?? "?") change\(Self.resyncNote(report)) shows \(count) rows "
                         + "(digest \(digest)) at seq \(seq); the store at seq \(seq) gives \(expected.count) rows "
                         + "(digest \(expected.digest))")
             } else if self.verbose {
@@ -154,12 +175,26 @@ actor Verifier {
 
     private func checkMap(_ report: Report, from origin: Origin) async {
         guard let seq = report.seq, let count = report.count, let digest = report.digest,
-            let regions = report.regions, !regions.isEmpty, regions.allSatisfy({ $0.count == 4 })
+            let reported = report.regions, !reported.isEmpty, reported.allSatisfy({ $0.count == 4 })
         else {
             self.violation("\(origin) sent an incomplete map report: \(report.line)")
             return
         }
         guard await self.checkSeq(seq, key: "\(origin)/map", from: origin, what: "the map") else { return }
+        if report.cause == "snapshot" { self.resyncMarks[origin, default: []].append(.now) }
+        var regions: [[Double]] = reported
+        if report.cause == "replaced", regions.count > 1 {
+            // A region moved while offline shows at once the cached rows inside the new region, the rest arriving on
+            // reconnection: the rows inside both the old region and the new one.
+            for i in 1..<regions.count {
+                let (old, new) = (regions[i - 1], regions[i])
+                let overlap: [Double] = [
+                    Swift.max(old[0], new[0]), Swift.max(old[1], new[1]), Swift.min(old[2], new[2]),
+                    Swift.min(old[3], new[3]),
+                ]
+                regions.append(overlap)
+            }
+        }
         do {
             var expectations: [(count: Int, digest: String)] = []
             for region in regions {
@@ -168,9 +203,10 @@ actor Verifier {
             }
             self.mapStatesChecked += 1
             if !expectations.contains(where: { $0.count == count && $0.digest == digest }) {
+                self.countResync(report, from: origin)
                 let described = zip(regions, expectations).map { "\($0.0) → \($0.1.count) annotations" }
                 self.violation(
-                    "\(origin): the map after a \(report.cause ?? "?") update shows \(count) annotations "
+                    "\(origin): the map after a \(report.cause ?? "?") update\(Self.resyncNote(report)) shows \(count) annotations "
                         + "(digest \(digest)) at seq \(seq); the store at seq \(seq) gives "
                         + described.joined(separator: " or "))
             }
@@ -179,11 +215,19 @@ actor Verifier {
         }
     }
 
+    private static func resyncNote(_ report: Report) -> String {
+        report.sinceResync.map { " (\($0) ms after a reconnection or snapshot)" } ?? ""
+    }
+
+    private func countResync(_ report: Report, from origin: Origin) {
+        self.stateViolations.append((origin, .now))
+    }
+
     // MARK: - Transactions
 
     private func recordTransaction(_ report: Report, from origin: Origin) {
         let outcome = report.outcome ?? "?"
-        self.transactions[outcome, default: 0] += 1
+        self.transactions[outcome == "reverted" ? "reverted \(report.code ?? "?")" : outcome, default: 0] += 1
         guard outcome == "confirmed" || outcome == "reverted" else {
             self.violation("\(origin): a \(report.operation ?? "?") transaction ended \(outcome)")
             return

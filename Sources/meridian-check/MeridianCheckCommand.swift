@@ -60,6 +60,9 @@ struct Soak: AsyncParsableCommand {
     @Flag(help: "Do not cut connections at the proxy.")
     var noConnectionCuts = false
 
+    @Flag(help: "Do not put a file size limit on the server (a full disk).")
+    var noDiskFull = false
+
     @Option(help: "The folder holding meridian-server (default: this executable's folder).")
     var bin: String?
 
@@ -96,6 +99,7 @@ struct Soak: AsyncParsableCommand {
         if self.noServerKills { faults.remove(.serverKill) }
         if self.noClientStops { faults.remove(.clientStop) }
         if self.noConnectionCuts { faults.remove(.connectionCut) }
+        if self.noDiskFull { faults.remove(.diskFull) }
         options.faults = faults
         options.binDirectory = self.bin
         options.queueLimit = self.queueLimit
@@ -130,7 +134,9 @@ func replayArguments(_ options: SoakOptions) -> String {
     if options.faults.isEmpty {
         arguments.append("--no-faults")
     } else {
-        for fault in Fault.allCases where !options.faults.contains(fault) { arguments.append("--no-\(fault.rawValue)s") }
+        for fault in Fault.allCases where !options.faults.contains(fault) {
+            arguments.append(fault == .diskFull ? "--no-disk-full" : "--no-\(fault.rawValue)s")
+        }
     }
     if options.selfTestCorrupt { arguments.append("--self-test-corrupt") }
     return arguments.joined(separator: " ")
