@@ -52,6 +52,7 @@ public struct SoakSummary: Sendable, CustomStringConvertible {
     public var options: SoakOptions
     public var directory: String
     public var transactions: [String: Int]
+    public var revertReasons: [String: String]
     public var rawWrites: Int
     public var changes: Int
     public var clientIncarnations: Int
@@ -82,6 +83,7 @@ public struct SoakSummary: Sendable, CustomStringConvertible {
             resnapshots: \(self.resnapshots)
             states checked: \(self.statesChecked) controller, \(self.mapStatesChecked) map
             fuzz inputs: 0
+            \(self.revertReasons.keys.sorted().map { "reverted \($0), e.g.: \(self.revertReasons[$0]!)" }.joined(separator: "\n"))
             violations: \(self.violations.count) (\(self.resyncViolations) within \(Verifier.resyncWindowMs / 1000) s of a reconnection or snapshot)
             """
     }
@@ -238,6 +240,7 @@ public func runSoak(_ options: SoakOptions) async throws -> SoakSummary {
                 options: options,
                 directory: directory,
                 transactions: await verifier.transactions,
+                revertReasons: await verifier.revertReasons,
                 rawWrites: await supervisor.rawWrites,
                 changes: await verifier.changesReplayed,
                 clientIncarnations: await supervisor.clientIncarnations,

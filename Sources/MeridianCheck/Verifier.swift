@@ -55,6 +55,8 @@ actor Verifier {
     private(set) var linesHandled = 0
     private(set) var connects = 0
     private(set) var transactions: [String: Int] = [:]
+    /// The first message seen for each revert code.
+    private(set) var revertReasons: [String: String] = [:]
     private(set) var writersDone: Set<Int> = []
     private(set) var writersReady: Set<Int> = []
     private(set) var clientsReady: Set<Int> = []
@@ -228,6 +230,9 @@ actor Verifier {
     private func recordTransaction(_ report: Report, from origin: Origin) {
         let outcome = report.outcome ?? "?"
         self.transactions[outcome == "reverted" ? "reverted \(report.code ?? "?")" : outcome, default: 0] += 1
+        if outcome == "reverted", let code = report.code, self.revertReasons[code] == nil {
+            self.revertReasons[code] = report.message ?? ""
+        }
         guard outcome == "confirmed" || outcome == "reverted" else {
             self.violation("\(origin): a \(report.operation ?? "?") transaction ended \(outcome)")
             return

@@ -110,9 +110,10 @@ public struct WriterRole: Sendable {
                 case .confirmed(let seq):
                     report.outcome = "confirmed"
                     report.seq = seq
-                case .reverted(let code):
+                case .reverted(let code, let message):
                     report.outcome = "reverted"
                     report.code = code
+                    report.message = String(message.prefix(300))
                 case .stuck:
                     var violation = Report(kind: "violation")
                     violation.message =
@@ -137,7 +138,7 @@ public struct WriterRole: Sendable {
 
     enum Outcome: Sendable {
         case confirmed(Int64)
-        case reverted(String)
+        case reverted(String, String)
         case stuck
     }
 
@@ -151,9 +152,9 @@ public struct WriterRole: Sendable {
                 do {
                     slot.resume(.confirmed(try await transaction.confirmed()))
                 } catch let error as ClientError {
-                    slot.resume(.reverted(error.code.description))
+                    slot.resume(.reverted(error.code.description, error.message))
                 } catch {
-                    slot.resume(.reverted("\(error)"))
+                    slot.resume(.reverted("unknown", "\(error)"))
                 }
             }
             Task {
