@@ -67,6 +67,8 @@ public struct SoakSummary: Sendable, CustomStringConvertible {
     public var statesChecked: Int
     public var mapStatesChecked: Int
     public var violations: [String]
+    /// The violations, those within the resynchronisation window marked `(resync)`.
+    public var annotatedViolations: [String]
     public var resyncViolations: Int
     public var elapsed: Duration
 
@@ -255,9 +257,14 @@ public func runSoak(_ options: SoakOptions) async throws -> SoakSummary {
                 statesChecked: await verifier.statesChecked,
                 mapStatesChecked: await verifier.mapStatesChecked,
                 violations: await verifier.violations,
+                annotatedViolations: await verifier.annotatedViolations,
                 resyncViolations: await verifier.resyncViolations,
                 elapsed: ContinuousClock.now - started
             )
+        }
+        if !summary.violations.isEmpty {
+            try? summary.annotatedViolations.joined(separator: "\n").write(
+                toFile: directory + "/violations.txt", atomically: true, encoding: .utf8)
         }
         if summary.violations.isEmpty, !options.keep {
             try? FileManager.default.removeItem(atPath: directory)

@@ -35,19 +35,28 @@ actor Verifier {
     /// When each client incarnation (re)connected or reported a snapshot change, as the checker read it.
     private var resyncMarks: [Origin: [ContinuousClock.Instant]] = [:]
     /// When each wrong state was read, by client incarnation.
-    private var stateViolations: [(origin: Origin, at: ContinuousClock.Instant)] = []
+    private var stateViolations: [(origin: Origin, at: ContinuousClock.Instant, index: Int)] = []
     /// How close (either way, in the checker's reading order) to a reconnection or snapshot of the same client a
     /// wrong state counts as inside the resynchronisation window.
     static let resyncWindowMs = 10_000
 
     /// The wrong states read within ``resyncWindowMs`` of a reconnection or snapshot of the same client incarnation.
-    var resyncViolations: Int {
+    var resyncViolations: Int { self.resyncViolationIndices.count }
+
+    private var resyncViolationIndices: Set<Int> {
         let window = Duration.milliseconds(Self.resyncWindowMs)
-        return self.stateViolations.filter { violation in
-            (self.resyncMarks[violation.origin] ?? []).contains { mark in
-                mark <= violation.at ? violation.at - mark <= window : mark - violation.at <= window
-            }
-        }.count
+        return Set(
+            self.stateViolations.filter { violation in
+                (self.resyncMarks[violation.origin] ?? []).contains { mark in
+                    mark <= violation.at ? violation.at - mark <= window : mark - violation.at <= window
+                }
+            }.map(\.index))
+    }
+
+    /// Every violation, those inside a resynchronisation window marked `(resync)`.
+    var annotatedViolations: [String] {
+        let inWindow = self.resyncViolationIndices
+        return self.violations.indices.map { inWindow.contains($0) ? "(resync) " + self.violations[$0] : self.violations[$0] }
     }
     private(set) var statesChecked = 0
     private(set) var mapStatesChecked = 0
@@ -63,6 +72,7 @@ actor Verifier {
     /// Per client, the highest seq reported by its latest incarnation's `all-by-id` controller.
     private(set) var clientSeq: [Int: (incarnation: Int, seq: Int64)] = [:]
     private let verbose: Bool
+    private let started = ContinuousClock.now
 
     init(oracle: Oracle, verbose: Bool) {
         self.oracle = oracle
@@ -73,7 +83,7 @@ actor Verifier {
     var changesReplayed: Int { self.oracle.changeCount }
 
     func violation(_ message: String) {
-        self.violations.append(message)
+        self.violations.append("[\(String(format: "%.1f", Double((ContinuousClock.now - self.started).components.seconds)))s] \(message)")
         if self.violations.count <= 20 {
             FileHandle.standardError.write(Data("meridian-check: VIOLATION: \(message)\n".utf8))
         } else if self.violations.count == 21 {
@@ -222,7 +232,7 @@ actor Verifier {
     }
 
     private func countResync(_ report: Report, from origin: Origin) {
-        self.stateViolations.append((origin, .now))
+        self.stateViolations.append((origin, .now, self.violations.count))
     }
 
     // MARK: - Transactions
