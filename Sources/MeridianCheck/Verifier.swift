@@ -120,6 +120,9 @@ actor Verifier {
             self.connects += 1
             self.resyncMarks[origin, default: []].append(.now)
         case "violation":
+            // A controller's own report (a change set that does not apply, a list that differs from the controller)
+            // is a wrong state too, classified like the others.
+            if report.controller != nil { self.countResync(report, from: origin) }
             self.violation("\(origin): \(report.message ?? "(no message)")")
         case "state":
             await self.checkState(report, from: origin)
