@@ -112,6 +112,11 @@ struct CheckerRunTests {
         #expect(run.summary("fuzz inputs") == "0", "\(run)")
         let kills = try #require(run.summary("kills"), "\(run)")
         #expect(!kills.hasPrefix("0 "), "no kill was injected: \(run)")
+        #expect(kills.contains("full disks: ") && !kills.hasSuffix("full disks: 0"), "no full disk: \(run)")
+        // A write that failed on the full disk says why (it used to say only "the commit failed").
+        if let reason = run.summary("reverted internal, e.g.") {
+            #expect(reason.contains("disk") || reason.contains("full"), "\(run)")
+        }
         // Every violation must be of the known kind: a wrong state shortly after a reconnection or snapshot.
         #expect(run.violations != nil && run.violations == run.resyncViolations, "\(run)")
         withKnownIssue("resume and resnapshot commit each subscription at its own seq (mixed states)") {
