@@ -57,7 +57,11 @@ public struct Oracle: Sendable {
                 var high = self.ids.count
                 while low < high {
                     let mid = (low + high) / 2
-                    if self.ids[mid].utf8.lexicographicallyPrecedes(change.id.utf8) { low = mid + 1 } else { high = mid }
+                    if self.ids[mid].utf8.lexicographicallyPrecedes(change.id.utf8) {
+                        low = mid + 1
+                    } else {
+                        high = mid
+                    }
                 }
                 self.ids.insert(change.id, at: low)
             }
@@ -91,7 +95,9 @@ public struct Oracle: Sendable {
     public mutating func expected(controller name: String, at seq: Int64) throws -> (count: Int, digest: String) {
         let key = "\(name)@\(seq)"
         if let cached = self.expectedCache[key] { return cached }
-        guard let bound = self.bound[name] else { throw CheckError("a client reported an unknown controller '\(name)'") }
+        guard let bound = self.bound[name] else {
+            throw CheckError("a client reported an unknown controller '\(name)'")
+        }
         let list = Self.sectioned(bound.evaluate(self.rows(at: seq)), by: bound.sectionKey)
         let expected = (list.count, StateDigest.of(list))
         self.remember(key, expected)

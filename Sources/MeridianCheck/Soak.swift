@@ -117,8 +117,8 @@ public func runSoak(_ options: SoakOptions) async throws -> SoakSummary {
         options: options, directory: directory, executable: executable, serverExecutable: serverExecutable,
         events: continuation)
     let log = { (text: String) in
-        let seconds = Double((ContinuousClock.now - started).components.attoseconds / 1_000_000_000_000_000) / 1000
-            + Double((ContinuousClock.now - started).components.seconds)
+        let elapsed = (ContinuousClock.now - started).components
+        let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
         FileHandle.standardError.write(Data("meridian-check: [\(String(format: "%6.1f", seconds)) s] \(text)\n".utf8))
     }
     log("run directory \(directory)")
@@ -191,7 +191,9 @@ public func runSoak(_ options: SoakOptions) async throws -> SoakSummary {
             await supervisor.resumeAll()
 
             // Every writer finishes its transaction in flight; none may stay pending.
-            log("stopping the writers (\(LineCounter.shared.value - (await verifier.linesHandled)) reports not yet checked)")
+            log(
+                "stopping the writers (\(LineCounter.shared.value - (await verifier.linesHandled)) reports not yet checked)"
+            )
             await supervisor.stopWriters()
             do {
                 try await waitUntil("the writers finish", timeout: .seconds(90)) {
@@ -212,7 +214,9 @@ public func runSoak(_ options: SoakOptions) async throws -> SoakSummary {
                 return await verifier.storeSeq > before
             }
             let finalSeq = await verifier.storeSeq
-            log("every client must reach seq \(finalSeq) (\(LineCounter.shared.value - (await verifier.linesHandled)) reports not yet checked)")
+            log(
+                "every client must reach seq \(finalSeq) (\(LineCounter.shared.value - (await verifier.linesHandled)) reports not yet checked)"
+            )
             let origins = await supervisor.clientOrigins
             do {
                 try await waitUntil("every client reaches the final seq", timeout: .seconds(60)) {

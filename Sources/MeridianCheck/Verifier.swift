@@ -56,7 +56,9 @@ actor Verifier {
     /// Every violation, those inside a resynchronisation window marked `(resync)`.
     var annotatedViolations: [String] {
         let inWindow = self.resyncViolationIndices
-        return self.violations.indices.map { inWindow.contains($0) ? "(resync) " + self.violations[$0] : self.violations[$0] }
+        return self.violations.indices.map {
+            inWindow.contains($0) ? "(resync) " + self.violations[$0] : self.violations[$0]
+        }
     }
     private(set) var statesChecked = 0
     private(set) var mapStatesChecked = 0
@@ -83,7 +85,8 @@ actor Verifier {
     var changesReplayed: Int { self.oracle.changeCount }
 
     func violation(_ message: String) {
-        self.violations.append("[\(String(format: "%.1f", Double((ContinuousClock.now - self.started).components.seconds)))s] \(message)")
+        self.violations.append(
+            "[\(String(format: "%.1f", Double((ContinuousClock.now - self.started).components.seconds)))s] \(message)")
         if self.violations.count <= 20 {
             FileHandle.standardError.write(Data("meridian-check: VIOLATION: \(message)\n".utf8))
         } else if self.violations.count == 21 {
@@ -166,7 +169,11 @@ actor Verifier {
         guard await self.checkSeq(seq, key: key, from: origin, what: "controller '\(name)'") else { return }
         if report.cause == "snapshot" {
             self.resyncMarks[origin, default: []].append(.now)
-            if self.firstSnapshotSeen.contains(key) { self.resnapshots += 1 } else { self.firstSnapshotSeen.insert(key) }
+            if self.firstSnapshotSeen.contains(key) {
+                self.resnapshots += 1
+            } else {
+                self.firstSnapshotSeen.insert(key)
+            }
         }
         if origin.role == .client, name == Workload.controllers[0].name {
             self.clientSeq[origin.index] = (origin.incarnation, seq)
@@ -255,7 +262,9 @@ actor Verifier {
         if outcome == "confirmed", let seq = report.seq, let ops = report.ops, ops > 1,
             report.operation?.hasPrefix("bulk-") == true
         {
-            let range = (low: seq - Int64(ops) + 1, high: seq - 1, what: "\(origin)'s \(report.operation!) at seq \(seq)")
+            let range = (
+                low: seq - Int64(ops) + 1, high: seq - 1, what: "\(origin)'s \(report.operation!) at seq \(seq)"
+            )
             self.bulkRanges.append(range)
             for s in range.low...range.high {
                 if let who = self.reportedSeqs[s] {

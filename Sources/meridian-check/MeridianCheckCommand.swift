@@ -109,7 +109,7 @@ struct Soak: AsyncParsableCommand {
         options.selfTestCorrupt = self.selfTestCorrupt
 
         let signals = stopChildrenOnSignals()
-        defer { signals.forEach { $0.cancel() } }
+        defer { for source in signals { source.cancel() } }
         let summary: SoakSummary
         do {
             summary = try await runSoak(options)
@@ -181,7 +181,8 @@ struct Client: AsyncParsableCommand {
 
     func run() async throws {
         bootstrapChildLogging()
-        let role = ClientRole(server: self.server, cachePath: self.cache, seed: self.seed, corrupt: self.selfTestCorrupt)
+        let role = ClientRole(
+            server: self.server, cachePath: self.cache, seed: self.seed, corrupt: self.selfTestCorrupt)
         try await role.run(logger: Logger(label: "meridian.client"))
     }
 }

@@ -18,7 +18,8 @@ let productsFolder: String = {
     return candidates.first { FileManager.default.isExecutableFile(atPath: $0 + "/meridian-check") } ?? candidates[2]
 }()
 
-let checkerIsBuilt = FileManager.default.isExecutableFile(atPath: productsFolder + "/meridian-check")
+let checkerIsBuilt =
+    FileManager.default.isExecutableFile(atPath: productsFolder + "/meridian-check")
     && FileManager.default.isExecutableFile(atPath: productsFolder + "/meridian-server")
 
 /// What a finished run printed and how it exited.
