@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "MeridianClient", targets: ["MeridianClient"]),
         .executable(name: "meridian-bench", targets: ["meridian-bench"]),
         .executable(name: "meridian", targets: ["meridian"]),
+        .executable(name: "meridian-check", targets: ["meridian-check"]),
     ],
     dependencies: [
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
@@ -261,6 +262,39 @@ let package = Package(
                 "meridian-server",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRPCCore", package: "grpc-swift-2"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // The consistency checker's logic: workload, client and writer roles, the log oracle, faults, the soak.
+        .target(
+            name: "MeridianCheck",
+            dependencies: [
+                "MeridianClient",
+                "MeridianStore",
+                "MeridianCore",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Runs the built meridian-check (a short seeded soak with faults, and its self-test) and unit-tests its parts.
+        .testTarget(
+            name: "MeridianCheckTests",
+            dependencies: [
+                "MeridianCheck",
+                "MeridianCore",
+                "meridian-check",
+                "meridian-server",
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The checker executable: `meridian-check` (soak), `meridian-check client`, `meridian-check writer`.
+        .executableTarget(
+            name: "meridian-check",
+            dependencies: [
+                "MeridianCheck",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

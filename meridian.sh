@@ -4,6 +4,7 @@
 #   ./meridian.sh test    install what is missing, build, run every test
 #   ./meridian.sh setup   only install what is missing
 #   ./meridian.sh bench   build in release mode and run the benchmarks
+#   ./meridian.sh soak    build in release mode and run the consistency checker (meridian-check ARGS)
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -50,6 +51,14 @@ bench() {
     "$(swift build -c release --show-bin-path)/meridian-bench" "$@"
 }
 
+soak() {
+    setup
+    log "building the server and the consistency checker (release)"
+    swift build -c release --product meridian-server
+    swift build -c release --product meridian-check
+    "$(swift build -c release --show-bin-path)/meridian-check" "$@"
+}
+
 cmd="${1:-help}"
 shift || true
 case "$cmd" in
@@ -57,8 +66,9 @@ case "$cmd" in
     test) run_tests ;;
     demo) demo "$@" ;;
     bench) bench "$@" ;;
+    soak) soak "$@" ;;
     *)
-        sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'
         [ "$cmd" = help ] || exit 2
         ;;
 esac

@@ -10,6 +10,11 @@ extension StoreError {
         {
             return StoreError(.internalError, "\(message): \(error.message ?? "SQL error")", cause: error)
         }
+        if let error = error as? DatabaseError {
+            // SQLite's reason (a full disk, an I/O error) travels in the message: it is all a remote client sees.
+            let reason = error.message ?? "SQLite result code \(error.resultCode.rawValue)"
+            return StoreError(.io, "\(message): \(reason)", cause: error)
+        }
         return StoreError(.io, message, cause: error)
     }
 }

@@ -1,0 +1,128 @@
+// MARK: - The built meridian-check, run as CI runs it: short seeded soaks
+
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The folder holding the built products (`meridian-check`, `meridian-server`): the test bundle's own folder.
+let productsFolder: String = {
+    let candidates = [
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path,
+        Bundle.main.bundleURL.deletingLastPathComponent().path,
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().path + "/.build/debug",
+    ]
+    return candidates.first { FileManager.default.isExecutableFile(atPath: $0 + "/meridian-check") } ?? candidates[2]
+}()
+
+let checkerIsBuilt =
+    FileManager.default.isExecutableFile(atPath: productsFolder + "/meridian-check")
+    && FileManager.default.isExecutableFile(atPath: productsFolder + "/meridian-server")
+
+/// What a finished run printed and how it exited.
+struct CheckRun: CustomStringConvertible {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+
+    var description: String { "exit \(self.status)\nstdout:\n\(self.stdout)\nstderr:\n\(self.stderr)" }
+
+    /// The number after `violations:` in the summary, or nil when there is no summary.
+    var violations: Int? {
+        self.summary("violations").flatMap { Int($0.prefix { $0.isNumber }) }
+    }
+
+    /// How many of the violations were within the resynchronisation window (`violations: N (M within …`).
+    var resyncViolations: Int? {
+        guard let text = self.summary("violations"), let open = text.firstIndex(of: "(") else { return nil }
+        return Int(text[text.index(after: open)...].prefix { $0.isNumber })
+    }
+
+    /// A summary line's text after `label: `.
+    func summary(_ label: String) -> String? {
+        self.stdout.split(separator: "\n").first(where: { $0.hasPrefix(label + ": ") }).map {
+            String($0.dropFirst(label.count + 2))
+        }
+    }
+}
+
+/// Runs `meridian-check` with `arguments` and waits for it (its own children are stopped by it).
+func runChecker(_ arguments: [String]) async throws -> CheckRun {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: productsFolder + "/meridian-check")
+    process.arguments = arguments + ["--bin", productsFolder]
+    let output = Pipe()
+    let errors = Pipe()
+    process.standardOutput = output
+    process.standardError = errors
+    try process.run()
+    // Read both pipes to the end on their own threads, so that neither fills up.
+    async let out = Task.detached { output.fileHandleForReading.readDataToEndOfFile() }.value
+    async let err = Task.detached { errors.fileHandleForReading.readDataToEndOfFile() }.value
+    let (stdout, stderr) = await (out, err)
+    process.waitUntilExit()
+    return CheckRun(
+        status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+        stderr: String(decoding: stderr, as: UTF8.self))
+}
+
+@Suite(.enabled(if: checkerIsBuilt, "meridian-check or meridian-server is not built"), .serialized)
+struct CheckerRunTests {
+    @Test(
+        "a seeded soak without faults: every state every client reaches is the store's, every write ends",
+        .timeLimit(.minutes(2)))
+    func soakWithoutFaults() async throws {
+        let run = try await runChecker([
+            "--seed", "11", "--duration", "15", "--clients", "2", "--writers", "2", "--writer-pause-ms", "20",
+            "--no-faults",
+        ])
+        #expect(run.status == 0, "\(run)")
+        #expect(run.violations == 0, "\(run)")
+        #expect(run.summary("fuzz inputs") == "0", "\(run)")
+        let states = try #require(run.summary("states checked"), "\(run)")
+        #expect(!states.hasPrefix("0 "), "no controller state was checked: \(run)")
+        let transactions = try #require(run.summary("transactions"), "\(run)")
+        #expect(transactions.contains("confirmed"), "\(run)")
+        #expect(!transactions.contains("stuck"), "\(run)")
+    }
+
+    @Test("the self-test: a client that drops one change is caught, and the run fails with the seed to replay")
+    func selfTestIsCaught() async throws {
+        let run = try await runChecker([
+            "--seed", "12", "--duration", "8", "--clients", "1", "--writers", "2", "--no-faults", "--self-test-corrupt",
+        ])
+        #expect(run.status == 1, "\(run)")
+        #expect((run.violations ?? 0) > 0, "\(run)")
+        #expect(run.stdout.contains("replay: meridian-check --seed 12"), "\(run)")
+        #expect(run.stderr.contains("controller 'all-by-id'") || run.stderr.contains("does not apply"), "\(run)")
+    }
+
+    /// Faults: client kills (restart from the cache file), server kills, SIGSTOP past the queue bound, connection
+    /// cuts. Known to fail today: after a reconnect or an overflow resnapshot, the client applies each subscription's
+    /// resume batch or snapshot as its own commit at its own seq, so until the last one arrives the other controllers
+    /// show states the store never had under the newer seq (docs/checker.md, "Findings"). When that is fixed, this
+    /// test reports the known issue as missing: remove `withKnownIssue`.
+    @Test("a seeded soak with every fault", .timeLimit(.minutes(2)))
+    func soakWithFaults() async throws {
+        let run = try await runChecker([
+            "--seed", "13", "--duration", "20", "--clients", "2", "--writers", "2", "--writer-pause-ms", "20",
+        ])
+        #expect(run.summary("fuzz inputs") == "0", "\(run)")
+        let kills = try #require(run.summary("kills"), "\(run)")
+        #expect(!kills.hasPrefix("0 "), "no kill was injected: \(run)")
+        #expect(kills.contains("full disks: ") && !kills.hasSuffix("full disks: 0"), "no full disk: \(run)")
+        // A write that failed on the full disk says why (it used to say only "the commit failed").
+        if let reason = run.summary("reverted internal, e.g.") {
+            #expect(reason.contains("disk") || reason.contains("full"), "\(run)")
+        }
+        // Every violation must be of the known kind: a wrong state shortly after a reconnection or snapshot.
+        #expect(run.violations != nil && run.violations == run.resyncViolations, "\(run)")
+        withKnownIssue("resume and resnapshot commit each subscription at its own seq (mixed states)") {
+            #expect(run.status == 0, "\(run)")
+            #expect(run.violations == 0, "\(run)")
+        }
+    }
+}
