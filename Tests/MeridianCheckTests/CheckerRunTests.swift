@@ -101,10 +101,8 @@ struct CheckerRunTests {
     }
 
     /// Faults: client kills (restart from the cache file), server kills, SIGSTOP past the queue bound, connection
-    /// cuts. Known to fail today: after a reconnect or an overflow resnapshot, the client applies each subscription's
-    /// resume batch or snapshot as its own commit at its own seq, so until the last one arrives the other controllers
-    /// show states the store never had under the newer seq (docs/checker.md, "Findings"). When that is fixed, this
-    /// test reports the known issue as missing: remove `withKnownIssue`.
+    /// cuts, a full disk. No violation is allowed: after a reconnection or an overflow re-snapshot the client holds
+    /// the per-subscription answers and applies them as one commit (docs/checker.md, "Findings").
     @Test("a seeded soak with every fault", .timeLimit(.minutes(2)))
     func soakWithFaults() async throws {
         let run = try await runChecker([
@@ -118,11 +116,7 @@ struct CheckerRunTests {
         if let reason = run.summary("reverted internal, e.g.") {
             #expect(reason.contains("disk") || reason.contains("full"), "\(run)")
         }
-        // Every violation must be of the known kind: a wrong state shortly after a reconnection or snapshot.
-        #expect(run.violations != nil && run.violations == run.resyncViolations, "\(run)")
-        withKnownIssue("resume and resnapshot commit each subscription at its own seq (mixed states)") {
-            #expect(run.status == 0, "\(run)")
-            #expect(run.violations == 0, "\(run)")
-        }
+        #expect(run.status == 0, "\(run)")
+        #expect(run.violations == 0, "\(run)")
     }
 }

@@ -29,15 +29,14 @@ extension CacheContext {
         if resumable || self.appliedSeq > 0 { hello.resumeFromSeq = self.appliedSeq }
         if let schema { hello.schemaFingerprint = schema.fingerprint }
         self.send(.hello(hello))
-        var resumed: Set<String> = []
+        var readded: Set<String> = []
         for id in self.subscriptions.keys.sorted() {
-            let resume = self.subscriptions[id]!.hasData
-            self.sendSubscribe(id, resume: resume)
-            if resume, self.subscriptions[id]!.phase == .live { resumed.insert(id) }
+            self.sendSubscribe(id, resume: self.subscriptions[id]!.hasData)
+            if case .failed = self.subscriptions[id]!.phase {} else { readded.insert(id) }
         }
-        // Each subscription catches up on its own (a batch of what it missed, or a snapshot, at its own seq): hold
-        // them until all have, so that no controller shows a mix of old and new.
-        self.beginCatchUp(waitingFor: resumed)
+        // Each subscription catches up on its own (a batch of what it missed, or a snapshot — also for one replaced
+        // offline — at its own seq): hold them until all have, so that no controller shows a mix of old and new.
+        self.beginCatchUp(waitingFor: readded)
     }
 
     /// The stream ended: partial snapshots are dropped, Replaces in flight are adopted as offline replaces (their
