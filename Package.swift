@@ -300,6 +300,7 @@ let package = Package(
                 "MeridianProto",
                 "meridian",
                 .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCNIOTransportHTTP2", package: "grpc-swift-nio-transport"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
             resources: [.copy("Corpus")],

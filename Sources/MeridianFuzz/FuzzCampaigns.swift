@@ -67,15 +67,23 @@ public enum FuzzCampaigns {
         _ options: FuzzOptions, sharingDeadline: Bool = false,
         progress: @Sendable (CampaignReport) -> Void = { _ in }
     ) async throws -> FuzzReport {
-        if let server = options.server {
-            let (host, port) = try Self.address(server)
-            return try await Self.run(options, host: host, port: port, sharingDeadline: sharingDeadline, progress)
-        }
         let needsServer = options.campaigns.contains(.wire)
             || (options.campaigns.contains(.apply) && options.meridianExecutable != nil)
-        guard needsServer else {
-            return try await Self.run(options, host: "", port: 0, sharingDeadline: sharingDeadline, progress)
+        return try await Self.withServer(options.server, needed: needsServer) { host, port in
+            try await Self.run(options, host: host, port: port, sharingDeadline: sharingDeadline, progress)
         }
+    }
+
+    /// Runs `body` with the address of `server`, or of an in-process server started for it when `server` is nil and
+    /// one is `needed` (otherwise with an empty host and port 0).
+    static func withServer<Result: Sendable>(
+        _ server: String?, needed: Bool, _ body: (String, Int) async throws -> Result
+    ) async throws -> Result {
+        if let server {
+            let (host, port) = try Self.address(server)
+            return try await body(host, port)
+        }
+        guard needed else { return try await body("", 0) }
         let store: Store
         do {
             store = try Store.inMemory(schema: FuzzSchema.schema)
@@ -83,12 +91,16 @@ public enum FuzzCampaigns {
             throw FuzzSetupError("cannot create the in-process server's store: \(error)")
         }
         var configuration = ServerConfiguration(host: "127.0.0.1", port: 0)
-        configuration.maxRequestBytes = 64 << 10
+        configuration.maxRequestBytes = Self.inProcessRequestLimit
         configuration.heartbeatInterval = .seconds(1)
         return try await withTestServer(store: store, configuration: configuration) { _, port in
-            try await Self.run(options, host: "127.0.0.1", port: port, sharingDeadline: sharingDeadline, progress)
+            try await body("127.0.0.1", port)
         }
     }
+
+    /// The in-process server's request size limit: small, so that oversized inputs stay cheap, yet large enough for
+    /// requests that stress the store (a 1,000-comparison predicate is 15 KB).
+    static let inProcessRequestLimit = 256 << 10
 
     private static func run(
         _ options: FuzzOptions, host: String, port: Int, sharingDeadline: Bool,

@@ -28,6 +28,9 @@ struct ProcessResult: Sendable {
         process.standardInput = input
         process.standardOutput = output
         process.standardError = errors
+        // A child that exits before reading all of stdin (a crash, an early error) would otherwise kill this
+        // process with SIGPIPE on the write below; ignored, the write fails with EPIPE instead.
+        signal(SIGPIPE, SIG_IGN)
         try process.run()
         // Read both pipes and write stdin on Dispatch threads (blocking I/O must stay off Swift's cooperative pool,
         // which has one thread per core), so a chatty child never blocks on a full pipe.

@@ -97,6 +97,8 @@ struct WireExecutor<Transport: ClientTransport> {
     static func judge(_ response: Meridian_V1_ApplyResponse) -> WireOutcome {
         switch response.outcome {
         case .result(let result):
+            // A transaction with no operation commits nothing and is answered with seq 0 and no rows.
+            if result.rows.isEmpty { return .acceptable("answered Apply empty") }
             return result.seq > 0 ? .acceptable("answered Apply committed") : .failure("a commit with seq \(result.seq)")
         case .error(let detail):
             if detail.code == .internal || detail.code == .unspecified || detail.message.isEmpty {

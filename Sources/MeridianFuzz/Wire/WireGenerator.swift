@@ -62,8 +62,12 @@ struct WireGenerator {
         }
     }
 
+    /// The message's bytes, with map entries in a deterministic order (Swift's dictionaries are not), so that a seed
+    /// replays the same bytes in every process.
     static func encode(_ message: some SwiftProtobuf.Message) -> [UInt8] {
-        (try? message.serializedBytes()) ?? []
+        var options = BinaryEncodingOptions()
+        options.useDeterministicOrdering = true
+        return (try? message.serializedBytes(options: options)) ?? []
     }
 
     static func hello(random: inout FuzzRandom) -> Meridian_V1_SyncRequest {
