@@ -35,6 +35,11 @@ struct MeridianFuzzCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Write each failing input as a corpus file into this folder.", valueName: "path"))
     var saveFailures: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Replay a corpus folder (one sub-folder per campaign) instead of generating inputs.", valueName: "path"))
+    var replay: String?
+
     func validate() throws {
         guard self.duration > 0, self.duration.isFinite else { throw ValidationError("--duration must be positive") }
         guard self.campaign == "all" || FuzzCampaign(rawValue: self.campaign) != nil else {
@@ -47,6 +52,19 @@ struct MeridianFuzzCommand: AsyncParsableCommand {
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = .warning
             return handler
+        }
+        if let folder = self.replay {
+            let report: FuzzReport
+            do {
+                report = try await FuzzCorpus.replay(
+                    folder: folder, server: self.server, meridianExecutable: Self.sibling("meridian"))
+            } catch {
+                FileHandle.standardError.write(Data("meridian-fuzz: \(error)\n".utf8))
+                throw ExitCode(2)
+            }
+            print(report)
+            if !report.failures.isEmpty { throw ExitCode(1) }
+            return
         }
         let seed = self.seed ?? UInt64.random(in: 0...UInt64.max)
         print("meridian-fuzz: seed \(seed), \(self.duration) s, campaign \(self.campaign)")

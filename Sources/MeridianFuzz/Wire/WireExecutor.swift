@@ -119,6 +119,7 @@ struct WireExecutor<Transport: ClientTransport> {
         var probeRequest = Meridian_V1_SyncRequest()
         probeRequest.subscribe = probe
         let all = messages + [WireGenerator.encode(probeRequest)]
+        let expected = Self.subscriptionsToAnswer(messages)
         return try await self.client.bidirectionalStreaming(
             request: StreamingClientRequest(of: [UInt8].self) { writer in
                 for message in all { try await writer.write(message) }
@@ -126,6 +127,7 @@ struct WireExecutor<Transport: ClientTransport> {
             descriptor: WireMethod.sync.descriptor, serializer: RawSerializer(), deserializer: RawSerializer(),
             options: options
         ) { response -> WireOutcome in
+            var answered: Set<String> = []
             for try await bytes in response.messages {
                 let message = try Meridian_V1_SyncResponse(serializedBytes: bytes)
                 switch message.kind {
@@ -134,9 +136,9 @@ struct WireExecutor<Transport: ClientTransport> {
                         return .failure(
                             "SubscriptionError '\(error.subscriptionID)' is unclear: \(error.error.code) \"\(error.error.message)\"")
                     }
-                    if error.subscriptionID == Self.probeID { return .acceptable("answered Sync") }
-                case .snapshotChunk(let chunk) where chunk.subscriptionID == Self.probeID && chunk.last:
-                    return .acceptable("answered Sync")
+                    answered.insert(error.subscriptionID)
+                case .snapshotChunk(let chunk) where chunk.last:
+                    answered.insert(chunk.subscriptionID)
                 case .goodbye(let goodbye):
                     return .failure("the server said Goodbye (\(goodbye.reason)) to a fuzz stream")
                 case nil:
@@ -144,9 +146,32 @@ struct WireExecutor<Transport: ClientTransport> {
                 default:
                     continue
                 }
+                if answered.contains(Self.probeID), expected.isSubset(of: answered) { return .acceptable("answered Sync") }
             }
             return .failure("the Sync stream ended OK without answering the probe Subscribe")
         }
+    }
+
+    /// The subscriptions of `messages` that must be answered (a snapshot or a SubscriptionError) on a stream that
+    /// opens with Hello: those subscribed once, not with `resume` (a resumed one may get only batches), and never
+    /// replaced or unsubscribed in the input.
+    static func subscriptionsToAnswer(_ messages: [[UInt8]]) -> Set<String> {
+        let requests = messages.map { try? Meridian_V1_SyncRequest(serializedBytes: $0) }
+        guard case .hello? = requests.first??.kind else { return [] }
+        var counts: [String: Int] = [:]
+        var excluded: Set<String> = [Self.probeID, ""]
+        for request in requests.dropFirst() {
+            switch request?.kind {
+            case .subscribe(let subscribe):
+                counts[subscribe.subscriptionID, default: 0] += 1
+                if subscribe.resume { excluded.insert(subscribe.subscriptionID) }
+            case .replace(let replace): excluded.insert(replace.subscriptionID)
+            case .unsubscribe(let unsubscribe): excluded.insert(unsubscribe.subscriptionID)
+            case .hello: return []
+            default: continue
+            }
+        }
+        return Set(counts.filter { $0.value == 1 && !excluded.contains($0.key) }.keys)
     }
 
     private func applyStream(_ messages: [[UInt8]], options: CallOptions) async throws -> WireOutcome {

@@ -217,7 +217,7 @@ struct WireGenerator {
             }
         case 4:
             var list = Meridian_V1_ValueList()
-            list.values = (0..<random.pick([1_000, 10_000])).map { Meridian_V1_Value(.int(Int64($0))) }
+            list.values = (0..<random.pick([1_000, 10_000, 40_000])).map { Meridian_V1_Value(.int(Int64($0))) }
             var variable = Meridian_V1_Variable()
             variable.list = list
             fetch.variables["v"] = variable
