@@ -67,7 +67,8 @@ public enum FuzzCampaigns {
         _ options: FuzzOptions, sharingDeadline: Bool = false,
         progress: @Sendable (CampaignReport) -> Void = { _ in }
     ) async throws -> FuzzReport {
-        let needsServer = options.campaigns.contains(.wire)
+        let needsServer =
+            options.campaigns.contains(.wire)
             || (options.campaigns.contains(.apply) && options.meridianExecutable != nil)
         return try await Self.withServer(options.server, needed: needsServer) { host, port in
             try await Self.run(options, host: host, port: port, sharingDeadline: sharingDeadline, progress)

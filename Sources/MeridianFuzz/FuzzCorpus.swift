@@ -67,7 +67,8 @@ public enum FuzzCorpus {
                     let index = reports.firstIndex(where: { $0.campaign == .wire })
                 {
                     reports[index].fail(
-                        index: reports[index].inputs, "after the corpus the server no longer serves another client: \(problem)",
+                        index: reports[index].inputs,
+                        "after the corpus the server no longer serves another client: \(problem)",
                         input: "")
                 }
             }

@@ -38,8 +38,11 @@ public struct FuzzFailure: Sendable, CustomStringConvertible {
         self.corpusText = corpusText
     }
 
+    /// One line naming the input and what went wrong (a message over 1,000 characters is cut; ``message`` has it
+    /// all).
     public var description: String {
-        "\(self.campaign) input \(self.index) (seed \(self.seed)): \(self.message)"
+        let message = self.message.count > 1_000 ? String(self.message.prefix(1_000)) + "… (cut)" : self.message
+        return "\(self.campaign) input \(self.index) (seed \(self.seed)): \(message)"
     }
 }
 

@@ -9,7 +9,8 @@ import MeridianFuzz
 struct MeridianFuzzCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "meridian-fuzz",
-        abstract: "Fuzz the server's wire protocol, the predicate, schema and apply-script parsers, and meridian apply.",
+        abstract:
+            "Fuzz the server's wire protocol, the predicate, schema and apply-script parsers, and meridian apply.",
         discussion: """
             Without --server, starts an in-process server (in-memory store, the fuzz schema) on 127.0.0.1. \
             Prints one line per campaign as it ends, then the summary. Exit status: 0 when every promise held, \
@@ -20,7 +21,8 @@ struct MeridianFuzzCommand: AsyncParsableCommand {
     @Option(help: "The seed every input derives from (default: random, printed).")
     var seed: UInt64?
 
-    @Option(help: ArgumentHelp("How long to run, in seconds, split evenly between the campaigns.", valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp("How long to run, in seconds, split evenly between the campaigns.", valueName: "seconds"))
     var duration: Double = 60
 
     @Option(help: "wire, predicate, schema, apply or all.")

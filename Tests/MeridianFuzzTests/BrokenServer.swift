@@ -34,7 +34,8 @@ struct BrokenServer: RegistrableRPCService {
             handler: { request, _ in
                 for try await _ in request.messages {}
                 return StreamingServerResponse(
-                    single: ServerResponse(message: WireGenerator.encode(Meridian_V1_GetSchemaResponse(FuzzSchema.schema))))
+                    single: ServerResponse(
+                        message: WireGenerator.encode(Meridian_V1_GetSchemaResponse(FuzzSchema.schema))))
             })
         router.registerHandler(
             forMethod: WireMethod.apply.descriptor, deserializer: RawSerializer(), serializer: RawSerializer(),

@@ -27,9 +27,11 @@ struct FuzzCampaignTests {
         #expect(report.inputs == 400)
         let outcomes = report.campaigns[0].outcomes
         // The inputs reach past the decoder: valid answers and typed rejections of every method.
-        for kind in ["answered Sync", "answered Apply committed", "answered ApplyStream", "answered Query",
-            "answered GetSchema", "rejected invalidArgument malformedRequest", "rejected resourceExhausted messageTooLarge"]
-        {
+        for kind in [
+            "answered Sync", "answered Apply committed", "answered ApplyStream", "answered Query",
+            "answered GetSchema", "rejected invalidArgument malformedRequest",
+            "rejected resourceExhausted messageTooLarge",
+        ] {
             #expect(outcomes[kind, default: 0] > 0, "no input ended '\(kind)': \(report)")
         }
     }

@@ -17,7 +17,8 @@ enum FuzzFixtures {
             Bundle.main.bundleURL.deletingLastPathComponent().path,
             root + "/.build/debug",
         ]
-        let folder = candidates.first { FileManager.default.isExecutableFile(atPath: $0 + "/meridian") } ?? candidates[2]
+        let folder =
+            candidates.first { FileManager.default.isExecutableFile(atPath: $0 + "/meridian") } ?? candidates[2]
         return folder + "/meridian"
     }()
 

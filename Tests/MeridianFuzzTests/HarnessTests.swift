@@ -53,9 +53,12 @@ struct HarnessTests {
     func brokenServer() async throws {
         try await BrokenServer.run { port in
             try await withFuzzClient(host: "127.0.0.1", port: port) { client in
-                let executor = WireExecutor(client: client, timeout: .milliseconds(500), probeEntity: "Point")
+                // A deadline long enough for a loaded machine, except for the call that must hang.
+                let executor = WireExecutor(client: client, timeout: .seconds(20), probeEntity: "Point")
+                let impatient = WireExecutor(client: client, timeout: .seconds(1), probeEntity: "Point")
                 func failure(_ method: WireMethod, _ messages: [[UInt8]]) async -> String {
-                    guard case .failure(let message) = await executor.run(WireInput(method: method, messages: messages))
+                    let chosen = method == .query ? impatient : executor
+                    guard case .failure(let message) = await chosen.run(WireInput(method: method, messages: messages))
                     else { return "(passed)" }
                     return message
                 }
@@ -67,11 +70,13 @@ struct HarnessTests {
                 #expect(sync.contains("without answering the probe"), "\(sync)")
                 let applyStream = await failure(.applyStream, [[], []])
                 #expect(applyStream.contains("answered 0 of 2"), "\(applyStream)")
-                #expect(await executor.run(WireInput(method: .getSchema, messages: [[]])) == .acceptable("answered GetSchema"))
+                #expect(
+                    await executor.run(WireInput(method: .getSchema, messages: [[]]))
+                        == .acceptable("answered GetSchema"))
             }
             // A whole campaign against it: failures with their inputs, and the witness check stops it.
             var campaign = WireCampaign(host: "127.0.0.1", port: port, seed: 7)
-            campaign.timeout = .milliseconds(500)
+            campaign.timeout = .seconds(2)
             campaign.batchSize = 5
             let report = try await campaign.run(budget: FuzzBudget(inputs: 50))
             #expect(report.inputs == 6, "the campaign goes on after the first batch: \(report)")
@@ -96,9 +101,15 @@ struct HarnessTests {
 
     @Test("a QueryError outside the text or without a message is flagged")
     func predicateJudge() throws {
-        #expect(throws: TextFailure.self) { try PredicateCampaign.judge(QueryError(.syntax, "x", position: 4), text: "abc").get() }
-        #expect(throws: TextFailure.self) { try PredicateCampaign.judge(QueryError(.syntax, "x", position: -1), text: "abc").get() }
-        #expect(throws: TextFailure.self) { try PredicateCampaign.judge(QueryError(.syntax, "", position: 0), text: "abc").get() }
+        #expect(throws: TextFailure.self) {
+            try PredicateCampaign.judge(QueryError(.syntax, "x", position: 4), text: "abc").get()
+        }
+        #expect(throws: TextFailure.self) {
+            try PredicateCampaign.judge(QueryError(.syntax, "x", position: -1), text: "abc").get()
+        }
+        #expect(throws: TextFailure.self) {
+            try PredicateCampaign.judge(QueryError(.syntax, "", position: 0), text: "abc").get()
+        }
         #expect(throws: TextFailure.self) {
             try PredicateCampaign.judge(QueryError(.syntax, "x", position: 2, length: 5), text: "abc").get()
         }
@@ -108,21 +119,29 @@ struct HarnessTests {
     @Test("a SchemaError without file, line and column, or past the text, is flagged")
     func schemaJudge() throws {
         let text = "version: 1\nentities: {}\n"
-        #expect(throws: TextFailure.self) { try SchemaCampaign.judge(SchemaError(.syntax, "bad", file: "fuzz.yaml"), text: text).get() }
         #expect(throws: TextFailure.self) {
-            try SchemaCampaign.judge(SchemaError(.syntax, "bad", file: "other.yaml", line: 1, column: 1), text: text).get()
+            try SchemaCampaign.judge(SchemaError(.syntax, "bad", file: "fuzz.yaml"), text: text).get()
         }
         #expect(throws: TextFailure.self) {
-            try SchemaCampaign.judge(SchemaError(.syntax, "bad", file: "fuzz.yaml", line: 9, column: 1), text: text).get()
+            try SchemaCampaign.judge(SchemaError(.syntax, "bad", file: "other.yaml", line: 1, column: 1), text: text)
+                .get()
         }
-        #expect(try SchemaCampaign.judge(SchemaError(.syntax, "bad", file: "fuzz.yaml", line: 3, column: 1), text: text).get() == "syntax")
+        #expect(throws: TextFailure.self) {
+            try SchemaCampaign.judge(SchemaError(.syntax, "bad", file: "fuzz.yaml", line: 9, column: 1), text: text)
+                .get()
+        }
+        #expect(
+            try SchemaCampaign.judge(SchemaError(.syntax, "bad", file: "fuzz.yaml", line: 3, column: 1), text: text)
+                .get() == "syntax")
         #expect(SchemaCampaign.lineCount("a\r\nb\rc\nd\u{2028}e") == 5)
     }
 
     @Test("the apply parser's verdicts: a located bad-input error, or operations")
     func applyParser() throws {
         let schema = FuzzSchema.schema
-        #expect(try ApplyCampaign.parse("{\"op\":\"delete\",\"entity\":\"Point\",\"id\":\"p\"}", schema: schema).get() == "parsed")
+        #expect(
+            try ApplyCampaign.parse("{\"op\":\"delete\",\"entity\":\"Point\",\"id\":\"p\"}", schema: schema).get()
+                == "parsed")
         #expect(try ApplyCampaign.parse("\n{\"op\":\"nope\"}", schema: schema).get() == "rejected")
         #expect(try ApplyCampaign.parse("  \n", schema: schema).get() == "parsed empty")
     }

@@ -19,7 +19,8 @@ enum ByteMutator {
             let i = random.below(out.count)
             out[i] ^= 1 << UInt8(random.below(8))
         case 1 where !out.isEmpty:  // set a byte to a random or boundary value
-            out[random.below(out.count)] = random.oneIn(2) ? random.pick([0x00, 0x01, 0x7F, 0x80, 0xFF]) : random.bytes(1)[0]
+            out[random.below(out.count)] =
+                random.oneIn(2) ? random.pick([0x00, 0x01, 0x7F, 0x80, 0xFF]) : random.bytes(1)[0]
         case 2:  // insert random bytes
             out.insert(contentsOf: random.bytes(random.length(upTo: 64)), at: at)
         case 3 where !out.isEmpty:  // delete a range

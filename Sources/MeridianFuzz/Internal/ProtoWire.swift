@@ -69,7 +69,8 @@ enum ProtoWire {
                 index += 4
             case lengthType:
                 guard let length = readVarint(bytes, &index), length <= UInt64(bytes.count - index) else { return nil }
-                fields.append(Field(number: number, wireType: wireType, payload: Array(bytes[index..<(index + Int(length))])))
+                fields.append(
+                    Field(number: number, wireType: wireType, payload: Array(bytes[index..<(index + Int(length))])))
                 index += Int(length)
                 continue
             default:
@@ -112,7 +113,10 @@ enum ProtoWire {
             if let i = target, fields[i].wireType == varintType {
                 fields[i].payload = Self.varint(UInt64(bitPattern: random.interestingInteger()))
             } else {
-                fields.append(Field(number: UInt64(random.within(1...9)), wireType: varintType, payload: Self.varint(UInt64(bitPattern: random.interestingInteger()))))
+                fields.append(
+                    Field(
+                        number: UInt64(random.within(1...9)), wireType: varintType,
+                        payload: Self.varint(UInt64(bitPattern: random.interestingInteger()))))
             }
         case 3:  // an unknown field, or an unknown oneof case
             let number = UInt64(random.oneIn(3) ? random.within(1...536_870_911) : random.within(1...20))
@@ -124,12 +128,14 @@ enum ProtoWire {
                 case fixed32Type: random.bytes(4)
                 default: random.bytes(random.length(upTo: 64))
                 }
-            fields.insert(Field(number: number, wireType: wireType, payload: payload), at: random.below(fields.count + 1))
+            fields.insert(
+                Field(number: number, wireType: wireType, payload: payload), at: random.below(fields.count + 1))
         case 4:  // a field repeated (a second oneof case, a repeated singular field)
             if let i = target { fields.insert(fields[i], at: random.below(fields.count + 1)) }
         case 5:  // a known field with the wrong wire type
             if let i = target {
-                fields[i].wireType = random.pick([varintType, fixed64Type, lengthType, fixed32Type].filter { $0 != fields[i].wireType })
+                fields[i].wireType = random.pick(
+                    [varintType, fixed64Type, lengthType, fixed32Type].filter { $0 != fields[i].wireType })
                 fields[i].payload = fields[i].wireType == varintType ? Self.varint(random.next()) : fields[i].payload
                 if fields[i].wireType == fixed64Type { fields[i].payload = random.bytes(8) }
                 if fields[i].wireType == fixed32Type { fields[i].payload = random.bytes(4) }
@@ -137,7 +143,9 @@ enum ProtoWire {
         case 6:  // a length that lies: claims far more bytes than follow
             var out = Self.encode(fields)
             let claimed = random.pick([UInt64(out.count + 1), 0x7FFF_FFFF, 0xFFFF_FFFF, UInt64.max >> 1])
-            out += Self.tag(UInt64(random.within(1...6)), lengthType) + Self.varint(claimed) + random.bytes(random.below(8))
+            out +=
+                Self.tag(UInt64(random.within(1...6)), lengthType) + Self.varint(claimed)
+                + random.bytes(random.below(8))
             return out
         case 7:  // deep nesting: a field wrapped in many levels of nested messages or groups
             let depth = random.pick([64, 101, 1_000, 10_000, 100_000])
@@ -145,19 +153,28 @@ enum ProtoWire {
             var nested: [UInt8]
             if random.oneIn(2) {
                 nested = Array(repeating: Self.tag(number, groupStartType), count: depth).flatMap { $0 }
-                if random.oneIn(2) { nested += Array(repeating: Self.tag(number, groupEndType), count: depth).flatMap { $0 } }
+                if random.oneIn(2) {
+                    nested += Array(repeating: Self.tag(number, groupEndType), count: depth).flatMap { $0 }
+                }
             } else {
                 nested = []
-                for _ in 0..<min(depth, 2_000) { nested = Self.tag(number, lengthType) + Self.varint(UInt64(nested.count)) + nested }
+                for _ in 0..<min(depth, 2_000) {
+                    nested = Self.tag(number, lengthType) + Self.varint(UInt64(nested.count)) + nested
+                }
             }
             return Self.encode(fields) + nested
         case 8:  // a string or bytes field that is not valid UTF-8
             if let i = target, fields[i].wireType == lengthType {
-                fields[i].payload = random.pick([[0xFF], [0xC0, 0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xE2, 0x82]]) + fields[i].payload
+                fields[i].payload =
+                    random.pick([[0xFF], [0xC0, 0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xE2, 0x82]])
+                    + fields[i].payload
             }
         case 9:  // an oversized payload: a field just over the server's limit
             let size = oversize + random.below(1_024)
-            fields.append(Field(number: UInt64(random.within(1...6)), wireType: lengthType, payload: Array(repeating: UInt8(ascii: "x"), count: size)))
+            fields.append(
+                Field(
+                    number: UInt64(random.within(1...6)), wireType: lengthType,
+                    payload: Array(repeating: UInt8(ascii: "x"), count: size)))
         case 10:  // a field removed
             if let i = target { fields.remove(at: i) }
         default:  // fields reordered

@@ -20,7 +20,8 @@ enum ValueGenerator {
         case .bool: .bool(random.oneIn(2))
         case .bytes: .bytes(random.bytes(random.length(upTo: 64)))
         case .timestamp:
-            .timestamp(Timestamp(microseconds: random.pick([0, -1, 1_700_000_000_000_000, random.interestingInteger()])))
+            .timestamp(
+                Timestamp(microseconds: random.pick([0, -1, 1_700_000_000_000_000, random.interestingInteger()])))
         }
     }
 
@@ -66,9 +67,12 @@ enum ValueGenerator {
             let value = Self.value(type, random: &random)
             switch random.below(8) {
             case 0: parts.append("\(name) BETWEEN {\(Self.literal(value)), \(Self.literal(value))}")
-            case 1: parts.append("\(name) IN {\(Self.literal(value)), \(Self.literal(Self.value(type, random: &random)))}")
+            case 1:
+                parts.append("\(name) IN {\(Self.literal(value)), \(Self.literal(Self.value(type, random: &random)))}")
             case 2 where type == .string:
-                parts.append("\(name) \(random.pick(["BEGINSWITH", "ENDSWITH", "CONTAINS", "LIKE"]))\(random.pick(["", "[c]", "[d]", "[cd]"])) \(Self.literal(value))")
+                parts.append(
+                    "\(name) \(random.pick(["BEGINSWITH", "ENDSWITH", "CONTAINS", "LIKE"]))\(random.pick(["", "[c]", "[d]", "[cd]"])) \(Self.literal(value))"
+                )
             case 3: parts.append("\(name) \(random.pick(["==", "!="])) nil")
             case 4: parts.append("\(name) == $v")
             default: parts.append("\(name) \(random.pick(["==", "!=", "<", "<=", ">", ">="])) \(Self.literal(value))")

@@ -80,7 +80,8 @@ struct ApplyCampaign {
         if op != "delete" {
             var values: [String] = []
             for attribute in entity.attributes where attribute.isRequiredOnInsert || random.oneIn(2) {
-                values.append(Self.json(attribute.name) + ":" + Self.json(ValueGenerator.value(attribute.type, random: &random)))
+                values.append(
+                    Self.json(attribute.name) + ":" + Self.json(ValueGenerator.value(attribute.type, random: &random)))
             }
             members.append("\"values\":{" + values.joined(separator: ",") + "}")
         }
@@ -156,7 +157,8 @@ struct ApplyCampaign {
         }
         if result.timedOut { return .failure(TextFailure("meridian apply did not exit within \(timeout) (killed)")) }
         if result.signalled {
-            return .failure(TextFailure("meridian apply was killed by signal \(result.status); stderr: \(result.stderr)"))
+            return .failure(
+                TextFailure("meridian apply was killed by signal \(result.status); stderr: \(result.stderr)"))
         }
         let expectBadInput: Bool
         switch parsed {
@@ -175,7 +177,9 @@ struct ApplyCampaign {
             }
             return .success(result.status == 2 ? "binary bad input" : "binary rejected")
         default:
-            let verdict = expectBadInput ? "the parser rejects it (exit 2 expected)" : "the parser accepts it (exit 0 or 4 expected)"
+            let verdict =
+                expectBadInput
+                ? "the parser rejects it (exit 2 expected)" : "the parser accepts it (exit 0 or 4 expected)"
             return .failure(
                 TextFailure("meridian apply exited \(result.status) but \(verdict); stderr: \(result.stderr)"))
         }

@@ -4,7 +4,8 @@ internal import MeridianCore
 
 /// Random and mutated predicate text to the parser and the binder. A parse or bind either succeeds (and the bound
 /// predicate then evaluates and compiles to SQL) or throws a ``QueryError`` with a message and a position and length
-/// inside the text; nothing may take longer than a second.
+/// inside the text; nothing may take longer than 10 seconds (generous, for loaded CI machines: it catches runaway
+/// work, not slowness).
 struct PredicateCampaign {
     let seed: UInt64
     let schema: Schema
@@ -86,7 +87,7 @@ struct PredicateCampaign {
             outcome = Self.judge(error, text: text)
         }
         let elapsed = clock.now - start
-        if elapsed > .seconds(1) { return .failure(TextFailure("took \(elapsed) (a hang in the making)")) }
+        if elapsed > .seconds(10) { return .failure(TextFailure("took \(elapsed) (a hang in the making)")) }
         return outcome
     }
 
@@ -94,11 +95,14 @@ struct PredicateCampaign {
         let count = text.count
         if error.message.isEmpty { return .failure(TextFailure("\(error.code) error with an empty message")) }
         if error.position < 0 || error.position > count {
-            return .failure(TextFailure("\(error.code) error at position \(error.position), outside 0...\(count): \(error.message)"))
+            return .failure(
+                TextFailure("\(error.code) error at position \(error.position), outside 0...\(count): \(error.message)")
+            )
         }
         if error.length < 0 || error.position + error.length > count + 1 {
             return .failure(
-                TextFailure("\(error.code) error spans \(error.position)+\(error.length), past the text's \(count) characters"))
+                TextFailure(
+                    "\(error.code) error spans \(error.position)+\(error.length), past the text's \(count) characters"))
         }
         return .success(error.code.description)
     }

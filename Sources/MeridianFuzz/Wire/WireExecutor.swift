@@ -99,7 +99,8 @@ struct WireExecutor<Transport: ClientTransport> {
         case .result(let result):
             // A transaction with no operation commits nothing and is answered with seq 0 and no rows.
             if result.rows.isEmpty { return .acceptable("answered Apply empty") }
-            return result.seq > 0 ? .acceptable("answered Apply committed") : .failure("a commit with seq \(result.seq)")
+            return result.seq > 0
+                ? .acceptable("answered Apply committed") : .failure("a commit with seq \(result.seq)")
         case .error(let detail):
             if detail.code == .internal || detail.code == .unspecified || detail.message.isEmpty {
                 return .failure("Apply rejected with an unclear detail \(detail.code): \"\(detail.message)\"")
@@ -132,9 +133,11 @@ struct WireExecutor<Transport: ClientTransport> {
                 let message = try Meridian_V1_SyncResponse(serializedBytes: bytes)
                 switch message.kind {
                 case .subscriptionError(let error):
-                    if error.error.code == .internal || error.error.code == .unspecified || error.error.message.isEmpty {
+                    if error.error.code == .internal || error.error.code == .unspecified || error.error.message.isEmpty
+                    {
                         return .failure(
-                            "SubscriptionError '\(error.subscriptionID)' is unclear: \(error.error.code) \"\(error.error.message)\"")
+                            "SubscriptionError '\(error.subscriptionID)' is unclear: \(error.error.code) \"\(error.error.message)\""
+                        )
                     }
                     answered.insert(error.subscriptionID)
                 case .snapshotChunk(let chunk) where chunk.last:
@@ -146,7 +149,9 @@ struct WireExecutor<Transport: ClientTransport> {
                 default:
                     continue
                 }
-                if answered.contains(Self.probeID), expected.isSubset(of: answered) { return .acceptable("answered Sync") }
+                if answered.contains(Self.probeID), expected.isSubset(of: answered) {
+                    return .acceptable("answered Sync")
+                }
             }
             return .failure("the Sync stream ended OK without answering the probe Subscribe")
         }

@@ -204,7 +204,8 @@ struct WireGenerator {
         switch random.below(6) {
         case 0:
             let depth = random.pick([50, 65, 1_000, 20_000])
-            fetch.predicate = String(repeating: "(", count: depth) + "id == \"a\"" + String(repeating: ")", count: depth)
+            fetch.predicate =
+                String(repeating: "(", count: depth) + "id == \"a\"" + String(repeating: ")", count: depth)
         case 1:
             fetch.predicate = String(repeating: "NOT ", count: random.pick([65, 5_000])) + "id == \"a\""
         case 2:

@@ -1,9 +1,9 @@
 // MARK: - The witness: another client that must keep being served
 
 internal import GRPCCore
+internal import GRPCNIOTransportHTTP2
 internal import MeridianCore
 internal import MeridianProto
-internal import GRPCNIOTransportHTTP2
 
 /// A client untouched by the fuzz inputs: a live `Sync` subscription to the rows whose id starts with
 /// `fuzz-witness-`. ``check(id:)`` writes one such row through `Apply` and waits for the subscription to deliver it.
