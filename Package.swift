@@ -21,6 +21,8 @@ let package = Package(
         .executable(name: "meridian-bench", targets: ["meridian-bench"]),
         .executable(name: "meridian", targets: ["meridian"]),
         .executable(name: "meridian-check", targets: ["meridian-check"]),
+        .library(name: "MeridianFuzz", targets: ["MeridianFuzz"]),
+        .executable(name: "meridian-fuzz", targets: ["meridian-fuzz"]),
     ],
     dependencies: [
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
@@ -303,6 +305,50 @@ let package = Package(
         .executableTarget(
             name: "meridian",
             dependencies: ["MeridianCLI"],
+            swiftSettings: swiftSettings
+        ),
+    
+        // Seeded fuzz campaigns: mutated gRPC messages against a live server, predicate, schema and apply-script text.
+        .target(
+            name: "MeridianFuzz",
+            dependencies: [
+                "MeridianCore",
+                "MeridianProto",
+                "MeridianStore",
+                "MeridianServer",
+                "MeridianCLI",
+                "MeridianTestSupport",
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCNIOTransportHTTP2", package: "grpc-swift-nio-transport"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Each campaign for a fixed seed and a bounded number of inputs, the harness's own checks, and the corpus.
+        .testTarget(
+            name: "MeridianFuzzTests",
+            dependencies: [
+                "MeridianFuzz",
+                "MeridianCore",
+                "MeridianProto",
+                "meridian",
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCNIOTransportHTTP2", package: "grpc-swift-nio-transport"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
+            resources: [.copy("Corpus")],
+            swiftSettings: swiftSettings
+        ),
+
+        // `meridian-fuzz`: runs the fuzz campaigns for a duration and prints a summary (non-zero exit on a failure).
+        .executableTarget(
+            name: "meridian-fuzz",
+            dependencies: [
+                "MeridianFuzz",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

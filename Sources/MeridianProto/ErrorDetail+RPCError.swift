@@ -59,7 +59,18 @@ extension Meridian_V1_ErrorDetail {
 extension RPCError {
     /// An error that ends a call with the detail's status code and message, and the serialized detail in the
     /// trailing metadata under ``Meridian_V1_ErrorDetail/metadataKey``.
+    ///
+    /// The status message and the detail travel in HTTP/2 headers, which peers cap (16 KiB by default): a message or
+    /// field quoting a huge request (an entity name of 60 KB, a store error quoting its SQL) made the client drop the
+    /// stream as "unexpectedly closed" instead of seeing the error (found by the wire fuzzer:
+    /// Tests/MeridianFuzzTests/Corpus/wire/query-huge-error.wire). So the message and the detail's names are cut to
+    /// ``Meridian_V1_ErrorDetail/maximumTrailerText`` bytes, marked with "…".
     package init(_ detail: Meridian_V1_ErrorDetail, cause: (any Error)? = nil) {
+        var detail = detail
+        detail.message = Meridian_V1_ErrorDetail.bounded(detail.message)
+        detail.entity = Meridian_V1_ErrorDetail.bounded(detail.entity)
+        detail.id = Meridian_V1_ErrorDetail.bounded(detail.id)
+        detail.attributes = detail.attributes.prefix(16).map { Meridian_V1_ErrorDetail.bounded($0) }
         var metadata: Metadata = [:]
         if let bytes: [UInt8] = try? detail.serializedBytes() {
             metadata.addBinary(bytes, forKey: Meridian_V1_ErrorDetail.metadataKey)
@@ -74,5 +85,24 @@ extension RPCError {
             if let detail = try? Meridian_V1_ErrorDetail(serializedBytes: bytes) { return detail }
         }
         return nil
+    }
+}
+
+extension Meridian_V1_ErrorDetail {
+    /// The most UTF-8 bytes of one text field of a detail sent as a call's status (message, entity, id, attribute).
+    package static let maximumTrailerText = 1_024
+
+    /// `text`, cut at a character boundary to at most ``maximumTrailerText`` bytes (the cut marked with "…").
+    package static func bounded(_ text: String) -> String {
+        guard text.utf8.count > Self.maximumTrailerText else { return text }
+        var out = ""
+        var size = 0
+        for character in text {
+            let length = character.utf8.count
+            if size + length > Self.maximumTrailerText - 3 { break }
+            out.append(character)
+            size += length
+        }
+        return out + "…"
     }
 }

@@ -1,6 +1,6 @@
 // MARK: - apply's JSON lines
 
-internal import MeridianCore
+package import MeridianCore
 
 /// The input of `meridian apply`: JSON lines, one operation per line, all lines one transaction.
 ///
@@ -15,7 +15,7 @@ internal import MeridianCore
 /// read by the attribute's type (``ValueParsing``) and is absent or empty for `delete`; the optional `version` is
 /// the row version the write expects (optimistic locking). Blank lines are skipped. Every error names its line
 /// (1-based) and what is wrong.
-enum ApplyScript {
+package enum ApplyScript {
     /// The keys an operation line may have.
     static let keys = ["op", "entity", "id", "values", "version"]
 
@@ -36,6 +36,14 @@ enum ApplyScript {
             }
         }
         return operations
+    }
+
+    /// Parses `text` exactly as `meridian apply` does and returns the input line of each operation, in order; the
+    /// entry point for the fuzz harness (MeridianFuzz), which must not depend on the CLI's internal types.
+    ///
+    /// - Throws: ``CLIError`` with status `badInput`: `line 3: …`.
+    package static func operationLines(_ text: String, schema: Schema) throws(CLIError) -> [Int] {
+        try Self.parse(text, schema: schema).map(\.line)
     }
 
     /// Parses one operation line.

@@ -59,13 +59,9 @@ extension RowPredicate {
             let inner = sql(n, negated: true)
             return SQLFragment("NOT (\(inner.sql))", arguments: inner.arguments)
         case .and(let ns):
-            let parts = ns.map { sql($0, negated: negated) }
-            let joined = SQLFragment.join(parts, separator: " AND ")
-            return SQLFragment("(\(joined.sql))", arguments: joined.arguments)
+            return Self.balanced(ns.map { sql($0, negated: negated) }[...], separator: " AND ")
         case .or(let ns):
-            let parts = ns.map { sql($0, negated: negated) }
-            let joined = SQLFragment.join(parts, separator: " OR ")
-            return SQLFragment("(\(joined.sql))", arguments: joined.arguments)
+            return Self.balanced(ns.map { sql($0, negated: negated) }[...], separator: " OR ")
         case .null(let a, let isNull):
             return SQLFragment("\(Identifier.quoted(a)) IS \(isNull ? "" : "NOT ")NULL")
         case .compare(let a, let op, let options, let value):
@@ -96,6 +92,24 @@ extension RowPredicate {
                 )
             )
         }
+    }
+
+    /// `parts` joined by `separator` in parentheses; a long chain is split into halves, recursively, so that the
+    /// expression tree SQLite builds stays shallow.
+    ///
+    /// SQLite parses `a OR b OR c …` into a left-deep tree and refuses trees deeper than 1,000
+    /// (`SQLITE_MAX_EXPR_DEPTH`), so a flat chain of 1,000 comparisons — which the parser accepts and memory
+    /// evaluates — failed in SQL (found by the wire fuzzer: Tests/MeridianFuzzTests/Corpus/wire/query-1000-or.wire). Halving keeps
+    /// the depth logarithmic in the chain's length; chains of up to four keep their flat form.
+    private static func balanced(_ parts: ArraySlice<SQLFragment>, separator: String) -> SQLFragment {
+        if parts.count <= 4 {
+            let joined = SQLFragment.join(Array(parts), separator: separator)
+            return SQLFragment("(\(joined.sql))", arguments: joined.arguments)
+        }
+        let middle = parts.startIndex + parts.count / 2
+        let left = Self.balanced(parts[..<middle], separator: separator)
+        let right = Self.balanced(parts[middle...], separator: separator)
+        return SQLFragment("(\(left.sql)\(separator)\(right.sql))", arguments: left.arguments + right.arguments)
     }
 }
 
