@@ -273,6 +273,7 @@ let package = Package(
             name: "MeridianCheck",
             dependencies: [
                 "MeridianClient",
+                "MeridianFuzz",
                 "MeridianStore",
                 "MeridianCore",
                 .product(name: "Logging", package: "swift-log"),

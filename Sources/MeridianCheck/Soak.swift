@@ -1,6 +1,7 @@
 // MARK: - Soak: one seeded run of the whole system under faults, ending with a summary
 
 public import Foundation
+internal import MeridianFuzz
 
 #if canImport(Glibc)
     internal import Glibc
@@ -40,6 +41,9 @@ public struct SoakOptions: Sendable {
     public var queueLimit = 64
     /// Writers pause for a random 0 … 2 × this many milliseconds between transactions.
     public var writerPauseMs = 10
+    /// Run the fuzz campaigns (MeridianFuzz: wire, predicate, schema, apply) for the whole soak, beside it, against
+    /// a server of their own; every failure is a violation.
+    public var fuzz = true
 
     public init(seed: UInt64, duration: Int) {
         self.seed = seed
@@ -66,6 +70,8 @@ public struct SoakSummary: Sendable, CustomStringConvertible {
     public var resnapshots: Int
     public var statesChecked: Int
     public var mapStatesChecked: Int
+    /// Inputs the fuzz campaigns tried, by campaign.
+    public var fuzzInputs: [String: Int]
     public var violations: [String]
     /// The violations, those within the resynchronisation window marked `(resync)`.
     public var annotatedViolations: [String]
@@ -84,7 +90,7 @@ public struct SoakSummary: Sendable, CustomStringConvertible {
             reconnects: \(self.reconnects); connection cuts: \(self.connectionsCut) in \(self.cutRounds) rounds
             resnapshots: \(self.resnapshots)
             states checked: \(self.statesChecked) controller, \(self.mapStatesChecked) map
-            fuzz inputs: 0
+            fuzz inputs: \(self.fuzzInputs.values.reduce(0, +))\(self.fuzzInputs.isEmpty ? "" : " (" + self.fuzzInputs.keys.sorted().map { "\($0) \(self.fuzzInputs[$0]!)" }.joined(separator: ", ") + ")")
             \(self.revertReasons.keys.sorted().map { "reverted \($0), e.g.: \(self.revertReasons[$0]!)" }.joined(separator: "\n"))
             violations: \(self.violations.count) (\(self.resyncViolations) within \(Verifier.resyncWindowMs / 1000) s of a reconnection or snapshot)
             """
@@ -157,6 +163,12 @@ public func runSoak(_ options: SoakOptions) async throws -> SoakSummary {
             }
             log("\(options.clients) clients and \(options.writers) writers ready; running for \(options.duration) s")
             let deadline = ContinuousClock.now + .seconds(options.duration)
+            // The fuzzers, beside the soak: their own scratch server (bad input must never reach the checked store
+            // as anything but writes), with a witness client proving it keeps serving.
+            let fuzzing: Task<FuzzReport, any Error>? =
+                options.fuzz
+                ? Task { try await FuzzCampaigns.run(seed: options.seed, duration: .seconds(options.duration)) } : nil
+            defer { fuzzing?.cancel() }
 
             // The oracle reads the log ahead of the reports, so that checking a report rarely waits for a read.
             group.addTask {
@@ -237,6 +249,17 @@ public func runSoak(_ options: SoakOptions) async throws -> SoakSummary {
                 }
             }
 
+            var fuzzInputs: [String: Int] = [:]
+            if let fuzzing {
+                do {
+                    let report = try await fuzzing.value
+                    for campaign in report.campaigns { fuzzInputs[campaign.campaign.rawValue, default: 0] += campaign.inputs }
+                    for failure in report.failures { await verifier.violation("fuzz: \(failure)") }
+                } catch {
+                    await verifier.violation("the fuzz campaigns could not run: \(error)")
+                }
+            }
+
             await supervisor.stopAll()
             try await Task.sleep(for: .milliseconds(300))
             continuation.finish()
@@ -260,6 +283,7 @@ public func runSoak(_ options: SoakOptions) async throws -> SoakSummary {
                 resnapshots: await verifier.resnapshots,
                 statesChecked: await verifier.statesChecked,
                 mapStatesChecked: await verifier.mapStatesChecked,
+                fuzzInputs: fuzzInputs,
                 violations: await verifier.violations,
                 annotatedViolations: await verifier.annotatedViolations,
                 resyncViolations: await verifier.resyncViolations,

@@ -72,6 +72,9 @@ struct Soak: AsyncParsableCommand {
     @Option(help: "Writers pause a random 0 to 2x this many milliseconds between transactions.")
     var writerPauseMs: Int = 10
 
+    @Flag(help: "Do not run the fuzz campaigns beside the soak.")
+    var noFuzz = false
+
     @Flag(help: "Keep the run directory (store, cache files, logs) even when the run passes.")
     var keep = false
 
@@ -105,6 +108,7 @@ struct Soak: AsyncParsableCommand {
         options.queueLimit = self.queueLimit
         options.writerPauseMs = self.writerPauseMs
         options.keep = self.keep
+        options.fuzz = !self.noFuzz
         options.verbose = self.verbose
         options.selfTestCorrupt = self.selfTestCorrupt
 
