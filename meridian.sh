@@ -35,8 +35,12 @@ run_tests() {
     setup
     log "building (debug, with tests)"
     swift build --build-tests
-    log "running every test"
-    swift test --skip-build
+    # Two runs, so that the multi-process checker soaks and the wire fuzzers (which start servers and processes of
+    # their own and load both cores) never starve the rest of the suite, whose tests run in parallel.
+    log "running every test but the checker soaks and the fuzzers"
+    swift test --skip-build --skip "CheckerRunTests|MeridianFuzzTests"
+    log "running the consistency checker soaks and the fuzzers"
+    swift test --skip-build --filter "CheckerRunTests|MeridianFuzzTests"
 }
 
 demo() {

@@ -120,6 +120,8 @@ public struct ClientRole: Sendable {
                 skipInitial = false
                 continue
             }
+            // Cached rows the server has not confirmed for a new request: not a claim about the store.
+            if change.isProvisional { continue }
             // When no later change has been applied yet, the list must equal what the controller shows: a
             // difference means the change stream itself diverged from the controller's state (checked after every
             // snapshot, replace or initial change, and every tenth remote one, to bound the cost).
@@ -157,6 +159,9 @@ public struct ClientRole: Sendable {
                 skipInitial = false
                 continue
             }
+            // Annotations the server has not confirmed for a new region (moved offline, or before the first
+            // snapshot): not a claim about the store.
+            if update.isProvisional { continue }
             let annotations = iterator.model.annotations.values.map {
                 (id: $0.id, latitude: $0.coordinate.latitude, longitude: $0.coordinate.longitude, title: $0.title)
             }

@@ -8,7 +8,7 @@ import Testing
 
 /// The server answers each re-added subscription on its own, at its own seq. Applied one by one, those answers would
 /// show states the store never had; the context holds them until every subscription has caught up.
-@Suite("Catching up", .timeLimit(.minutes(1)))
+@Suite("Catching up", .timeLimit(.minutes(5)))
 struct CatchUpTests {
     /// Two controllers on two subscriptions (categories 1 and 2), loaded; returns them and their subscription ids.
     func twoControllers(_ harness: Harness) async throws -> (
@@ -113,5 +113,34 @@ struct CatchUpTests {
         // category 1 since, so both show the store's state at before+2.
         #expect(one.rows.map(\.id) == ["a"] && two.rows.map(\.id) == ["b", "d", "x"])
         #expect(one.seq == harness.server.seq && two.seq == harness.server.seq)
+    }
+
+    @Test("a map region moved offline shows its cached annotations as provisional until the server answers")
+    func provisionalRegion() async throws {
+        let harness = try await Harness()
+        harness.server.commit(
+            "Point", [.upsert(point("a", "A", 1, lat: 1, lon: 1)), .upsert(point("b", "B", 1, lat: 5, lon: 5))])
+        let map = try await harness.container.mapController(
+            for: FetchRequest(entity: "Point"),
+            configuration: MapConfiguration(latitude: "latitude", longitude: "longitude"),
+            region: MapRegion(south: 0, west: 0, north: 2, east: 2))
+        var updates = map.updates().makeAsyncIterator()
+        try await harness.connect()
+        var update = try #require(try await updates.next())
+        while !update.events.contains(where: { $0.id == "a" }) { update = try #require(try await updates.next()) }
+        #expect(!update.isProvisional)
+
+        await harness.disconnect()
+        try await map.setRegion(MapRegion(south: 0, west: 0, north: 6, east: 6))
+        // Offline: only what the cache holds (a) can show; b is unknown here, so this is no state of the store.
+        let offline = try #require(try await updates.next())
+        #expect(offline.isProvisional)
+        #expect(map.annotations.keys.sorted() == ["a"])
+
+        try await harness.connect()
+        let answered = try #require(try await updates.next())
+        #expect(!answered.isProvisional)
+        #expect(answered.events.map { "\($0.kind) \($0.id)" } == ["add b"])
+        #expect(map.annotations.keys.sorted() == ["a", "b"])
     }
 }

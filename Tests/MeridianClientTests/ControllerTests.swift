@@ -5,7 +5,7 @@ import MeridianCore
 import MeridianProto
 import Testing
 
-@Suite("Results controllers fed protocol messages", .timeLimit(.minutes(1)))
+@Suite("Results controllers fed protocol messages", .timeLimit(.minutes(5)))
 struct ControllerTests {
     /// Checks a controller against the server's own evaluation of its request.
     func expectEqualsServer<E>(
@@ -249,7 +249,7 @@ final class RecordingDelegate: ResultsControllerDelegate {
     }
 }
 
-@Suite("Delegate delivery", .timeLimit(.minutes(1)))
+@Suite("Delegate delivery", .timeLimit(.minutes(5)))
 struct DelegateTests {
     @Test("a main-actor delegate gets will-change, the change set and did-change for each commit, in order")
     @MainActor

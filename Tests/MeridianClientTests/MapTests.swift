@@ -5,7 +5,7 @@ import MeridianCore
 import MeridianProto
 import Testing
 
-@Suite("Map model", .timeLimit(.minutes(1)))
+@Suite("Map model", .timeLimit(.minutes(5)))
 struct MapTests {
     let configuration = MapConfiguration(latitude: "latitude", longitude: "longitude", title: "title")
 

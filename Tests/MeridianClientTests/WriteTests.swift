@@ -6,7 +6,7 @@ import MeridianCore
 import MeridianProto
 import Testing
 
-@Suite("Optimistic writes and the persisted cache", .timeLimit(.minutes(1)))
+@Suite("Optimistic writes and the persisted cache", .timeLimit(.minutes(5)))
 struct WriteTests {
     @Test("an optimistic insert shows at once, pending, and is confirmed at the server's seq")
     func pendingThenConfirmed() async throws {

@@ -10,7 +10,7 @@ import Testing
 
 @testable import MeridianFuzz
 
-@Suite("Fuzz harness", .timeLimit(.minutes(1)))
+@Suite("Fuzz harness", .timeLimit(.minutes(5)))
 struct HarnessTests {
     // MARK: - Wire judges
 

@@ -9,7 +9,7 @@ import MeridianStore
 import MeridianTestSupport
 import Testing
 
-@Suite("Errors", .timeLimit(.minutes(1)))
+@Suite("Errors", .timeLimit(.minutes(5)))
 struct ErrorTests {
     /// Subscribes with `fetch` and returns the SubscriptionError it gets.
     private func subscriptionError(

@@ -28,7 +28,7 @@ struct FanoutTests {
     }
 
     @Test(
-        "50 concurrent clients with different predicates all equal direct queries at the end", .timeLimit(.minutes(1)))
+        "50 concurrent clients with different predicates all equal direct queries at the end", .timeLimit(.minutes(5)))
     func fiftyClients() async throws {
         let store = try Fixtures.store()
         var seed: [WriteOperation] = []

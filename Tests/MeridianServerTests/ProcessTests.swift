@@ -96,7 +96,7 @@ func listeningPort(_ line: String?) -> Int? {
     return Int(line.dropFirst("listening on 127.0.0.1:".count))
 }
 
-@Suite("meridian-server process", .timeLimit(.minutes(1)))
+@Suite("meridian-server process", .timeLimit(.minutes(5)))
 struct ProcessTests {
     static func temporaryDirectory() throws -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent(

@@ -9,7 +9,7 @@ import MeridianStore
 import MeridianTestSupport
 import Testing
 
-@Suite("Sync", .timeLimit(.minutes(1)))
+@Suite("Sync", .timeLimit(.minutes(5)))
 struct SyncTests {
     @Test("a subscription gets its snapshot in order, in chunks, then its deltas", arguments: Wire.allCases)
     func snapshotThenDeltas(wire: Wire) async throws {

@@ -4,7 +4,7 @@ import Testing
 
 @Suite struct CommitStreamTests {
     @Test(
-        "commits() yields the latest seq now and after each of the store's own commits", .timeLimit(.minutes(1)),
+        "commits() yields the latest seq now and after each of the store's own commits", .timeLimit(.minutes(5)),
         arguments: StoreVariant.allCases)
     func ownCommits(variant: StoreVariant) async throws {
         try await withStore(variant) { store in
@@ -18,7 +18,7 @@ import Testing
         }
     }
 
-    @Test("commits() sees commits by another process (the sqlite3 shell) through polling", .timeLimit(.minutes(1)))
+    @Test("commits() sees commits by another process (the sqlite3 shell) through polling", .timeLimit(.minutes(5)))
     func externalCommits() async throws {
         let directory = try TemporaryDirectory()
         let store = try Store.open(path: directory.storePath, schema: Fixtures.schema())
@@ -33,7 +33,7 @@ import Testing
         try store.close()
     }
 
-    @Test("ending the iteration stops the subscription; closing the store ends the others", .timeLimit(.minutes(1)))
+    @Test("ending the iteration stops the subscription; closing the store ends the others", .timeLimit(.minutes(5)))
     func termination() async throws {
         let directory = try TemporaryDirectory()
         let store = try Store.open(path: directory.storePath, schema: Fixtures.schema())

@@ -4,7 +4,7 @@ import Testing
 
 @Suite struct GroupCommitTests {
     @Test(
-        "concurrent applies share commits; an invalid one fails alone with its own error", .timeLimit(.minutes(1)),
+        "concurrent applies share commits; an invalid one fails alone with its own error", .timeLimit(.minutes(5)),
         arguments: StoreVariant.allCases)
     func concurrentApplies(variant: StoreVariant) async throws {
         try await withStore(variant) { store in

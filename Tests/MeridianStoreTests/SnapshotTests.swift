@@ -81,7 +81,7 @@ struct Taken: Sendable {
 
     @Test(
         "a snapshot at S plus the changes after S equals the final state, for random predicates and sorts",
-        .timeLimit(.minutes(1)), arguments: StoreVariant.allCases)
+        .timeLimit(.minutes(5)), arguments: StoreVariant.allCases)
     func snapshotPlusChanges(variant: StoreVariant) async throws {
         try await withStore(variant) { store in
             var g = SplitMix64(seed: 42)

@@ -512,14 +512,21 @@ public actor CacheContext {
                 let pending = self.pendingIDs(shownBy: box)
                 let pendingChanged = pending != box.pendingIDs
                 box.pendingIDs = pending
+                let complete = loaded.contains(record.subscriptionID)
+                // Said when it flips for a controller that showed complete data before (a first load is its own
+                // change already).
+                let completenessChanged = complete != box.isComplete && box.isLoaded
+                box.isComplete = complete
                 if !box.isLoaded, loaded.contains(record.subscriptionID) {
                     box.isLoaded = true
                     for waiter in box.loadWaiters { waiter.resume() }
                     box.loadWaiters = []
                 }
-                if !changeSet.isEmpty || pendingChanged || cause == .reverted {
+                if !changeSet.isEmpty || pendingChanged || completenessChanged || cause == .reverted {
                     box.deliver(
-                        RawChange(seq: seq, changeSet: changeSet, cause: cause, error: error, pendingIDs: pending))
+                        RawChange(
+                            seq: seq, changeSet: changeSet, cause: cause, error: error, pendingIDs: pending,
+                            provisional: !complete))
                 }
             }
         }

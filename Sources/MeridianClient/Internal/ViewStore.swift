@@ -15,6 +15,9 @@ struct RawChange: Sendable {
     var cause: ResultsChangeCause
     var error: ClientError?
     var pendingIDs: Set<String>
+    /// The controller shows cached rows its subscription's server answer has not confirmed (see
+    /// ``ResultsChange/isProvisional``).
+    var provisional = false
 }
 
 /// One controller's engine and sinks; a class so that it is mutated in place inside the lock.
@@ -28,6 +31,9 @@ final class EngineBox: @unchecked Sendable {
     let entity: String
     /// Whether the controller shows complete data (a snapshot or the persisted cache).
     var isLoaded: Bool
+    /// Whether what it shows now is complete for its current request (false after a region moved offline or before
+    /// the first snapshot, until the server's answer).
+    var isComplete: Bool
     /// The error that ended the controller's subscription, if any.
     var error: ClientError?
     /// Ids with pending writes that the controller shows.
@@ -41,6 +47,7 @@ final class EngineBox: @unchecked Sendable {
         self.results = results
         self.entity = entity
         self.isLoaded = isLoaded
+        self.isComplete = isLoaded
     }
 
     /// Queues a change to every sink.

@@ -117,6 +117,9 @@ public struct MapUpdate: Sendable, Hashable {
     public var cause: ResultsChangeCause
     /// The events, removals first.
     public var events: [MapEvent]
+    /// Whether the map shows cached annotations the server has not yet confirmed for its current region (see
+    /// ``ResultsChange/isProvisional``).
+    public var isProvisional = false
 }
 
 /// A map's updates: one per commit that changed an annotation.
@@ -134,12 +137,17 @@ public struct MapUpdates: AsyncSequence, Sendable {
         var base: ResultsChanges<Row>.Iterator
         /// The annotations as of the last update returned.
         public private(set) var model: MapModel
+        /// Whether the last change was provisional (an update is returned when that flips, events or not).
+        var provisional = false
 
         public mutating func next() async throws -> MapUpdate? {
             while let change = try await self.base.next() {
                 let events = self.model.apply(change.changeSet)
-                if !events.isEmpty || change.cause == .initial {
-                    return MapUpdate(seq: change.seq, cause: change.cause, events: events)
+                let provisionalChanged = change.isProvisional != self.provisional
+                self.provisional = change.isProvisional
+                if !events.isEmpty || change.cause == .initial || provisionalChanged {
+                    return MapUpdate(
+                        seq: change.seq, cause: change.cause, events: events, isProvisional: change.isProvisional)
                 }
             }
             return nil

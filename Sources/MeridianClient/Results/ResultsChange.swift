@@ -45,6 +45,12 @@ public struct ResultsChange<Element: RowConvertible>: Sendable {
     public var error: ClientError?
     /// The ids the controller shows whose writes are not yet confirmed by the server.
     public var pendingIDs: Set<String>
+    /// Whether the controller shows cached rows that the server has not yet confirmed for its current request: after
+    /// a map region (or any request) was replaced while offline, or before the subscription's first snapshot, the
+    /// cached rows the new request selects show at once, but they are not the store's result at ``seq`` — the rest
+    /// arrive with the server's answer, in a later change with `isProvisional` false. Everything else a controller
+    /// shows is the store's state at ``seq``.
+    public var isProvisional: Bool
 
     /// Creates a change.
     public init(
@@ -52,13 +58,15 @@ public struct ResultsChange<Element: RowConvertible>: Sendable {
         changeSet: ChangeSet<Element>,
         cause: ResultsChangeCause,
         error: ClientError? = nil,
-        pendingIDs: Set<String> = []
+        pendingIDs: Set<String> = [],
+        isProvisional: Bool = false
     ) {
         self.seq = seq
         self.changeSet = changeSet
         self.cause = cause
         self.error = error
         self.pendingIDs = pendingIDs
+        self.isProvisional = isProvisional
     }
 }
 
@@ -70,7 +78,8 @@ extension ResultsChange {
             changeSet: try raw.changeSet.decoded(as: Element.self),
             cause: raw.cause,
             error: raw.error,
-            pendingIDs: raw.pendingIDs
+            pendingIDs: raw.pendingIDs,
+            isProvisional: raw.provisional
         )
     }
 }

@@ -171,7 +171,8 @@ public final class ResultsController<Element: RowConvertible>: Sendable {
                 let initial = (try? ChangeSet.between(old: empty, new: box.results.snapshot)) ?? ChangeSet()
                 continuation.yield(
                     RawChange(
-                        seq: state.seq, changeSet: initial, cause: .initial, error: nil, pendingIDs: box.pendingIDs))
+                        seq: state.seq, changeSet: initial, cause: .initial, error: nil, pendingIDs: box.pendingIDs,
+                        provisional: !box.isComplete))
             }
             return sinkID
         }

@@ -11,7 +11,7 @@ import Testing
     @Test(
         "systemd-analyze verify accepts the unit",
         .enabled(if: systemdAnalyze != nil, "systemd-analyze is not installed"),
-        .timeLimit(.minutes(1)))
+        .timeLimit(.minutes(5)))
     func verify() async throws {
         // verify checks that ExecStart's binary exists: point it at the built server (or any executable).
         let unit = try String(contentsOfFile: repositoryRoot + "/deploy/meridian-server.service", encoding: .utf8)
