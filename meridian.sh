@@ -35,12 +35,15 @@ run_tests() {
     setup
     log "building (debug, with tests)"
     swift build --build-tests
-    # Two runs, so that the multi-process checker soaks and the wire fuzzers (which start servers and processes of
-    # their own and load both cores) never starve the rest of the suite, whose tests run in parallel.
+    # Three runs: the multi-process checker soaks and the wire fuzzers start servers and processes of their own and
+    # load both cores, and their deadlines, like the rest of the suite's (whose tests run in parallel), are meant
+    # for a machine they do not share with each other.
     log "running every test but the checker soaks and the fuzzers"
     swift test --skip-build --skip "CheckerRunTests|MeridianFuzzTests"
-    log "running the consistency checker soaks and the fuzzers"
-    swift test --skip-build --filter "CheckerRunTests|MeridianFuzzTests"
+    log "running the consistency checker soaks"
+    swift test --skip-build --filter "CheckerRunTests"
+    log "running the fuzzers"
+    swift test --skip-build --filter "MeridianFuzzTests"
 }
 
 demo() {
