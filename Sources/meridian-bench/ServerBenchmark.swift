@@ -24,11 +24,7 @@ import SwiftProtobuf
 import Synchronization
 
 enum ServerBenchmark {
-    static let logger: Logger = {
-        var logger = Logger(label: "meridian.bench")
-        logger.logLevel = .warning
-        return logger
-    }()
+    static let logger = benchLogger
 
     static func schema() throws -> Schema {
         try Schema(

@@ -10,17 +10,19 @@ import MeridianStore
 /// table without capture triggers, side by side: 1-row and 1000-row transactions, and 8 concurrent single-row
 /// writers (group-committed, and each committing alone). Each figure is the median of three runs on a fresh file,
 /// the two sides of each comparison interleaved.
+/// The benchmarks' logger: the store logs "created store" at info; keep the tables readable.
+let benchLogger: Logger = {
+    var logger = Logger(label: "meridian.bench")
+    logger.logLevel = .warning
+    return logger
+}()
+
 enum StoreBenchmark {
     static let singleRowCommits = Int(ProcessInfo.processInfo.environment["MERIDIAN_BENCH_COMMITS"] ?? "") ?? 4_000
     static let batches = Int(ProcessInfo.processInfo.environment["MERIDIAN_BENCH_BATCHES"] ?? "") ?? 40
     static let batchSize = 1_000
     static let writers = 8
-    /// The store logs "created store" at info; keep the table readable.
-    static let logger: Logger = {
-        var logger = Logger(label: "meridian.bench")
-        logger.logLevel = .warning
-        return logger
-    }()
+    static let logger = benchLogger
 
     static func schema() throws -> Schema {
         try Schema(

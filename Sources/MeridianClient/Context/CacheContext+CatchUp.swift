@@ -119,13 +119,9 @@ extension CacheContext {
         self.logger.debug(
             "caught up",
             metadata: ["meridian.seq": "\(drain.seq)", "meridian.messages": "\(catchUp.held.count)"])
-        if let error = drain.error {
-            // A revert's reason travels with its own commit.
-            self.advance(to: drain.seq, work: drain.work, cause: drain.cause ?? .remote)
-            self.commit(CommitWork(), cause: .reverted, error: error)
-        } else {
-            self.advance(to: drain.seq, work: drain.work, cause: drain.cause ?? .remote)
-        }
+        self.advance(to: drain.seq, work: drain.work, cause: drain.cause ?? .remote)
+        // A revert's reason travels with a commit of its own.
+        if let error = drain.error { self.commit(CommitWork(), cause: .reverted, error: error) }
         for waiter in drain.waiters { waiter.resume() }
         if let failure { throw failure }
     }

@@ -120,12 +120,6 @@ struct MergedDelta: Sendable {
 
     /// The net effect of `first` followed by `second` on one row (`nil`: nothing to tell the client).
     static func coalesce(_ first: RowDelta, _ second: RowDelta, derived: [DerivedAttribute]) -> RowDelta? {
-        /// `names` plus the derived attributes that depend on one of them, sorted by UTF-8 bytes.
-        func withDerived(_ names: [String]) -> [String] {
-            let set = Set(names)
-            let more = derived.filter { $0.dependencies.contains(where: set.contains) }.map(\.name)
-            return (names + more).sorted { $0.utf8Compare($1) < 0 }
-        }
         switch (first, second) {
         case (.entered, .entered(let row)), (.entered, .updated(let row, _)):
             return .entered(row)
@@ -138,10 +132,11 @@ struct MergedDelta: Sendable {
         case (.left(_, let before?), .entered(let row)):
             // The row left and came back: to the client, which still holds its old image, it changed.
             let changed = row.row.changedAttributes(from: before)
-            return changed.isEmpty ? nil : .updated(row, changed: withDerived(changed))
+            return changed.isEmpty ? nil : .updated(row, changed: derived.addingDependents(to: changed))
         case (.left(_, nil), .entered(let row)), (.left, .updated(let row, _)), (.updated, .entered(let row)):
             // The client's image is unknown here: report every attribute as changed.
-            return .updated(row, changed: withDerived(Array(row.row.values.keys)))
+            let all = row.row.values.keys.sorted { $0.utf8Compare($1) < 0 }
+            return .updated(row, changed: derived.addingDependents(to: all))
         }
     }
 

@@ -109,15 +109,24 @@ extension BoundFetchRequest {
     /// The names of the changed attributes of `after` against `before`, plus every derived attribute one of whose
     /// dependencies changed, sorted by UTF-8 bytes.
     func changedAttributes(_ after: Row, from before: Row) -> [String] {
-        var changed = after.changedAttributes(from: before)
-        guard !changed.isEmpty, !self.entity.derived.isEmpty else { return changed }
-        let set = Set(changed)
-        for derived in self.entity.derived where derived.dependencies.contains(where: set.contains) {
-            changed.append(derived.name)
-        }
-        return changed.sorted { $0.utf8Compare($1) < 0 }
+        self.entity.derived.addingDependents(to: after.changedAttributes(from: before))
     }
+}
 
+extension [DerivedAttribute] {
+    /// `changed` (sorted by UTF-8 bytes) plus every derived attribute one of whose dependencies is in it, sorted.
+    func addingDependents(to changed: [String]) -> [String] {
+        guard !changed.isEmpty, !self.isEmpty else { return changed }
+        var names = changed
+        let set = Set(changed)
+        for derived in self where derived.dependencies.contains(where: set.contains) {
+            names.append(derived.name)
+        }
+        return names.sorted { $0.utf8Compare($1) < 0 }
+    }
+}
+
+extension BoundFetchRequest {
     /// The delta of an unlimited subscription for a batch's net changes: membership decided from the before and
     /// after images, so an update can enter or leave (the fetched-results trap is impossible).
     func unlimitedDelta(_ changes: [NetChange]) -> SharedDelta? {
