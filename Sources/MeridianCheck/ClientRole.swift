@@ -257,15 +257,18 @@ func exitWhenOrphaned() async {
     }
 }
 
-/// A log handler that forwards warnings and errors to stderr and turns the client's change-set validation failures
+/// A log handler that forwards warnings and errors to stderr (or, with `MERIDIAN_CHECK_LOG_LEVEL` set in the
+/// soak's environment, every message from that level up) and turns the client's change-set validation failures
 /// (`validatesChangeSets`) into violation reports.
 public struct ViolationLogHandler: LogHandler {
-    public var logLevel: Logger.Level = .warning
+    public var logLevel: Logger.Level
     public var metadata: Logger.Metadata = [:]
     private let label: String
 
     public init(label: String) {
         self.label = label
+        let name = ProcessInfo.processInfo.environment["MERIDIAN_CHECK_LOG_LEVEL"] ?? ""
+        self.logLevel = Logger.Level(rawValue: name) ?? .warning
     }
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {

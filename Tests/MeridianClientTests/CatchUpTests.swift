@@ -143,4 +143,63 @@ struct CatchUpTests {
         #expect(answered.events.map { "\($0.kind) \($0.id)" } == ["add b"])
         #expect(map.annotations.keys.sorted() == ["a", "b"])
     }
+
+    @Test("a region moved while its snapshot is held for the catch-up: that snapshot is dropped, not shown for the new region")
+    func regionMovedWhileHeld() async throws {
+        let harness = try await Harness()
+        harness.server.commit(
+            "Point",
+            [
+                .upsert(point("a", "Alpha", 1)), .upsert(point("w", "West", 2, lat: 10, lon: -10)),
+                .upsert(point("m", "Middle", 2, lat: 10, lon: 0)), .upsert(point("e", "East", 2, lat: 10, lon: 10)),
+            ])
+        let one = try await harness.container.controller(
+            for: try FetchRequest(entity: "Point", where: "category == 1", sortedBy: "title"))
+        let map = try await harness.container.mapController(
+            for: try FetchRequest(entity: "Point", sortedBy: "title"),
+            region: MapRegion(south: 0, west: -15, north: 20, east: -5))
+        try await harness.connect()
+        #expect(one.rows.map(\.id) == ["a"] && map.annotations.keys.sorted() == ["w"])
+        await harness.disconnect()
+        // Offline: the middle region is subscribed afresh on the next connection.
+        try await map.setRegion(MapRegion(south: 0, west: -5, north: 20, east: 5))
+
+        let (stream, continuation) = AsyncStream<Meridian_V1_SyncRequest>.makeStream()
+        var sent = stream.makeAsyncIterator()
+        await harness.context.connectionOpened(outbound: continuation)
+        var subscribes: [Meridian_V1_Subscribe] = []
+        while subscribes.count < 2, let message = await sent.next() {
+            if case .subscribe(let subscribe) = message.kind { subscribes.append(subscribe) }
+        }
+        let resumed = try #require(subscribes.first { $0.resume })
+        let middle = try #require(subscribes.first { !$0.resume })
+        var welcome = Meridian_V1_Welcome()
+        welcome.seq = harness.server.seq
+        welcome.resumed = true
+        try await harness.context.receive(.with { $0.kind = .welcome(welcome) })
+        // The middle region's snapshot arrives and is held: the other subscription has not caught up yet.
+        var chunk = Meridian_V1_SnapshotChunk()
+        chunk.subscriptionID = middle.subscriptionID
+        chunk.seq = harness.server.seq
+        chunk.rows = [Meridian_V1_Row(point("m", "Middle", 2, lat: 10, lon: 0), version: 1)]
+        chunk.last = true
+        try await harness.context.receive(.with { $0.kind = .snapshotChunk(chunk) })
+        // The region moves on before the catch-up ends: the map is subscribed again, under a new wire id.
+        try await map.setRegion(MapRegion(south: 0, west: 5, north: 20, east: 15))
+        var again: Meridian_V1_Subscribe?
+        while again == nil, let message = await sent.next() {
+            if case .subscribe(let subscribe) = message.kind { again = subscribe }
+        }
+        let east = try #require(again)
+        #expect(east.subscriptionID != middle.subscriptionID)
+
+        // The other subscription catches up: the held middle snapshot must not be shown for the east region.
+        try await harness.context.receive(batch(harness.server.seq, resumed.subscriptionID))
+        #expect(!map.annotations.keys.contains("m"), "the middle region's snapshot was shown for the east region")
+        chunk.subscriptionID = east.subscriptionID
+        chunk.rows = [Meridian_V1_Row(point("e", "East", 2, lat: 10, lon: 10), version: 1)]
+        try await harness.context.receive(.with { $0.kind = .snapshotChunk(chunk) })
+        #expect(map.annotations.keys.sorted() == ["e"])
+        continuation.finish()
+    }
 }

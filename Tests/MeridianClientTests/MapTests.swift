@@ -85,4 +85,33 @@ struct MapTests {
         #expect(map.annotations.keys.sorted() == ["e", "m"])
         #expect(map.annotations(in: MapRegion(south: 0, west: 5, north: 20, east: 15)).map(\.id) == ["e"])
     }
+
+    @Test("a region moved before its snapshot arrived ignores the old region's snapshot still on its way")
+    func regionMovedBeforeSnapshot() async throws {
+        let harness = try await Harness()
+        harness.server.commit(
+            "Point",
+            [
+                .upsert(point("w", "West", 1, lat: 10, lon: -10)), .upsert(point("m", "Middle", 1, lat: 10, lon: 0)),
+                .upsert(point("e", "East", 1, lat: 10, lon: 10)),
+            ])
+        try await harness.connect()
+        let map = try await harness.container.mapController(
+            for: try FetchRequest(entity: "Point", sortedBy: "title"),
+            region: MapRegion(south: 0, west: -15, north: 20, east: 5))
+        let westSnapshot = try await harness.answerNextInFlight()
+        #expect(!westSnapshot.isEmpty)
+
+        // Not live yet: the move unsubscribes and subscribes again, and the west snapshot arrives after it.
+        try await map.setRegion(MapRegion(south: 0, west: -5, north: 20, east: 15))
+        for answer in westSnapshot { try await harness.context.receive(answer) }
+        #expect(map.annotations.isEmpty, "the old region's snapshot was taken for the new one")
+        try await harness.pump()
+        #expect(map.annotations.keys.sorted() == ["e", "m"])
+
+        let subscribed = harness.server.received.compactMap { message -> String? in
+            if case .subscribe(let subscribe) = message.kind { subscribe.subscriptionID } else { nil }
+        }
+        #expect(subscribed.count == 2 && Set(subscribed).count == 2, "each Subscribe on one stream needs its own id")
+    }
 }

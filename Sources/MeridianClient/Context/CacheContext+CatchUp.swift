@@ -61,8 +61,15 @@ extension CacheContext {
     /// Holds `response` while a catch-up is under way (starting one when the server re-snapshots a live subscription
     /// unasked, which it does to every subscription after an overflow).
     ///
+    /// - Parameters:
+    ///   - response: The message with subscription ids (see `localized`).
+    ///   - received: The message as received, with wire ids: what is held. It is localized again when applied, so
+    ///     that what it says about a subscription subscribed again meanwhile (a region moved before its snapshot
+    ///     was applied) is dropped instead of taken for the new request's.
     /// - Returns: Whether the message was taken (held, or applied with the others when it completed the catch-up).
-    func holdForCatchUp(_ response: Meridian_V1_SyncResponse) throws(ClientError) -> Bool {
+    func holdForCatchUp(
+        _ response: Meridian_V1_SyncResponse, received: Meridian_V1_SyncResponse
+    ) throws(ClientError) -> Bool {
         if self.catchUp == nil, case .snapshotChunk(let chunk) = response.kind, chunk.resnapshot, chunk.chunkIndex == 0,
             let subscription = self.subscriptions[chunk.subscriptionID], subscription.phase == .live,
             subscription.hasData, subscription.pendingReplace == nil
@@ -83,7 +90,7 @@ extension CacheContext {
         case .welcome, .goodbye, nil:
             return false
         }
-        self.catchUp!.held.append(response)
+        self.catchUp!.held.append(received)
         try self.finishCatchUpIfComplete()
         return true
     }
@@ -108,6 +115,7 @@ extension CacheContext {
         self.drain = Drain(seq: self.appliedSeq)
         var failure: ClientError?
         for message in catchUp.held {
+            guard let message = self.localized(message) else { continue }
             do {
                 try self.apply(message)
             } catch {

@@ -23,6 +23,8 @@ extension CacheContext {
     ) {
         self.outbound = outbound
         self.ackedSeq = 0
+        self.wireIDs = [:]
+        self.usedWireIDs = []
         var hello = Meridian_V1_Hello()
         hello.clientName = clientName
         let resumable = self.subscriptions.values.contains { $0.hasData }
@@ -47,8 +49,11 @@ extension CacheContext {
         // Held messages were never applied: the cache is still at the applied seq, which the next Hello resumes.
         self.catchUp = nil
         var work = CommitWork()
+        self.wireIDs = [:]
+        self.usedWireIDs = []
         for id in self.subscriptions.keys {
             self.subscriptions[id]!.snapshot = nil
+            self.subscriptions[id]!.wireID = nil
             if case .failed = self.subscriptions[id]!.phase {} else { self.subscriptions[id]!.phase = .idle }
             if let replace = self.subscriptions[id]!.pendingReplace {
                 let entity = self.subscriptions[id]!.entity
@@ -74,14 +79,35 @@ extension CacheContext {
     func sendSubscribe(_ id: String, resume: Bool) {
         guard var subscription = self.subscriptions[id] else { return }
         if case .failed = subscription.phase { return }
+        if let old = subscription.wireID { self.wireIDs[old] = nil }
+        var wireID = id
+        while self.usedWireIDs.contains(wireID) {
+            wireID = "\(id)~\(self.nextWireGeneration)"
+            self.nextWireGeneration += 1
+        }
+        self.usedWireIDs.insert(wireID)
+        self.wireIDs[wireID] = id
+        subscription.wireID = wireID
         var subscribe = Meridian_V1_Subscribe()
-        subscribe.subscriptionID = id
+        subscribe.subscriptionID = wireID
         subscribe.fetch = Meridian_V1_FetchRequest(subscription.request)
         subscribe.resume = resume
         subscription.phase = resume ? .live : .awaitingSnapshot
         subscription.snapshot = nil
         self.subscriptions[id] = subscription
         self.send(.subscribe(subscribe))
+    }
+
+    /// Unsubscribes on the open stream; whatever the server still sends for it is ignored.
+    func sendUnsubscribe(_ subscription: SubscriptionState) {
+        guard let wireID = subscription.wireID else { return }
+        self.wireIDs[wireID] = nil
+        if let current = self.subscriptions[subscription.id], current.wireID == wireID {
+            self.subscriptions[subscription.id]!.wireID = nil
+        }
+        var unsubscribe = Meridian_V1_Unsubscribe()
+        unsubscribe.subscriptionID = wireID
+        self.send(.unsubscribe(unsubscribe))
     }
 
     /// Sends one message on the open stream (dropped when there is none: it is re-sent on the next connection).
@@ -107,8 +133,49 @@ extension CacheContext {
     /// - Throws: ``ClientError`` when the message breaks the protocol badly enough that the stream must be dropped
     ///   (a row that does not decode); the connection then reconnects and resumes.
     package func receive(_ response: Meridian_V1_SyncResponse) throws(ClientError) {
-        if try self.holdForCatchUp(response) { return }
-        try self.apply(response)
+        guard let local = self.localized(response) else { return }
+        // Held as received (with wire ids): a subscription subscribed again while they wait no longer owns them.
+        if try self.holdForCatchUp(local, received: response) { return }
+        try self.apply(local)
+    }
+
+    /// The message with wire ids turned into subscription ids, and without what it says about subscriptions no
+    /// longer subscribed under those ids (sent before the server read an Unsubscribe); nil when nothing is left.
+    func localized(_ response: Meridian_V1_SyncResponse) -> Meridian_V1_SyncResponse? {
+        var response = response
+        switch response.kind {
+        case .snapshotChunk(var chunk):
+            guard let id = self.wireIDs[chunk.subscriptionID] else { return self.ignoring(chunk.subscriptionID) }
+            if id != chunk.subscriptionID {
+                chunk.subscriptionID = id
+                response.kind = .snapshotChunk(chunk)
+            }
+        case .subscriptionError(var failure):
+            guard let id = self.wireIDs[failure.subscriptionID] else { return self.ignoring(failure.subscriptionID) }
+            if id != failure.subscriptionID {
+                failure.subscriptionID = id
+                response.kind = .subscriptionError(failure)
+            }
+        case .batch(var batch):
+            let current = batch.deltas.allSatisfy { self.wireIDs[$0.subscriptionID] == $0.subscriptionID }
+            guard !current else { break }
+            batch.deltas = batch.deltas.compactMap { delta in
+                guard let id = self.wireIDs[delta.subscriptionID] else { return nil }
+                var delta = delta
+                delta.subscriptionID = id
+                return delta
+            }
+            // Kept even with no delta left: its seq still moves the applied seq.
+            response.kind = .batch(batch)
+        case .welcome, .heartbeat, .goodbye, nil:
+            break
+        }
+        return response
+    }
+
+    private func ignoring(_ wireID: String) -> Meridian_V1_SyncResponse? {
+        self.logger.debug("ignoring a message for a closed subscription", metadata: ["meridian.subscription.id": "\(wireID)"])
+        return nil
     }
 
     /// Applies one message (held ones included).
@@ -152,6 +219,12 @@ extension CacheContext {
         guard chunk.last else { return }
         let buffer = self.subscriptions[id]!.snapshot!
         self.subscriptions[id]!.snapshot = nil
+        self.logger.debug(
+            "snapshot complete",
+            metadata: [
+                "meridian.subscription.id": "\(id)", "meridian.seq": "\(buffer.seq)",
+                "meridian.rows": "\(buffer.rows.count)", "meridian.resnapshot": "\(chunk.resnapshot)",
+            ])
         var cause = ResultsChangeCause.snapshot
         if let replace = self.subscriptions[id]!.pendingReplace {
             // A Replace answered by a snapshot: the new request is in force from here.

@@ -61,6 +61,13 @@ public actor CacheContext {
     var catchUp: CatchUp?
     /// Set while held messages are applied: their commits merge into one.
     var drain: Drain?
+    /// The subscription each id subscribed on the open stream stands for. A subscription subscribed again on the
+    /// same stream (a region moved before its snapshot arrived, a shared request closed and reopened) gets a fresh
+    /// id on the wire, so that what the server sent for the old one, still in flight, is not taken for the new one.
+    var wireIDs: [String: String] = [:]
+    /// Every id subscribed on the open stream (none may be used twice on one stream).
+    var usedWireIDs: Set<String> = []
+    var nextWireGeneration = 1
 
     // MARK: Rows and subscriptions
 
@@ -258,11 +265,7 @@ public actor CacheContext {
     func removeSubscription(_ id: String) {
         guard let subscription = self.subscriptions.removeValue(forKey: id) else { return }
         defer { self.subscriptionLeftCatchUp(id) }
-        if self.outbound != nil, subscription.phase != .idle {
-            var unsubscribe = Meridian_V1_Unsubscribe()
-            unsubscribe.subscriptionID = id
-            self.send(.unsubscribe(unsubscribe))
-        }
+        if self.outbound != nil, subscription.phase != .idle { self.sendUnsubscribe(subscription) }
         for rowID in subscription.members { self.releaseRow(subscription.entity, rowID) }
         for waiter in subscription.replaceWaiters {
             waiter.resume(throwing: ClientError(.closed, "the subscription was closed"))
@@ -289,8 +292,12 @@ public actor CacheContext {
             // Offline (or not yet subscribed): adopt now, keep the cached rows the new request still selects, and
             // diff the next snapshot against what is shown.
             let id = record.subscriptionID
+            self.logger.debug(
+                "request replaced before the server can answer",
+                metadata: ["meridian.subscription.id": "\(id)", "meridian.phase": "\(subscription.phase)"])
             let entity = subscription.entity
             let wasSubscribed = subscription.phase != .idle
+            let old = subscription
             subscription.request = request
             subscription.bound = bound
             subscription.hasData = false
@@ -301,10 +308,9 @@ public actor CacheContext {
             self.dropMembers(of: id, where: { !bound.matches($0) }, entity: entity, work: &work)
             self.recordSubscription(id)
             if self.outbound != nil, wasSubscribed {
-                // Subscribed but its snapshot has not completed: subscribe again under the new request.
-                var unsubscribe = Meridian_V1_Unsubscribe()
-                unsubscribe.subscriptionID = id
-                self.send(.unsubscribe(unsubscribe))
+                // Subscribed but its snapshot has not completed: subscribe again under the new request (and under a
+                // new wire id: the old request's snapshot may be on its way).
+                self.sendUnsubscribe(old)
                 self.subscriptions[id]?.snapshot = nil
                 self.sendSubscribe(id, resume: false)
             }
@@ -315,7 +321,7 @@ public actor CacheContext {
         subscription.pendingReplace = PendingReplace(request: request, bound: bound)
         self.subscriptions[record.subscriptionID] = subscription
         var replace = Meridian_V1_Replace()
-        replace.subscriptionID = record.subscriptionID
+        replace.subscriptionID = subscription.wireID ?? record.subscriptionID
         replace.fetch = Meridian_V1_FetchRequest(request)
         self.send(.replace(replace))
         do {
@@ -633,6 +639,8 @@ struct SubscriptionState {
     var phase = SubscriptionPhase.idle
     var snapshot: SnapshotBuffer?
     var pendingReplace: PendingReplace?
+    /// The id it is subscribed under on the open stream (see `CacheContext.wireIDs`); nil when not subscribed.
+    var wireID: String?
     var replaceWaiters: [CheckedContinuation<Void, any Error>] = []
     var controllerCount = 0
 

@@ -123,6 +123,16 @@ final class Harness {
         }
     }
 
+    /// Waits for the context's next message other than an Ack and answers it on the server, but returns the answers
+    /// instead of feeding them back: messages still on their way, to deliver later.
+    func answerNextInFlight() async throws -> [Meridian_V1_SyncResponse] {
+        while let message = await self.iterator?.next() {
+            if case .ack = message.kind { continue }
+            return try self.server.handle(message)
+        }
+        return []
+    }
+
     /// Feeds one server message to the context, then answers what it sent.
     func deliver(_ response: Meridian_V1_SyncResponse?) async throws {
         guard let response else { return }
