@@ -119,15 +119,11 @@ struct CheckerRunTests {
         if let reason = run.summary("reverted internal, e.g.") {
             #expect(reason.contains("disk") || reason.contains("full"), "\(run)")
         }
-        // Controllers must never show a state the store did not have. The map has one open finding
-        // (docs/checker.md, "Findings"): around an offline or early region move it can show annotations of the new
-        // region that no seq had; recorded as a known issue while it happens, and any other violation fails.
+        // Neither controllers nor the map may show a state the store did not have (docs/checker.md, "Findings").
         let lines = try run.violationLines()
-        #expect(lines.allSatisfy { $0.contains("the map after") }, "\(lines.joined(separator: "\n"))\n\(run)")
-        withKnownIssue("a map region moved offline or before its snapshot shows states no seq had", isIntermittent: true) {
-            #expect(run.status == 0, "\(run)")
-            #expect(run.violations == 0, "\(run)")
-        }
+        #expect(lines.isEmpty, "\(lines.joined(separator: "\n"))\n\(run)")
+        #expect(run.status == 0, "\(run)")
+        #expect(run.violations == 0, "\(run)")
     }
 }
 
