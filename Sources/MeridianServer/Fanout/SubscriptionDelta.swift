@@ -52,7 +52,8 @@ enum RowDelta: Sendable {
 // MARK: - SharedDelta
 
 /// One distinct subscription's delta for one batch: computed once, encoded once, shared by every client holding the
-/// subscription (each client adds only its own subscription id in front of ``body``).
+/// subscription (each client adds only its own subscription id in front of ``body``:
+/// `SharedBatchEncoding.syncResponse(seq:parts:)`).
 final class SharedDelta: Sendable {
     let entered: [VersionedRow]
     let left: [(id: String, before: Row?)]
@@ -78,28 +79,6 @@ final class SharedDelta: Sendable {
         self.left.map { ($0.id, .left(id: $0.id, before: $0.before)) }
             + self.entered.map { ($0.row.id, .entered($0)) }
             + self.updated.map { ($0.row.row.id, .updated($0.row, changed: $0.changed)) }
-    }
-
-    /// The serialized `SubscriptionDelta` for one client's subscription id (and `replaced` flag).
-    func encoded(subscriptionID: String, replaced: Bool) -> [UInt8] {
-        var out: [UInt8] = []
-        let id = Array(subscriptionID.utf8)
-        out.reserveCapacity(self.body.count + id.count + 8)
-        out.append(0x0A)
-        Self.appendVarint(UInt64(id.count), to: &out)
-        out.append(contentsOf: id)
-        out.append(contentsOf: self.body)
-        if replaced { out.append(contentsOf: [0x28, 0x01]) }
-        return out
-    }
-
-    static func appendVarint(_ value: UInt64, to bytes: inout [UInt8]) {
-        var v = value
-        while v >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
-            v >>= 7
-        }
-        bytes.append(UInt8(v))
     }
 }
 
