@@ -49,6 +49,8 @@ enum ServerBenchmark {
         var changesPerSecond: Double
         /// Seconds from the first commit until the writer's last commit returned (the rest is the pipeline's drain).
         var writerSeconds: Double = 0
+        /// Seconds from the first commit until the last client had every row.
+        var seconds: Double = 0
     }
 
     /// `MERIDIAN_BENCH_ONLY=meridian:CLIENTS:ROWS[:RATE]` (or `raw:…`) runs one case once, for profiling;
@@ -70,6 +72,7 @@ enum ServerBenchmark {
         print(
             spec, "p50", ms(figure.p50), "p99", ms(figure.p99), "changes/s", count(figure.changesPerSecond),
             "writer done s", String(format: "%.2f", figure.writerSeconds),
+            "last row s", String(format: "%.2f", figure.seconds),
             "process cpu s", String(format: "%.2f", cpu.result.cpu),
             "cpu µs/delivered row", String(format: "%.1f", cpu.result.cpu / delivered * 1e6))
     }
@@ -331,7 +334,7 @@ enum ServerBenchmark {
             }
             return Figure(
                 p50: percentile(0.5), p99: percentile(0.99), changesPerSecond: Double(expected * clients) / seconds,
-                writerSeconds: Double(writerDone - start) / 1e9)
+                writerSeconds: Double(writerDone - start) / 1e9, seconds: seconds)
         }
     }
 
