@@ -22,24 +22,36 @@ package enum DeltaWireEncoding {
     ) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(256)
-        for (row, version) in entered {
-            out.append(0x12)
-            appendVarint(UInt64(rowSize(row, version: version)), to: &out)
-            appendRow(row, version: version, to: &out)
-        }
-        for id in left { appendString(field: 3, id, to: &out, always: true) }
-        for (row, version, changed) in updated {
-            let size = rowSize(row, version: version)
-            var update = fieldSize(size)
-            for name in changed { update += fieldSize(name.utf8.count) }
-            out.append(0x22)
-            appendVarint(UInt64(update), to: &out)
-            out.append(0x0A)
-            appendVarint(UInt64(size), to: &out)
-            appendRow(row, version: version, to: &out)
-            for name in changed { appendString(field: 2, name, to: &out, always: true) }
-        }
+        for (row, version) in entered { appendEntered(row, version: version, to: &out) }
+        for id in left { appendLeft(id, to: &out) }
+        for (row, version, changed) in updated { appendUpdated(row, version: version, changed: changed, to: &out) }
         return out
+    }
+
+    /// One element of `SubscriptionDelta` field 2 (entered). Write every entered row, then every left id, then every
+    /// update, as ``subscriptionDeltaBody(entered:left:updated:)`` does.
+    package static func appendEntered(_ row: Row, version: Int64, to out: inout [UInt8]) {
+        out.append(0x12)
+        appendVarint(UInt64(rowSize(row, version: version)), to: &out)
+        appendRow(row, version: version, to: &out)
+    }
+
+    /// One element of `SubscriptionDelta` field 3 (left).
+    package static func appendLeft(_ id: String, to out: inout [UInt8]) {
+        appendString(field: 3, id, to: &out, always: true)
+    }
+
+    /// One element of `SubscriptionDelta` field 4 (updated): a `RowUpdate` with the row and the changed names.
+    package static func appendUpdated(_ row: Row, version: Int64, changed: [String], to out: inout [UInt8]) {
+        let size = rowSize(row, version: version)
+        var update = fieldSize(size)
+        for name in changed { update += fieldSize(name.utf8.count) }
+        out.append(0x22)
+        appendVarint(UInt64(update), to: &out)
+        out.append(0x0A)
+        appendVarint(UInt64(size), to: &out)
+        appendRow(row, version: version, to: &out)
+        for name in changed { appendString(field: 2, name, to: &out, always: true) }
     }
 
     /// The fields of a `Row` (not length-prefixed).

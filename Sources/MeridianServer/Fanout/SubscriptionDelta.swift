@@ -25,6 +25,8 @@ struct NetChange: Sendable {
     static func of(_ changes: some Sequence<Change>) -> [NetChange] {
         var index: [String: Int] = [:]
         var out: [NetChange] = []
+        index.reserveCapacity(changes.underestimatedCount)
+        out.reserveCapacity(changes.underestimatedCount)
         for change in changes {
             if let i = index[change.id] {
                 out[i].after = change.after
@@ -66,9 +68,14 @@ final class SharedDelta: Sendable {
         self.entered = entered
         self.left = left
         self.updated = updated
-        self.body = DeltaWireEncoding.subscriptionDeltaBody(
-            entered: entered.lazy.map { ($0.row, $0.version) }, left: left.lazy.map(\.id),
-            updated: updated.lazy.map { ($0.row.row, $0.row.version, $0.changed) })
+        var body: [UInt8] = []
+        body.reserveCapacity(256)
+        for row in entered { DeltaWireEncoding.appendEntered(row.row, version: row.version, to: &body) }
+        for row in left { DeltaWireEncoding.appendLeft(row.id, to: &body) }
+        for (row, changed) in updated {
+            DeltaWireEncoding.appendUpdated(row.row, version: row.version, changed: changed, to: &body)
+        }
+        self.body = body
     }
 
     var isEmpty: Bool { self.entered.isEmpty && self.left.isEmpty && self.updated.isEmpty }
@@ -113,8 +120,11 @@ extension BoundFetchRequest {
         var left: [(id: String, before: Row?)] = []
         var updated: [(row: VersionedRow, changed: [String])] = []
         for change in changes {
-            let was = change.before.map(self.matches) ?? false
-            let now = change.after.map(self.matches) ?? false
+            // `if let`, not `.map(self.matches)`: the closure would copy the request twice per row.
+            var was = false
+            if let before = change.before { was = self.matches(before) }
+            var now = false
+            if let after = change.after { now = self.matches(after) }
             switch (was, now) {
             case (false, true):
                 entered.append(VersionedRow(row: change.after!, version: change.version))
