@@ -11,6 +11,9 @@ package import MeridianCore
 /// rules — `id` omitted when empty, `version` when 0; a oneof case, every map entry's key and value, and every element
 /// of a repeated field (an empty string too) always written.
 package enum DeltaWireEncoding {
+    // Every length prefix is computed before its message is written (`rowSize`, `valueSize`), so a row is written
+    // straight into the output: no scratch buffer per row, map entry or value, and no copy of one into the next.
+
     /// `SubscriptionDelta` fields 2 (entered), 3 (left) and 4 (updated), in that order.
     package static func subscriptionDeltaBody(
         entered: some Sequence<(row: Row, version: Int64)>,
@@ -19,23 +22,36 @@ package enum DeltaWireEncoding {
     ) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(256)
-        var scratch: [UInt8] = []
-        for (row, version) in entered {
-            scratch.removeAll(keepingCapacity: true)
-            appendRow(row, version: version, to: &scratch)
-            appendLengthDelimited(field: 2, scratch, to: &out)
-        }
-        for id in left { appendString(field: 3, id, to: &out, always: true) }
-        var update: [UInt8] = []
-        for (row, version, changed) in updated {
-            scratch.removeAll(keepingCapacity: true)
-            appendRow(row, version: version, to: &scratch)
-            update.removeAll(keepingCapacity: true)
-            appendLengthDelimited(field: 1, scratch, to: &update)
-            for name in changed { appendString(field: 2, name, to: &update, always: true) }
-            appendLengthDelimited(field: 4, update, to: &out)
-        }
+        for (row, version) in entered { appendEntered(row, version: version, to: &out) }
+        for id in left { appendLeft(id, to: &out) }
+        for (row, version, changed) in updated { appendUpdated(row, version: version, changed: changed, to: &out) }
         return out
+    }
+
+    /// One element of `SubscriptionDelta` field 2 (entered). Write every entered row, then every left id, then every
+    /// update, as ``subscriptionDeltaBody(entered:left:updated:)`` does.
+    package static func appendEntered(_ row: Row, version: Int64, to out: inout [UInt8]) {
+        out.append(0x12)
+        appendVarint(UInt64(rowSize(row, version: version)), to: &out)
+        appendRow(row, version: version, to: &out)
+    }
+
+    /// One element of `SubscriptionDelta` field 3 (left).
+    package static func appendLeft(_ id: String, to out: inout [UInt8]) {
+        appendString(field: 3, id, to: &out, always: true)
+    }
+
+    /// One element of `SubscriptionDelta` field 4 (updated): a `RowUpdate` with the row and the changed names.
+    package static func appendUpdated(_ row: Row, version: Int64, changed: [String], to out: inout [UInt8]) {
+        let size = rowSize(row, version: version)
+        var update = fieldSize(size)
+        for name in changed { update += fieldSize(name.utf8.count) }
+        out.append(0x22)
+        appendVarint(UInt64(update), to: &out)
+        out.append(0x0A)
+        appendVarint(UInt64(size), to: &out)
+        appendRow(row, version: version, to: &out)
+        for name in changed { appendString(field: 2, name, to: &out, always: true) }
     }
 
     /// The fields of a `Row` (not length-prefixed).
@@ -45,15 +61,38 @@ package enum DeltaWireEncoding {
             out.append(0x10)
             appendVarint(UInt64(bitPattern: version), to: &out)
         }
-        var entry: [UInt8] = []
         for (name, value) in row.values {
-            entry.removeAll(keepingCapacity: true)
-            appendString(field: 1, name, to: &entry, always: true)
-            // The entry's value: a Value message (field 2) holding one oneof case.
-            var valueBytes: [UInt8] = []
-            appendValue(value, to: &valueBytes)
-            appendLengthDelimited(field: 2, valueBytes, to: &entry)
-            appendLengthDelimited(field: 3, entry, to: &out)
+            // A map entry (field 3): the key (field 1) and the value (field 2), a Value message holding one oneof
+            // case.
+            let valueBytes = valueSize(value)
+            out.append(0x1A)
+            appendVarint(UInt64(fieldSize(name.utf8.count) + fieldSize(valueBytes)), to: &out)
+            appendString(field: 1, name, to: &out, always: true)
+            out.append(0x12)
+            appendVarint(UInt64(valueBytes), to: &out)
+            appendValue(value, to: &out)
+        }
+    }
+
+    /// The size of ``appendRow(_:version:to:)``'s output.
+    static func rowSize(_ row: Row, version: Int64) -> Int {
+        var size = row.id.isEmpty ? 0 : fieldSize(row.id.utf8.count)
+        if version != 0 { size += 1 + varintSize(UInt64(bitPattern: version)) }
+        for (name, value) in row.values {
+            size += fieldSize(fieldSize(name.utf8.count) + fieldSize(valueSize(value)))
+        }
+        return size
+    }
+
+    /// The size of ``appendValue(_:to:)``'s output.
+    static func valueSize(_ value: Value) -> Int {
+        switch value {
+        case .null, .bool: 2
+        case .int(let i): 1 + varintSize(UInt64(bitPattern: i))
+        case .double: 9
+        case .string(let s): fieldSize(s.utf8.count)
+        case .bytes(let b): fieldSize(b.count)
+        case .timestamp(let t): 1 + varintSize(UInt64(bitPattern: t.microseconds))
         }
     }
 
@@ -94,10 +133,11 @@ package enum DeltaWireEncoding {
         }
     }
 
-    static func appendLengthDelimited(field: UInt64, _ bytes: [UInt8], to out: inout [UInt8]) {
-        appendVarint(field << 3 | 2, to: &out)
-        appendVarint(UInt64(bytes.count), to: &out)
-        out.append(contentsOf: bytes)
+    /// The size of a length-delimited field with a one-byte tag and `length` bytes of payload.
+    static func fieldSize(_ length: Int) -> Int { 1 + varintSize(UInt64(length)) + length }
+
+    static func varintSize(_ value: UInt64) -> Int {
+        value < 0x80 ? 1 : (64 - value.leadingZeroBitCount + 6) / 7
     }
 
     static func appendVarint(_ value: UInt64, to out: inout [UInt8]) {

@@ -37,6 +37,38 @@ package enum SharedBatchEncoding {
         return out
     }
 
+    /// The serialized `SyncResponse` whose `batch` has this `seq` and, per part, the `SubscriptionDelta` with field 1
+    /// `subscription_id` (always written), the shared `body` (fields 2–4, as
+    /// `DeltaWireEncoding.subscriptionDeltaBody` gives it) and field 5 `replaced` when set — written in one pass
+    /// into one buffer of the exact size (every length is known beforehand), each body copied once.
+    package static func syncResponse(
+        seq: Int64, parts: [(subscriptionID: String, body: [UInt8], replaced: Bool)]
+    ) -> [UInt8] {
+        func deltaSize(_ part: (subscriptionID: String, body: [UInt8], replaced: Bool)) -> Int {
+            DeltaWireEncoding.fieldSize(part.subscriptionID.utf8.count) + part.body.count + (part.replaced ? 2 : 0)
+        }
+        var batchSize = seq != 0 ? 1 + DeltaWireEncoding.varintSize(UInt64(bitPattern: seq)) : 0
+        for part in parts { batchSize += DeltaWireEncoding.fieldSize(deltaSize(part)) }
+        var out: [UInt8] = []
+        out.reserveCapacity(DeltaWireEncoding.fieldSize(batchSize))
+        // SyncResponse: field 3 `batch`.
+        out.append(0x1A)
+        appendVarint(UInt64(batchSize), to: &out)
+        // Batch: field 1 `seq` (omitted when 0, as proto3 does), field 2 `deltas`.
+        if seq != 0 {
+            out.append(0x08)
+            appendVarint(UInt64(bitPattern: seq), to: &out)
+        }
+        for part in parts {
+            out.append(0x12)
+            appendVarint(UInt64(deltaSize(part)), to: &out)
+            DeltaWireEncoding.appendString(field: 1, part.subscriptionID, to: &out, always: true)
+            out.append(contentsOf: part.body)
+            if part.replaced { out.append(contentsOf: [0x28, 0x01]) }
+        }
+        return out
+    }
+
     private static func appendVarint(_ value: UInt64, to bytes: inout [UInt8]) {
         var v = value
         while v >= 0x80 {

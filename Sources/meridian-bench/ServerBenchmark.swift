@@ -47,11 +47,18 @@ enum ServerBenchmark {
         var p50: Double?
         var p99: Double?
         var changesPerSecond: Double
+        /// Seconds from the first commit until the writer's last commit returned (the rest is the pipeline's drain).
+        var writerSeconds: Double = 0
+        /// Seconds from the first commit until the last client had every row.
+        var seconds: Double = 0
     }
 
-    /// `MERIDIAN_BENCH_ONLY=meridian:CLIENTS:ROWS[:RATE]` (or `raw:…`) runs one case once, for profiling.
+    /// `MERIDIAN_BENCH_ONLY=meridian:CLIENTS:ROWS[:RATE]` (or `raw:…`) runs one case once, for profiling;
+    /// `writer:ROWS` runs the writer alone (same store, same transactions, no server): the bound on the
+    /// throughput cases with a single sequential writer.
     static func runOnly(_ spec: String) async throws {
         let parts = spec.split(separator: ":").map(String.init)
+        if parts.count == 2, parts[0] == "writer", let rows = Int(parts[1]) { return try await self.writerOnly(rows) }
         guard parts.count >= 3, let clients = Int(parts[1]), let rows = Int(parts[2]) else { return }
         let rate = parts.count > 3 ? Int(parts[3]) : nil
         let cpu = StoreBenchmark.Stopwatch()
@@ -61,9 +68,44 @@ enum ServerBenchmark {
             ? try await self.raw(clients: clients, rowsPerCommit: rows, rate: rate)
             : try await self.meridian(clients: clients, rowsPerCommit: rows, rate: rate)
         cpu.stop()
+        let delivered = Double(self.commits(rowsPerCommit: rows, rate: rate) * rows * clients)
         print(
             spec, "p50", ms(figure.p50), "p99", ms(figure.p99), "changes/s", count(figure.changesPerSecond),
-            "process cpu s", String(format: "%.2f", cpu.result.cpu))
+            "writer done s", String(format: "%.2f", figure.writerSeconds),
+            "last row s", String(format: "%.2f", figure.seconds),
+            "process cpu s", String(format: "%.2f", cpu.result.cpu),
+            "cpu µs/delivered row", String(format: "%.1f", cpu.result.cpu / delivered * 1e6))
+    }
+
+    /// The writer of the throughput cases alone: `commits × rows` inserts, one `Store.apply` at a time.
+    static func writerOnly(_ rowsPerCommit: Int) async throws {
+        let store = try Store.temporary(schema: schema(), logger: logger)
+        let commits = self.commits(rowsPerCommit: rowsPerCommit, rate: nil)
+        let watch = StoreBenchmark.Stopwatch()
+        watch.start()
+        for index in 0..<commits { try await self.write(store, index: index, stamp: self.now(), rows: rowsPerCommit) }
+        watch.stop()
+        let rows = Double(commits * rowsPerCommit)
+        print(
+            "writer:\(rowsPerCommit)", "rows/s", count(rows / watch.result.wall), "wall s",
+            String(format: "%.2f", watch.result.wall), "cpu µs/row", String(format: "%.1f", watch.result.cpu / rows * 1e6))
+    }
+
+    /// One benchmark commit: `rows` inserts.
+    static func write(_ store: Store, index: Int, stamp: Int64, rows: Int) async throws {
+        var operations: [WriteOperation] = []
+        for r in 0..<rows {
+            operations.append(
+                .insert(
+                    "Bench", id: "\(index)-\(r)",
+                    ["title": .string("row \(index)"), "stamp": .int(stamp), "qty": .int(Int64(r))]))
+        }
+        try await store.apply(operations)
+    }
+
+    /// Commits per run: 2 s at `rate`, or a fixed count calibrated to about 2 s.
+    static func commits(rowsPerCommit: Int, rate: Int?) -> Int {
+        rate.map { $0 * 2 } ?? (rowsPerCommit == 1 ? 8_000 : 1_000)
     }
 
     static func run() async throws {
@@ -115,16 +157,7 @@ enum ServerBenchmark {
                 connect: { collector, ready, expected in
                     try await self.meridianClient(port: port, collector: collector, ready: ready, expected: expected)
                 },
-                write: { index, stamp in
-                    var operations: [WriteOperation] = []
-                    for r in 0..<rowsPerCommit {
-                        operations.append(
-                            .insert(
-                                "Bench", id: "\(index)-\(r)",
-                                ["title": .string("row \(index)"), "stamp": .int(stamp), "qty": .int(Int64(r))]))
-                    }
-                    try await store.apply(operations)
-                })
+                write: { index, stamp in try await self.write(store, index: index, stamp: stamp, rows: rowsPerCommit) })
             server.beginGracefulShutdown()
             try await group.waitForAll()
             return results
@@ -268,7 +301,7 @@ enum ServerBenchmark {
         connect: @escaping @Sendable (Collector, @escaping @Sendable () -> Void, Int) async throws -> Void,
         write: (Int, Int64) async throws -> Void
     ) async throws -> Figure {
-        let commits = rate.map { $0 * 2 } ?? (rowsPerCommit == 1 ? 8_000 : 1_000)
+        let commits = self.commits(rowsPerCommit: rowsPerCommit, rate: rate)
         let expected = commits * rowsPerCommit
         let collector = Collector()
         let (readyStream, readyContinuation) = AsyncStream<Void>.makeStream()
@@ -291,6 +324,7 @@ enum ServerBenchmark {
                 }
                 try await write(index, self.now())
             }
+            let writerDone = self.now()
             try await group.waitForAll()
             let seconds = Double(collector.lastFinish - start) / 1e9
             let latencies = collector.latencies.sorted()
@@ -299,7 +333,8 @@ enum ServerBenchmark {
                     ? nil : Double(latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))]) / 1e6
             }
             return Figure(
-                p50: percentile(0.5), p99: percentile(0.99), changesPerSecond: Double(expected * clients) / seconds)
+                p50: percentile(0.5), p99: percentile(0.99), changesPerSecond: Double(expected * clients) / seconds,
+                writerSeconds: Double(writerDone - start) / 1e9, seconds: seconds)
         }
     }
 

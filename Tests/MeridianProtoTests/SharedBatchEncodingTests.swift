@@ -44,4 +44,25 @@ import Testing
         #expect(batch.seq == 9)
         #expect(batch.deltas.isEmpty)
     }
+
+    @Test(
+        "batches written in one pass from ids and shared bodies are the messages built directly",
+        arguments: [Int64(0), 1, 300, -1]
+    )
+    func onePassEqualsBuilt(seq: Int64) throws {
+        var deltas = [Self.delta("a", rows: 0), Self.delta("bb", rows: 3), Self.delta("c", rows: 200)]
+        deltas[1].replaced = true
+        let parts = try deltas.map { delta in
+            var body = delta
+            body.subscriptionID = ""
+            body.replaced = false
+            return (subscriptionID: delta.subscriptionID, body: try body.serializedBytes() as [UInt8], replaced: delta.replaced)
+        }
+        let bytes = SharedBatchEncoding.syncResponse(seq: seq, parts: parts)
+        var built = Meridian_V1_SyncResponse()
+        built.batch.seq = seq
+        built.batch.deltas = deltas
+        #expect(try Meridian_V1_SyncResponse(serializedBytes: bytes) == built)
+        #expect(bytes == (try built.serializedBytes() as [UInt8]))
+    }
 }

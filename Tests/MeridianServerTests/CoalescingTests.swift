@@ -1,6 +1,7 @@
 import MeridianCore
 import MeridianProto
 @testable import MeridianServer
+import SwiftProtobuf
 import Testing
 
 /// A slow client's queued batches are folded row by row; the folded `changed` lists must name what a client would
@@ -51,5 +52,22 @@ import Testing
         merged.fold(self.part(left: [("a", nil)]))
         merged.fold(self.part(entered: [row]))
         #expect(merged.proto(subscriptionID: "s").updated.map(\.changed) == [["coordinate", "lat", "lon", "title"]])
+    }
+
+    @Test("a merged batch's hand-written bytes decode to the message built from its merged deltas", arguments: [false, true])
+    func mergedBytes(replaced: Bool) throws {
+        let a = Row(id: "a", values: ["title": "A", "lat": 1.0, "lon": 2.0, "note": .null, "n": 7])
+        let b = Row(id: "b", values: ["title": "", "lat": -1.5, "lon": 0.0])
+        let c = Row(id: "c", values: ["title": "C"])
+        var first = self.part(entered: [a], left: [("c", c)], updated: [(b, ["lat"])])
+        first.replaced = replaced
+        var batch = QueuedBatch(seq: 5, parts: [first])
+        let second = self.part(entered: [Row(id: "d", values: ["title": "D"])], updated: [(a, ["title"]), (b, ["lon"])])
+        _ = batch.merge(seq: 300, parts: [second, BatchPart(subscriptionID: "t", delta: second.delta, replaced: false)])
+        var expected = Meridian_V1_SyncResponse()
+        expected.batch.seq = 300
+        expected.batch.deltas = try batch.mergedOrder.map { try #require(batch.merged[$0]).proto(subscriptionID: $0) }
+        #expect(expected.batch.deltas.count == 2)
+        #expect(try Meridian_V1_SyncResponse(serializedBytes: batch.encoded()) == expected)
     }
 }

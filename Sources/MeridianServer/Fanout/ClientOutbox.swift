@@ -82,19 +82,16 @@ struct QueuedBatch: Sendable {
     func encoded() -> [UInt8] {
         if let shared {
             return SharedBatchEncoding.syncResponse(
-                seq: self.seq,
-                encodedDeltas: shared.map { $0.delta.encoded(subscriptionID: $0.subscriptionID, replaced: $0.replaced) }
-            )
+                seq: self.seq, parts: shared.map { ($0.subscriptionID, $0.delta.body, $0.replaced) })
         }
-        var batch = Meridian_V1_Batch()
-        batch.seq = self.seq
+        // Merged batches are written by hand too (no Meridian_V1_Row dictionaries): a client that fell behind is the
+        // moment the server can least afford the generic encoder.
+        var parts: [(subscriptionID: String, body: [UInt8], replaced: Bool)] = []
         for id in self.mergedOrder {
             guard let merged = self.merged[id] else { continue }
-            batch.deltas.append(merged.proto(subscriptionID: id))
+            parts.append((id, merged.body(), merged.replaced))
         }
-        var response = Meridian_V1_SyncResponse()
-        response.batch = batch
-        return (try? response.serializedBytes()) ?? []
+        return SharedBatchEncoding.syncResponse(seq: self.seq, parts: parts)
     }
 }
 
@@ -140,6 +137,24 @@ struct MergedDelta: Sendable {
         }
     }
 
+    /// `SubscriptionDelta` fields 2–4, in row order within each field: the bytes of ``proto(subscriptionID:)``
+    /// without the id and `replaced`.
+    func body() -> [UInt8] {
+        var entered: [(row: Row, version: Int64)] = []
+        var left: [String] = []
+        var updated: [(row: Row, version: Int64, changed: [String])] = []
+        for id in self.order {
+            switch self.rows[id] {
+            case .entered(let row): entered.append((row.row, row.version))
+            case .left(let id, _): left.append(id)
+            case .updated(let row, let changed): updated.append((row.row, row.version, changed))
+            case nil: break
+            }
+        }
+        return DeltaWireEncoding.subscriptionDeltaBody(entered: entered, left: left, updated: updated)
+    }
+
+    /// The merged changes as a message (what ``body()`` encodes, with the id and `replaced`).
     func proto(subscriptionID: String) -> Meridian_V1_SubscriptionDelta {
         var delta = Meridian_V1_SubscriptionDelta()
         delta.subscriptionID = subscriptionID

@@ -25,6 +25,8 @@ struct NetChange: Sendable {
     static func of(_ changes: some Sequence<Change>) -> [NetChange] {
         var index: [String: Int] = [:]
         var out: [NetChange] = []
+        index.reserveCapacity(changes.underestimatedCount)
+        out.reserveCapacity(changes.underestimatedCount)
         for change in changes {
             if let i = index[change.id] {
                 out[i].after = change.after
@@ -52,7 +54,8 @@ enum RowDelta: Sendable {
 // MARK: - SharedDelta
 
 /// One distinct subscription's delta for one batch: computed once, encoded once, shared by every client holding the
-/// subscription (each client adds only its own subscription id in front of ``body``).
+/// subscription (each client adds only its own subscription id in front of ``body``:
+/// `SharedBatchEncoding.syncResponse(seq:parts:)`).
 final class SharedDelta: Sendable {
     let entered: [VersionedRow]
     let left: [(id: String, before: Row?)]
@@ -65,9 +68,14 @@ final class SharedDelta: Sendable {
         self.entered = entered
         self.left = left
         self.updated = updated
-        self.body = DeltaWireEncoding.subscriptionDeltaBody(
-            entered: entered.lazy.map { ($0.row, $0.version) }, left: left.lazy.map(\.id),
-            updated: updated.lazy.map { ($0.row.row, $0.row.version, $0.changed) })
+        var body: [UInt8] = []
+        body.reserveCapacity(256)
+        for row in entered { DeltaWireEncoding.appendEntered(row.row, version: row.version, to: &body) }
+        for row in left { DeltaWireEncoding.appendLeft(row.id, to: &body) }
+        for (row, changed) in updated {
+            DeltaWireEncoding.appendUpdated(row.row, version: row.version, changed: changed, to: &body)
+        }
+        self.body = body
     }
 
     var isEmpty: Bool { self.entered.isEmpty && self.left.isEmpty && self.updated.isEmpty }
@@ -78,28 +86,6 @@ final class SharedDelta: Sendable {
         self.left.map { ($0.id, .left(id: $0.id, before: $0.before)) }
             + self.entered.map { ($0.row.id, .entered($0)) }
             + self.updated.map { ($0.row.row.id, .updated($0.row, changed: $0.changed)) }
-    }
-
-    /// The serialized `SubscriptionDelta` for one client's subscription id (and `replaced` flag).
-    func encoded(subscriptionID: String, replaced: Bool) -> [UInt8] {
-        var out: [UInt8] = []
-        let id = Array(subscriptionID.utf8)
-        out.reserveCapacity(self.body.count + id.count + 8)
-        out.append(0x0A)
-        Self.appendVarint(UInt64(id.count), to: &out)
-        out.append(contentsOf: id)
-        out.append(contentsOf: self.body)
-        if replaced { out.append(contentsOf: [0x28, 0x01]) }
-        return out
-    }
-
-    static func appendVarint(_ value: UInt64, to bytes: inout [UInt8]) {
-        var v = value
-        while v >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
-            v >>= 7
-        }
-        bytes.append(UInt8(v))
     }
 }
 
@@ -134,8 +120,11 @@ extension BoundFetchRequest {
         var left: [(id: String, before: Row?)] = []
         var updated: [(row: VersionedRow, changed: [String])] = []
         for change in changes {
-            let was = change.before.map(self.matches) ?? false
-            let now = change.after.map(self.matches) ?? false
+            // `if let`, not `.map(self.matches)`: the closure would copy the request twice per row.
+            var was = false
+            if let before = change.before { was = self.matches(before) }
+            var now = false
+            if let after = change.after { now = self.matches(after) }
             switch (was, now) {
             case (false, true):
                 entered.append(VersionedRow(row: change.after!, version: change.version))
