@@ -41,6 +41,7 @@ extension Store {
                 guard try SchemaRecord.exists(db) else {
                     try SchemaRecord.createMetaTables(db)
                     try db.execute(sql: StoreDDL.appliedTable)
+                    try db.execute(sql: StoreDDL.changesRowIndex)
                     for entity in schema.entities {
                         for sql in StoreDDL.createEntity(entity) { try db.execute(sql: sql) }
                     }
@@ -68,9 +69,29 @@ extension Store {
                     try SchemaRecord.write(schema, db)
                 }
                 try db.execute(sql: StoreDDL.appliedTable)
+                try db.execute(sql: StoreDDL.changesRowIndex)
+                try refreshTriggers(db, schema: schema)
+                if try SchemaRecord.meta(db, "format") != String(StoreDDL.formatVersion) {
+                    try SchemaRecord.setMeta(db, "format", String(StoreDDL.formatVersion))
+                }
             }
         } catch {
             throw StoreError.wrap(error, "cannot prepare the store at '\(path)'")
+        }
+    }
+
+    /// Replaces an entity's capture triggers when they are not the ones this version writes (a file written by an
+    /// earlier version, whose insert trigger built an after-image), so that every writer of the file — other
+    /// processes included — logs the current format from now on.
+    static func refreshTriggers(_ db: Database, schema: Schema) throws {
+        for entity in schema.entities {
+            let expected = StoreDDL.createTriggers(entity)
+            let names = ["insert", "update", "rekey", "delete"].map { "meridian_\(entity.name)_\($0)" }
+            let existing = try String.fetchAll(
+                db, sql: "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name IN (?, ?, ?, ?)",
+                arguments: StatementArguments(names))
+            guard Set(existing) != Set(expected) else { continue }
+            for sql in StoreDDL.dropTriggers(entity.name) + expected { try db.execute(sql: sql) }
         }
     }
 

@@ -98,6 +98,7 @@ extension Store {
                 changes.append(try ChangeDecoding.change(row, schema: schema, misfits: &misfits))
             }
             let hasMore = limit.map { changes.count >= max(1, $0) } == true && changes.last!.seq < latest
+            try ChangeDecoding.completeInserts(&changes, cut: hasMore, schema: schema, db: db, misfits: &misfits)
             let batch = ChangeBatch(
                 changes: changes, throughSeq: hasMore ? changes.last!.seq : latest, hasMore: hasMore)
             return (.changes(batch), misfits)
@@ -147,55 +148,5 @@ extension Store {
         self.logger.info(
             "\(count) stored value(s) do not fit their attribute's type (written by another process?); passed on as stored",
             metadata: entity.map { ["meridian.entity": "\($0)"] } ?? [:])
-    }
-}
-
-// MARK: - Decoding the log
-
-/// Turns rows of `meridian_changes` into ``Change`` values typed by the schema.
-enum ChangeDecoding {
-    static func change(_ row: GRDB.Row, schema: Schema, misfits: inout Int) throws -> Change {
-        let seq: Int64 = row[0]
-        let entityName: String = row[1]
-        let id: String = row[2]
-        let rawKind: Int = row[3]
-        guard let kind = Change.Kind(rawValue: rawKind) else {
-            throw StoreError(.internalError, "change \(seq) has unknown kind \(rawKind)")
-        }
-        let entity = schema.entity(named: entityName)
-        func image(_ text: String?) throws -> MeridianCore.Row? {
-            guard let text else { return nil }
-            var values: [String: Value] = [:]
-            values.reserveCapacity(entity?.attributes.count ?? 8)
-            var imageMisfits = 0
-            do {
-                // Typed as each attribute is parsed: no intermediate dictionary of stored values.
-                try ImageJSON.parseObject(text) { name, value in
-                    let typed: (value: Value, fits: Bool)
-                    if let type = entity?.attribute(named: name)?.type {
-                        typed = value.typed(as: type)
-                    } else {
-                        typed = (value.rawValue, true)
-                    }
-                    if !typed.fits { imageMisfits += 1 }
-                    if typed.value.isNull {
-                        values.removeValue(forKey: name)
-                    } else {
-                        values[name] = typed.value
-                    }
-                }
-            } catch {
-                throw StoreError(.internalError, "change \(seq): \(error)", cause: error)
-            }
-            misfits += imageMisfits
-            return MeridianCore.Row(id: id, values: values)
-        }
-        let before = try image(row[5])
-        let after = try image(row[6])
-        var changed: [String] = []
-        if kind == .update, let before, let after { changed = after.changedAttributes(from: before) }
-        return Change(
-            seq: seq, entity: entityName, id: id, kind: kind, version: row[4], before: before, after: after,
-            changedAttributes: changed, committedAt: Timestamp(microseconds: row[7]))
     }
 }

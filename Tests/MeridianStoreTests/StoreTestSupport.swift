@@ -148,6 +148,20 @@ enum ChildProcess {
         #expect(status == 0, "raw-sql failed: \(errors)")
     }
 
+    /// Runs a query through the `sqlite3` shell; returns its output without the final newline.
+    static func sqlite3Output(_ path: String, _ sql: String) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        process.arguments = [path, sql]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "sqlite3 failed on \(sql)")
+        return text.hasSuffix("\n") ? String(text.dropLast()) : text
+    }
+
     /// Runs SQL through the `sqlite3` shell.
     static func sqlite3(_ path: String, _ sql: String) throws {
         let (status, errors) = try run("/usr/bin/sqlite3", [path], stdin: sql)

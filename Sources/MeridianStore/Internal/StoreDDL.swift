@@ -8,8 +8,10 @@ internal import MeridianCore
 /// Everything here is plain SQL using only SQLite's built-in functions (JSON1 included), so that any process that
 /// writes the file — the `sqlite3` shell included — runs the same capture triggers.
 enum StoreDDL {
-    /// The store-format version written to `meridian_meta`.
-    static let formatVersion = 1
+    /// The store-format version written to `meridian_meta`: 1 logged inserts with their after-image; 2 logs them
+    /// without one (the reader takes it from the row or from the next change of the row, see `ChangeDecoding`).
+    /// Opening a format-1 file rebuilds its triggers and makes it format 2; its old entries still read as before.
+    static let formatVersion = 2
 
     /// Meridian's own tables (created once, never edited once shipped).
     static let metaTables: [String] = [
@@ -44,6 +46,13 @@ enum StoreDDL {
     static let appliedTable = """
         CREATE TABLE IF NOT EXISTS meridian_applied (
             key TEXT PRIMARY KEY NOT NULL, seq INTEGER NOT NULL, rows TEXT NOT NULL) WITHOUT ROWID
+        """
+
+    /// Finds the next update or delete of a row after an insert (where a reader finds the after-image of an insert
+    /// whose row has changed since). Partial: inserts, most of the log, are not indexed and pay nothing for it.
+    /// Created by every open (files made before it existed get it then).
+    static let changesRowIndex = """
+        CREATE INDEX IF NOT EXISTS meridian_changes_row ON meridian_changes (entity, row_id, seq) WHERE kind <> 1
         """
 
     /// The longest idempotency key accepted, in UTF-8 bytes.
@@ -156,6 +165,10 @@ enum StoreDDL {
 
     /// The capture triggers of an entity.
     ///
+    /// Inserts are logged without an after-image (building the JSON was most of the cost of capture): until the row
+    /// changes again, the row itself is the after-image, and the next change of the row (an update, a delete, or
+    /// the delete half of a rekey) carries it as its before-image. `ChangeDecoding` puts it back when reading.
+    ///
     /// Meridian never sets `_version`: an update that leaves it unchanged (every update, by Meridian or by a raw
     /// writer) is logged with version `OLD._version + 1`, and the trigger bumps the column; the bump's own update
     /// changes `_version`, so it is not logged again. An update that changes the id is logged as a delete of the old
@@ -168,7 +181,7 @@ enum StoreDDL {
         return [
             """
             CREATE TRIGGER \(triggerName(entity.name, "insert")) AFTER INSERT ON \(table) BEGIN
-            \(logInsert(entity, rowID: "NEW.\"id\"", kind: 1, version: "NEW.\"_version\"", before: "NULL", after: newImage))
+            \(logInsert(entity, rowID: "NEW.\"id\"", kind: 1, version: "NEW.\"_version\"", before: "NULL", after: "NULL"))
             END
             """,
             """
@@ -183,7 +196,7 @@ enum StoreDDL {
             WHEN NEW."_version" IS OLD."_version" AND NEW."id" IS NOT OLD."id" BEGIN
             \(bump)
             \(logInsert(entity, rowID: "OLD.\"id\"", kind: 3, version: "OLD.\"_version\" + 1", before: oldImage, after: "NULL"))
-            \(logInsert(entity, rowID: "NEW.\"id\"", kind: 1, version: "OLD.\"_version\" + 1", before: "NULL", after: newImage))
+            \(logInsert(entity, rowID: "NEW.\"id\"", kind: 1, version: "OLD.\"_version\" + 1", before: "NULL", after: "NULL"))
             END
             """,
             """

@@ -1,0 +1,161 @@
+// MARK: - ChangeDecoding
+
+internal import GRDB
+internal import MeridianCore
+
+/// Turns rows of `meridian_changes` into ``Change`` values typed by the schema, and gives inserts logged without an
+/// after-image (store format 2) theirs.
+enum ChangeDecoding {
+    static func change(_ row: GRDB.Row, schema: Schema, misfits: inout Int) throws -> Change {
+        let seq: Int64 = row[0]
+        let entityName: String = row[1]
+        let id: String = row[2]
+        let rawKind: Int = row[3]
+        guard let kind = Change.Kind(rawValue: rawKind) else {
+            throw StoreError(.internalError, "change \(seq) has unknown kind \(rawKind)")
+        }
+        let entity = schema.entity(named: entityName)
+        let before = try image(row[5], id: id, entity: entity, seq: seq, misfits: &misfits)
+        let after = try image(row[6], id: id, entity: entity, seq: seq, misfits: &misfits)
+        var changed: [String] = []
+        if kind == .update, let before, let after { changed = after.changedAttributes(from: before) }
+        return Change(
+            seq: seq, entity: entityName, id: id, kind: kind, version: row[4], before: before, after: after,
+            changedAttributes: changed, committedAt: Timestamp(microseconds: row[7]))
+    }
+
+    /// A JSON row image, typed by the entity's attributes (`nil` for no image).
+    static func image(
+        _ text: String?,
+        id: String,
+        entity: EntitySchema?,
+        seq: Int64,
+        misfits: inout Int
+    ) throws -> MeridianCore.Row? {
+        guard let text else { return nil }
+        var values: [String: Value] = [:]
+        values.reserveCapacity(entity?.attributes.count ?? 8)
+        var imageMisfits = 0
+        do {
+            // Typed as each attribute is parsed: no intermediate dictionary of stored values.
+            try ImageJSON.parseObject(text) { name, value in
+                let typed: (value: Value, fits: Bool)
+                if let type = entity?.attribute(named: name)?.type {
+                    typed = value.typed(as: type)
+                } else {
+                    typed = (value.rawValue, true)
+                }
+                if !typed.fits { imageMisfits += 1 }
+                if typed.value.isNull {
+                    values.removeValue(forKey: name)
+                } else {
+                    values[name] = typed.value
+                }
+            }
+        } catch {
+            throw StoreError(.internalError, "change \(seq): \(error)", cause: error)
+        }
+        misfits += imageMisfits
+        return MeridianCore.Row(id: id, values: values)
+    }
+
+    // MARK: - After-images of inserts
+
+    /// The key of a row across the log.
+    private struct RowKey: Hashable {
+        var entity: String
+        var id: String
+    }
+
+    /// Gives every insert without an after-image (logged by format 2 triggers) the row as it was after the insert.
+    ///
+    /// That is the before-image of the row's next update or delete (a rekey logs a delete of the old id), or, when
+    /// nothing changed the row since, the row itself, read in the same read transaction as `changes`. The next
+    /// change is looked for in `changes` first; when the batch was `cut` by a limit, it may lie beyond it, so the
+    /// log is asked (through the partial index `meridian_changes_row`). Inserts logged by format 1 carry their
+    /// image and are left alone.
+    static func completeInserts(
+        _ changes: inout [Change],
+        cut: Bool,
+        schema: Schema,
+        db: Database,
+        misfits: inout Int
+    ) throws {
+        guard changes.contains(where: { $0.kind == .insert && $0.after == nil }) else { return }
+        var nextBefore: [RowKey: MeridianCore.Row] = [:]
+        var rowStatements: [String: Statement] = [:]
+        for i in changes.indices.reversed() {
+            let change = changes[i]
+            let key = RowKey(entity: change.entity, id: change.id)
+            if change.kind == .insert, change.after == nil {
+                if let next = nextBefore[key] {
+                    changes[i].after = next
+                } else if cut,
+                    let later = try self.laterImage(change, schema: schema, db: db, misfits: &misfits)
+                {
+                    changes[i].after = later
+                } else {
+                    changes[i].after = try self.currentRow(
+                        change, schema: schema, db: db, statements: &rowStatements, misfits: &misfits)
+                }
+            }
+            if let before = change.before { nextBefore[key] = before }
+        }
+    }
+
+    /// The before-image of the first update or delete of the change's row after it, if the log has one.
+    private static func laterImage(
+        _ change: Change,
+        schema: Schema,
+        db: Database,
+        misfits: inout Int
+    ) throws -> MeridianCore.Row? {
+        // `kind <> 1` as in the partial index's condition, so that SQLite uses it.
+        let statement = try db.cachedStatement(
+            sql: """
+                SELECT before FROM meridian_changes
+                WHERE entity = ? AND row_id = ? AND kind <> 1 AND seq > ? ORDER BY seq LIMIT 1
+                """)
+        guard let row = try GRDB.Row.fetchOne(statement, arguments: [change.entity, change.id, change.seq]),
+            let text = row[0] as String?
+        else { return nil }
+        return try self.image(
+            text, id: change.id, entity: schema.entity(named: change.entity), seq: change.seq, misfits: &misfits)
+    }
+
+    /// The row as it is now. A row that is missing (which the triggers never allow: its delete would be logged) is
+    /// given as an empty row and reported as a misfit rather than failing every reader of the log.
+    private static func currentRow(
+        _ change: Change,
+        schema: Schema,
+        db: Database,
+        statements: inout [String: Statement],
+        misfits: inout Int
+    ) throws -> MeridianCore.Row {
+        guard let entity = schema.entity(named: change.entity) else {
+            misfits += 1
+            return MeridianCore.Row(id: change.id, values: [:])
+        }
+        let statement: Statement
+        if let cached = statements[entity.name] {
+            statement = cached
+        } else {
+            let columns = ["\"_version\""] + entity.attributes.map { StoreDDL.quoted($0.name) }
+            statement = try db.cachedStatement(
+                sql: "SELECT \(columns.joined(separator: ", ")) FROM \(StoreDDL.quoted(entity.name)) WHERE \"id\" = ?")
+            statements[entity.name] = statement
+        }
+        guard let row = try GRDB.Row.fetchOne(statement, arguments: [change.id]) else {
+            misfits += 1
+            return MeridianCore.Row(id: change.id, values: [:])
+        }
+        var values: [String: Value] = [:]
+        values.reserveCapacity(entity.attributes.count)
+        for (i, attribute) in entity.attributes.enumerated() {
+            let typed = StoredValue(row[i + 1] as DatabaseValue).typed(as: attribute.type)
+            if !typed.fits { misfits += 1 }
+            if !typed.value.isNull { values[attribute.name] = typed.value }
+        }
+        return MeridianCore.Row(id: change.id, values: values)
+    }
+}
