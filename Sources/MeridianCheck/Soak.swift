@@ -1,6 +1,6 @@
 // MARK: - Soak: one seeded run of the whole system under faults, ending with a summary
 
-public import Foundation
+internal import Foundation
 internal import MeridianFuzz
 
 #if canImport(Glibc)

@@ -3,7 +3,7 @@
 internal import Foundation
 internal import GRPCCore
 internal import Logging
-public import MeridianCore
+internal import MeridianCore
 internal import MeridianProto
 internal import MeridianServer
 internal import MeridianStore

@@ -32,7 +32,7 @@ final class ChildProcess: Sendable {
         let output = Pipe()
         process.standardOutput = output
         if !FileManager.default.fileExists(atPath: stderrPath) {
-            FileManager.default.createFile(atPath: stderrPath, contents: nil)
+            _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         }
         guard let errors = FileHandle(forWritingAtPath: stderrPath) else {
             throw CheckError("cannot open \(stderrPath) for \(name)'s stderr")

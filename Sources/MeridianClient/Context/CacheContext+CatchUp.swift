@@ -11,7 +11,7 @@
 // then; a connection lost meanwhile drops the held messages, and the next Hello resumes from the seq still applied.
 
 internal import Logging
-package import MeridianProto
+internal import MeridianProto
 
 /// The subscriptions a catch-up waits for, and the messages held meanwhile.
 struct CatchUp {
