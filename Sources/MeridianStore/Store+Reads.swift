@@ -48,13 +48,7 @@ extension Store {
             }
             let cursor = try GRDB.Row.fetchCursor(statement, arguments: arguments)
             while let row = try cursor.next() {
-                var values: [String: Value] = [:]
-                values.reserveCapacity(entitySchema.attributes.count)
-                for (i, attribute) in entitySchema.attributes.enumerated() {
-                    let typed = StoredValue(row[i + 2] as DatabaseValue).typed(as: attribute.type)
-                    if !typed.fits { misfits += 1 }
-                    if !typed.value.isNull { values[attribute.name] = typed.value }
-                }
+                let values = ChangeDecoding.values(of: row, from: 2, as: entitySchema, misfits: &misfits)
                 rows.append(MeridianCore.Row(id: row[0], values: values))
                 versions.append(row[1])
             }

@@ -149,13 +149,21 @@ enum ChangeDecoding {
             misfits += 1
             return MeridianCore.Row(id: change.id, values: [:])
         }
+        return MeridianCore.Row(id: change.id, values: self.values(of: row, from: 1, as: entity, misfits: &misfits))
+    }
+
+    /// The values of an entity row read with the entity's attributes in order from column `offset` on, typed by the
+    /// schema (nulls left out); each stored value that does not fit its attribute counts in `misfits`.
+    static func values(
+        of row: GRDB.Row, from offset: Int, as entity: EntitySchema, misfits: inout Int
+    ) -> [String: Value] {
         var values: [String: Value] = [:]
         values.reserveCapacity(entity.attributes.count)
         for (i, attribute) in entity.attributes.enumerated() {
-            let typed = StoredValue(row[i + 1] as DatabaseValue).typed(as: attribute.type)
+            let typed = StoredValue(row[i + offset] as DatabaseValue).typed(as: attribute.type)
             if !typed.fits { misfits += 1 }
             if !typed.value.isNull { values[attribute.name] = typed.value }
         }
-        return MeridianCore.Row(id: change.id, values: values)
+        return values
     }
 }
