@@ -144,7 +144,7 @@ struct CatchUpTests {
         #expect(map.annotations.keys.sorted() == ["a", "b"])
     }
 
-    @Test("a region moved while its snapshot is held for the catch-up: that snapshot is dropped, not shown for the new region")
+    @Test("a region moved while its snapshot is held for the catch-up: that snapshot is dropped, not shown")
     func regionMovedWhileHeld() async throws {
         let harness = try await Harness()
         harness.server.commit(

@@ -174,7 +174,8 @@ extension CacheContext {
     }
 
     private func ignoring(_ wireID: String) -> Meridian_V1_SyncResponse? {
-        self.logger.debug("ignoring a message for a closed subscription", metadata: ["meridian.subscription.id": "\(wireID)"])
+        self.logger.debug(
+            "ignoring a message for a closed subscription", metadata: ["meridian.subscription.id": "\(wireID)"])
         return nil
     }
 
