@@ -208,11 +208,13 @@ public func runSoak(_ options: SoakOptions) async throws -> SoakSummary {
             )
             await supervisor.stopWriters()
             do {
+                // Seen as the lines arrive: the verifier may be far behind, and a stuck transaction is reported by
+                // the writer itself (after `stuckAfter`) before its `done`.
                 try await waitUntil("the writers finish", timeout: .seconds(90)) {
-                    await verifier.writersDone.count == options.writers
+                    FinishedWriters.shared.value.count == options.writers
                 }
             } catch {
-                let missing = Set(0..<options.writers).subtracting(await verifier.writersDone).sorted()
+                let missing = Set(0..<options.writers).subtracting(FinishedWriters.shared.value).sorted()
                 await verifier.violation(
                     "writers \(missing) did not finish within 90 s of SIGTERM: a transaction stuck pending?")
             }
@@ -231,6 +233,8 @@ public func runSoak(_ options: SoakOptions) async throws -> SoakSummary {
             )
             let origins = await supervisor.clientOrigins
             do {
+                // The clients' reports reach the verifier behind its backlog: the 60 s count from when it caught up.
+                try await drainBacklog(of: verifier)
                 try await waitUntil("every client reaches the final seq", timeout: .seconds(60)) {
                     let seqs = await verifier.clientSeq
                     return origins.allSatisfy { index, origin in
@@ -308,6 +312,24 @@ public func runSoak(_ options: SoakOptions) async throws -> SoakSummary {
 /// Polls `condition` every 50 ms until it holds.
 ///
 /// - Throws: ``CheckError`` naming `what` after `timeout`.
+/// Waits until the verifier has handled every report printed so far, for as long as it keeps making progress.
+///
+/// - Throws: ``CheckError`` when it handled nothing for 60 s.
+func drainBacklog(of verifier: Verifier) async throws {
+    var handled = await verifier.linesHandled
+    var progressed = ContinuousClock.now
+    while handled < LineCounter.shared.value {
+        try await Task.sleep(for: .milliseconds(100))
+        let now = await verifier.linesHandled
+        if now > handled {
+            handled = now
+            progressed = .now
+        } else if progressed.duration(to: .now) > .seconds(60) {
+            throw CheckError("the verifier handled no report for 60 s (\(LineCounter.shared.value - handled) waiting)")
+        }
+    }
+}
+
 func waitUntil(_ what: String, timeout: Duration, _ condition: @Sendable () async -> Bool) async throws {
     let deadline = ContinuousClock.now + timeout
     while await !condition() {

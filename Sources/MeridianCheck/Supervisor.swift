@@ -144,6 +144,7 @@ actor Supervisor {
             stderrPath: self.directory + "/\(origin.role)-\(origin.index).log",
             onLine: { line in
                 LineCounter.shared.increment()
+                if origin.role == .writer, line == #"{"kind":"done"}"# { FinishedWriters.shared.insert(origin.index) }
                 events.yield((origin, .line(line)))
             },
             onExit: { status in events.yield((origin, .exit(status))) }
@@ -307,6 +308,16 @@ final class LineCounter: Sendable {
 
     func increment() { self.count.add(1, ordering: .relaxed) }
     var value: Int { self.count.load(ordering: .relaxed) }
+}
+
+/// The writers that reported `done`, seen as their lines arrive rather than when the verifier reaches them (it may be
+/// thousands of reports behind when the writers stop).
+final class FinishedWriters: Sendable {
+    static let shared = FinishedWriters()
+    private let indexes = Mutex<Set<Int>>([])
+
+    func insert(_ index: Int) { _ = self.indexes.withLock { $0.insert(index) } }
+    var value: Set<Int> { self.indexes.withLock { $0 } }
 }
 
 /// The first line that matched, set from a reader thread.

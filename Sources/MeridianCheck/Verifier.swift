@@ -68,7 +68,6 @@ actor Verifier {
     private(set) var transactions: [String: Int] = [:]
     /// The first message seen for each revert code.
     private(set) var revertReasons: [String: String] = [:]
-    private(set) var writersDone: Set<Int> = []
     private(set) var writersReady: Set<Int> = []
     private(set) var clientsReady: Set<Int> = []
     /// Per client, the highest seq reported by its latest incarnation's `all-by-id` controller.
@@ -134,7 +133,7 @@ actor Verifier {
         case "txn":
             self.recordTransaction(report, from: origin)
         case "done":
-            self.writersDone.insert(origin.index)
+            break  // seen as it arrives (`FinishedWriters`)
         default:
             self.violation("\(origin) printed an unknown report kind '\(report.kind)'")
         }
