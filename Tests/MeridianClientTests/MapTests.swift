@@ -8,6 +8,11 @@ import Testing
 @Suite("Map model", .timeLimit(.minutes(5)))
 struct MapTests {
     let configuration = MapConfiguration(latitude: "latitude", longitude: "longitude", title: "title")
+    /// Three placed points along a parallel: west (longitude -10), middle (0) and east (10).
+    let westMiddleEast: [RowMutation] = [
+        .upsert(point("w", "West", 1, lat: 10, lon: -10)), .upsert(point("m", "Middle", 1, lat: 10, lon: 0)),
+        .upsert(point("e", "East", 1, lat: 10, lon: 10)),
+    ]
 
     @Test("dependency rules: move, retitle, nothing, unplaced, and a delete in the same commit")
     func dependencyRules() async throws {
@@ -58,12 +63,7 @@ struct MapTests {
     @Test("region mode replaces the subscription and reports only what entered or left")
     func regionMode() async throws {
         let harness = try await Harness()
-        harness.server.commit(
-            "Point",
-            [
-                .upsert(point("w", "West", 1, lat: 10, lon: -10)), .upsert(point("m", "Middle", 1, lat: 10, lon: 0)),
-                .upsert(point("e", "East", 1, lat: 10, lon: 10)), .upsert(point("n", "Nowhere", 1)),
-            ])
+        harness.server.commit("Point", self.westMiddleEast + [.upsert(point("n", "Nowhere", 1))])
         try await harness.connect()
         let map = try await harness.container.mapController(
             for: try FetchRequest(entity: "Point", sortedBy: "title"),
@@ -89,12 +89,7 @@ struct MapTests {
     @Test("a region moved before its snapshot arrived ignores the old region's snapshot still on its way")
     func regionMovedBeforeSnapshot() async throws {
         let harness = try await Harness()
-        harness.server.commit(
-            "Point",
-            [
-                .upsert(point("w", "West", 1, lat: 10, lon: -10)), .upsert(point("m", "Middle", 1, lat: 10, lon: 0)),
-                .upsert(point("e", "East", 1, lat: 10, lon: 10)),
-            ])
+        harness.server.commit("Point", self.westMiddleEast)
         try await harness.connect()
         let map = try await harness.container.mapController(
             for: try FetchRequest(entity: "Point", sortedBy: "title"),
