@@ -65,7 +65,7 @@ extension JSON {
         case .null: out += "null"
         case .bool(let b): out += b ? "true" : "false"
         case .number(let n): out += n
-        case .string(let s): JSON.writeString(s, to: &out)
+        case .string(let s): JSONText.write(s, to: &out)
         case .array(let items):
             out += "["
             for (i, item) in items.enumerated() {
@@ -77,7 +77,7 @@ extension JSON {
             out += "{"
             for (i, (key, value)) in members.enumerated() {
                 if i > 0 { out += "," }
-                JSON.writeString(key, to: &out)
+                JSONText.write(key, to: &out)
                 out += ":"
                 value.write(to: &out)
             }
@@ -85,9 +85,25 @@ extension JSON {
         }
     }
 
+    /// A JSON number for an integer.
+    static func integer<I: BinaryInteger>(_ value: I) -> JSON { .number(String(value)) }
+
+    /// A JSON number for a double, in the shortest form that reads back to the same double (`2.0`, `0.1`, `1e-05`).
+    /// JSON has no infinity: ±infinity are written `1e999` and `-1e999`, which every JSON reader turns back into it.
+    static func double(_ value: Double) -> JSON {
+        if value.isInfinite { return .number(value < 0 ? "-1e999" : "1e999") }
+        precondition(!value.isNaN, "NaN is never a valid value")
+        return .number(value.description)
+    }
+}
+
+// MARK: - String literals
+
+/// JSON string literals, for every JSON text the package writes (the CLI's output, the fuzzers' inputs).
+package enum JSONText {
     /// Writes a JSON string literal: `"` and `\` escaped, control characters as `\n`, `\t`, `\u00XX`; everything
     /// else (non-ASCII included) as UTF-8.
-    static func writeString(_ s: String, to out: inout String) {
+    package static func write(_ s: String, to out: inout String) {
         out += "\""
         for scalar in s.unicodeScalars {
             switch scalar {
@@ -106,17 +122,6 @@ extension JSON {
             }
         }
         out += "\""
-    }
-
-    /// A JSON number for an integer.
-    static func integer<I: BinaryInteger>(_ value: I) -> JSON { .number(String(value)) }
-
-    /// A JSON number for a double, in the shortest form that reads back to the same double (`2.0`, `0.1`, `1e-05`).
-    /// JSON has no infinity: ±infinity are written `1e999` and `-1e999`, which every JSON reader turns back into it.
-    static func double(_ value: Double) -> JSON {
-        if value.isInfinite { return .number(value < 0 ? "-1e999" : "1e999") }
-        precondition(!value.isNaN, "NaN is never a valid value")
-        return .number(value.description)
     }
 }
 
