@@ -1,3 +1,4 @@
+import Foundation
 import MeridianCore
 import MeridianStore
 import Testing
@@ -41,6 +42,26 @@ import Testing
             }
             #expect(error?.code == .validation)
             #expect(error?.message == "operation 0 (insert Tag): an id is required (Tag's id policy is 'client')")
+        }
+    }
+
+    @Test("generated ids are version 7 UUIDs that sort in the order they were made, with the current time in them")
+    func generatedIDsAreTimeOrdered() async throws {
+        try await withStore(.inMemory) { store in
+            let before = UInt64(Date().timeIntervalSince1970 * 1000)
+            // More ids than one millisecond's counter holds (4,096), so that the timestamp carries over too.
+            let result = try await store.apply((0..<5_000).map { .insert("Item", ["title": .string("item \($0)")]) })
+            let after = UInt64(Date().timeIntervalSince1970 * 1000)
+            let ids = result.rows.map(\.id)
+            #expect(ids == ids.sorted() && Set(ids).count == ids.count)
+            let uuid = /[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}/
+            #expect(ids.allSatisfy { $0.wholeMatch(of: uuid) != nil })
+            // The first 48 bits are Unix time in milliseconds (a burst of more than 2,048 ids in one millisecond runs ahead, by at most one millisecond per 2,048).
+            let millis = UInt64(ids[0].replacingOccurrences(of: "-", with: "").prefix(12), radix: 16)!
+            #expect(millis >= before && millis <= after + 3)
+            // Later inserts sort after these, in another transaction too.
+            let next = try await store.apply([.insert("Item", ["title": "later"])]).rows[0].id
+            #expect(next > ids.last!)
         }
     }
 
