@@ -83,7 +83,8 @@ enum ChangeDecoding {
     ) throws {
         guard changes.contains(where: { $0.kind == .insert && $0.after == nil }) else { return }
         var nextBefore: [RowKey: MeridianCore.Row] = [:]
-        var rowStatements: [String: Statement] = [:]
+        /// Inserts whose row has not changed since: the positions in `changes`, by entity.
+        var current: [String: [Int]] = [:]
         for i in changes.indices.reversed() {
             let change = changes[i]
             let key = RowKey(entity: change.entity, id: change.id)
@@ -95,12 +96,55 @@ enum ChangeDecoding {
                 {
                     changes[i].after = later
                 } else {
-                    changes[i].after = try self.currentRow(
-                        change, schema: schema, db: db, statements: &rowStatements, misfits: &misfits)
+                    current[change.entity, default: []].append(i)
                 }
             }
             if let before = change.before { nextBefore[key] = before }
         }
+        for (entityName, positions) in current {
+            try self.currentRows(of: entityName, at: positions, in: &changes, schema: schema, db: db, misfits: &misfits)
+        }
+    }
+
+    /// Gives the inserts of one entity at `positions` (in descending order) the rows as they are now, read with one
+    /// query for all of them: the inserts' log entries joined to the entity's table. (A look-up per row cost 11% of
+    /// the server's CPU when it streamed 100-row transactions, nearly all of it in GRDB's per-query setup.)
+    ///
+    /// A row that is missing (which the triggers never allow: its delete would be logged) is given as an empty row
+    /// and reported as a misfit rather than failing every reader of the log.
+    private static func currentRows(
+        of entityName: String,
+        at positions: [Int],
+        in changes: inout [Change],
+        schema: Schema,
+        db: Database,
+        misfits: inout Int
+    ) throws {
+        guard let entity = schema.entity(named: entityName) else {
+            misfits += positions.count
+            for i in positions { changes[i].after = MeridianCore.Row(id: changes[i].id, values: [:]) }
+            return
+        }
+        let columns = ["t.\"_version\""] + entity.attributes.map { "t." + StoreDDL.quoted($0.name) }
+        let statement = try db.cachedStatement(
+            sql: """
+                SELECT c.seq, \(columns.joined(separator: ", ")) FROM meridian_changes c
+                JOIN \(StoreDDL.quoted(entity.name)) t ON t."id" = c.row_id
+                WHERE c.seq >= ? AND c.seq <= ? AND c.entity = ? AND c.kind = 1 AND c.after IS NULL
+                """)
+        // `positions` descend, and `changes` are in seq order: the first position holds the highest seq.
+        var wanted: [Int64: Int] = [:]
+        wanted.reserveCapacity(positions.count)
+        for i in positions { wanted[changes[i].seq] = i }
+        let cursor = try GRDB.Row.fetchCursor(
+            statement, arguments: [changes[positions.last!].seq, changes[positions[0]].seq, entityName])
+        while let row = try cursor.next() {
+            guard let i = wanted.removeValue(forKey: row[0]) else { continue }
+            changes[i].after = MeridianCore.Row(
+                id: changes[i].id, values: self.values(of: row, from: 2, as: entity, misfits: &misfits))
+        }
+        misfits += wanted.count
+        for i in wanted.values { changes[i].after = MeridianCore.Row(id: changes[i].id, values: [:]) }
     }
 
     /// The before-image of the first update or delete of the change's row after it, if the log has one.
@@ -121,35 +165,6 @@ enum ChangeDecoding {
         else { return nil }
         return try self.image(
             text, id: change.id, entity: schema.entity(named: change.entity), seq: change.seq, misfits: &misfits)
-    }
-
-    /// The row as it is now. A row that is missing (which the triggers never allow: its delete would be logged) is
-    /// given as an empty row and reported as a misfit rather than failing every reader of the log.
-    private static func currentRow(
-        _ change: Change,
-        schema: Schema,
-        db: Database,
-        statements: inout [String: Statement],
-        misfits: inout Int
-    ) throws -> MeridianCore.Row {
-        guard let entity = schema.entity(named: change.entity) else {
-            misfits += 1
-            return MeridianCore.Row(id: change.id, values: [:])
-        }
-        let statement: Statement
-        if let cached = statements[entity.name] {
-            statement = cached
-        } else {
-            let columns = ["\"_version\""] + entity.attributes.map { StoreDDL.quoted($0.name) }
-            statement = try db.cachedStatement(
-                sql: "SELECT \(columns.joined(separator: ", ")) FROM \(StoreDDL.quoted(entity.name)) WHERE \"id\" = ?")
-            statements[entity.name] = statement
-        }
-        guard let row = try GRDB.Row.fetchOne(statement, arguments: [change.id]) else {
-            misfits += 1
-            return MeridianCore.Row(id: change.id, values: [:])
-        }
-        return MeridianCore.Row(id: change.id, values: self.values(of: row, from: 1, as: entity, misfits: &misfits))
     }
 
     /// The values of an entity row read with the entity's attributes in order from column `offset` on, typed by the
