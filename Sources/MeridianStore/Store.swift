@@ -29,6 +29,8 @@ public final class Store: Sendable {
         public var maxGroupCommitSize: Int = 256
         /// The most concurrent read connections (file stores only).
         public var maximumReaderCount: Int = 5
+        /// How far a commit has reached the disk when `apply` returns (file stores only).
+        public var durability: Durability = .full
 
         /// The default configuration.
         public init() {}
@@ -41,11 +43,35 @@ public final class Store: Sendable {
             let timeout = self.busyTimeout.components
             config.busyMode = .timeout(Double(timeout.seconds) + Double(timeout.attoseconds) * 1e-18)
             config.prepareDatabase { db in
-                if !db.configuration.readonly { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
                 // Meridian SQL functions are registered here.
                 db.registerMeridianFunctions()
             }
             return config
+        }
+    }
+
+    /// How far a commit has reached the disk when ``Store/apply(_:policy:idempotencyKey:)`` returns its `seq`.
+    public enum Durability: String, Sendable, CaseIterable {
+        /// The commit is flushed to the disk (`fsync`) first (SQLite's `synchronous=FULL`): it survives the process
+        /// being killed, and also a power loss or an operating-system crash. The default.
+        case full
+        /// The commit is written to the WAL file, flushed to the disk only at checkpoints (`synchronous=NORMAL`):
+        /// it survives the process being killed, but a power loss or an operating-system crash may undo the last
+        /// commits — whose `seq`s clients may already have applied, and which the store then hands out again for
+        /// other changes. Faster for single-row transactions where the disk's flush is slow.
+        case normal
+    }
+
+    /// The writer connection's `synchronous` pragma: 2 (`FULL`) or 1 (`NORMAL`); for tests.
+    package func writerSynchronous() throws -> Int {
+        try self.writer.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
+    }
+
+    /// Sets the writer connection's `synchronous` pragma. GRDB's `DatabasePool` sets `NORMAL` when it opens the
+    /// writer (after `prepareDatabase`), so this runs once the pool is open.
+    static func applyDurability(_ durability: Durability, to pool: DatabasePool) throws {
+        try pool.writeWithoutTransaction { db in
+            try db.execute(sql: durability == .full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
         }
     }
 
@@ -95,7 +121,7 @@ public final class Store: Sendable {
     ///   - schema: The schema to serve.
     ///   - configuration: SQLite settings.
     ///   - logger: Receives an `info` line when the store is created or migrated.
-    /// - Returns: The open store (WAL mode, `synchronous=NORMAL`, a busy timeout).
+    /// - Returns: The open store (WAL mode, a busy timeout, `synchronous` as `configuration.durability` says).
     /// - Throws: ``StoreError`` — `migrationRefused` with one line per difference that cannot be migrated and what to
     ///   do about it, or `io` when the file cannot be opened.
     public static func open(
@@ -107,6 +133,7 @@ public final class Store: Sendable {
         let pool: DatabasePool
         do {
             pool = try DatabasePool(path: path, configuration: configuration.grdb())
+            try applyDurability(configuration.durability, to: pool)
         } catch {
             let directory = (path as NSString).deletingLastPathComponent
             var isDirectory: ObjCBool = false
@@ -144,6 +171,7 @@ public final class Store: Sendable {
         let pool: DatabasePool
         do {
             pool = try DatabasePool(path: path, configuration: configuration.grdb())
+            try applyDurability(configuration.durability, to: pool)
             try prepareSchema(pool, schema: schema, path: path, logger: logger)
         } catch {
             try? FileManager.default.removeItem(atPath: directory)

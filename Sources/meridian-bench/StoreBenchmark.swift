@@ -22,6 +22,10 @@ enum StoreBenchmark {
     static let batches = Int(ProcessInfo.processInfo.environment["MERIDIAN_BENCH_BATCHES"] ?? "") ?? 40
     static let batchSize = 1_000
     static let writers = 8
+    /// Both sides commit with the same durability: the store's default (`full`, an fsync per commit), or
+    /// `MERIDIAN_BENCH_DURABILITY=normal`.
+    static let durability = Store.Durability(
+        rawValue: ProcessInfo.processInfo.environment["MERIDIAN_BENCH_DURABILITY"] ?? "full") ?? .full
     static let logger = benchLogger
 
     static func schema() throws -> Schema {
@@ -102,7 +106,7 @@ enum StoreBenchmark {
     static func run() async throws {
         if let only = ProcessInfo.processInfo.environment["MERIDIAN_BENCH_ONLY"] { return try await runOnly(only) }
         print(
-            "store benchmark: \(ProcessInfo.processInfo.activeProcessorCount) cores, median of 3 interleaved runs, fresh file per run"
+            "store benchmark: \(ProcessInfo.processInfo.activeProcessorCount) cores, median of 3 interleaved runs, fresh file per run, durability \(durability.rawValue) (both sides)"
         )
         // Each pair runs interleaved (plain, store, plain, store, …) so that a change in machine load hits both.
         let (plain1, store1) = try await pair(
@@ -195,8 +199,10 @@ enum StoreBenchmark {
     static func plainPool(_ path: String) throws -> DatabasePool {
         var configuration = Configuration()
         configuration.busyMode = .timeout(5)
-        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
         let pool = try DatabasePool(path: path, configuration: configuration)
+        try pool.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA synchronous = \(durability == .full ? "FULL" : "NORMAL")")
+        }
         try pool.write { db in
             try db.execute(
                 sql: """
@@ -255,8 +261,14 @@ enum StoreBenchmark {
 
     // MARK: - Store (capture)
 
+    static func configuration() -> Store.Configuration {
+        var configuration = Store.Configuration()
+        configuration.durability = durability
+        return configuration
+    }
+
     static func storeSingle(_ path: String, _ stopwatch: Stopwatch) async throws {
-        let store = try Store.open(path: path, schema: try schema(), logger: logger)
+        let store = try Store.open(path: path, schema: try schema(), configuration: configuration(), logger: logger)
         stopwatch.start()
         for i in 0..<singleRowCommits { try await store.apply([.insert("Bench", values(i))]) }
         stopwatch.stop()
@@ -264,7 +276,7 @@ enum StoreBenchmark {
     }
 
     static func storeBatches(_ path: String, _ stopwatch: Stopwatch) async throws {
-        let store = try Store.open(path: path, schema: try schema(), logger: logger)
+        let store = try Store.open(path: path, schema: try schema(), configuration: configuration(), logger: logger)
         stopwatch.start()
         for b in 0..<batches {
             try await store.apply((0..<batchSize).map { .insert("Bench", values(b * batchSize + $0)) })
@@ -274,7 +286,7 @@ enum StoreBenchmark {
     }
 
     static func storeConcurrent(_ path: String, _ stopwatch: Stopwatch, groupCommit: Bool) async throws {
-        var configuration = Store.Configuration()
+        var configuration = configuration()
         configuration.maxGroupCommitSize = groupCommit ? 256 : 1
         let store = try Store.open(path: path, schema: try schema(), configuration: configuration, logger: logger)
         stopwatch.start()

@@ -61,6 +61,12 @@ struct MeridianServerCommand: AsyncParsableCommand {
     @Option(help: "Milliseconds between checks for commits by other processes.")
     var commitPollMs = 5
 
+    @Option(
+        help: ArgumentHelp(
+            "full: every commit is flushed to the disk before it is acknowledged, and survives a power loss; normal: flushed at checkpoints only, faster, but a power loss or OS crash may undo the last commits.",
+            valueName: "full|normal"))
+    var durability = "full"
+
     func validate() throws {
         if self.inMemory == (self.db != nil) {
             throw ValidationError("give exactly one of --db PATH and --in-memory")
@@ -77,6 +83,9 @@ struct MeridianServerCommand: AsyncParsableCommand {
             throw ValidationError(
                 "--log-retention must be a number of changes, an age like 7d, 12h, 30m or 45s, both (1000000,7d), or none; not '\(self.logRetention)'"
             )
+        }
+        guard Store.Durability(rawValue: self.durability) != nil else {
+            throw ValidationError("--durability must be full or normal, not '\(self.durability)'")
         }
         for (name, value) in [
             ("--max-subscriptions", self.maxSubscriptions), ("--max-request-bytes", self.maxRequestBytes),
@@ -112,12 +121,16 @@ struct MeridianServerCommand: AsyncParsableCommand {
         } catch {
             Self.fail("cannot load the schema: \(error)")
         }
+        var storeConfiguration = Store.Configuration()
+        storeConfiguration.durability = Store.Durability(rawValue: self.durability) ?? .full
         let store: Store
         do {
             store =
                 self.inMemory
                 ? try Store.inMemory(schema: schema, logger: Logger(label: "meridian.store"))
-                : try Store.open(path: self.db!, schema: schema, logger: Logger(label: "meridian.store"))
+                : try Store.open(
+                    path: self.db!, schema: schema, configuration: storeConfiguration,
+                    logger: Logger(label: "meridian.store"))
         } catch let error as StoreError where error.code == .migrationRefused {
             Self.fail(error.message)
         } catch {

@@ -113,7 +113,7 @@ struct ProcessTests {
         for flag in [
             "--db", "--in-memory", "--schema", "--listen", "--log-level", "--log-retention", "--max-subscriptions",
             "--max-request-bytes", "--client-queue-limit", "--snapshot-chunk-bytes", "--heartbeat-ms",
-            "--commit-poll-ms",
+            "--commit-poll-ms", "--durability",
         ] {
             #expect(out.contains(flag), "--help mentions \(flag)")
         }
@@ -127,6 +127,7 @@ struct ProcessTests {
             (["--schema", "s.yaml"], "give exactly one of --db PATH and --in-memory"),
             (["--in-memory", "--schema", "s.yaml", "--log-retention", "7w"], "--log-retention must be"),
             (["--in-memory"], "Missing expected argument '--schema <path>'"),
+            (["--in-memory", "--schema", "s.yaml", "--durability", "fast"], "--durability must be full or normal"),
         ])
     func badArguments(arguments: [String], message: String) async throws {
         let (status, _, stderr) = try await ServerProcess.run(arguments)

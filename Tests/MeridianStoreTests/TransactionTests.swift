@@ -65,6 +65,16 @@ import Testing
         }
     }
 
+    @Test("a file store flushes every commit to the disk by default (synchronous=FULL), at checkpoints when normal")
+    func durability() throws {
+        let full = try Store.temporary(schema: Fixtures.schema())
+        #expect(try full.writerSynchronous() == 2)
+        var configuration = Store.Configuration()
+        configuration.durability = .normal
+        let normal = try Store.temporary(schema: Fixtures.schema(), configuration: configuration)
+        #expect(try normal.writerSynchronous() == 1)
+    }
+
     @Test("an int given for a double attribute is converted")
     func intToDouble() async throws {
         try await withStore(.inMemory) { store in
