@@ -80,6 +80,8 @@ public final class Store: Sendable {
     /// The file's path, `nil` for an in-memory store.
     public let path: String?
     let writer: any DatabaseWriter
+    /// The schema's entities arranged for validating operations quickly.
+    let validation: OperationValidation.Plan
     let logger: Logger
     let notifier: CommitNotifier
     let committer: GroupCommitter
@@ -93,6 +95,7 @@ public final class Store: Sendable {
     ) {
         self.writer = writer
         self.schema = schema
+        self.validation = OperationValidation.Plan(schema: schema)
         self.path = path
         self.logger = logger
         self.configuration = configuration
@@ -245,7 +248,7 @@ public final class Store: Sendable {
                 .validation,
                 "the idempotency key is \(idempotencyKey.utf8.count) bytes long; at most \(StoreDDL.maxIdempotencyKeyBytes) are allowed")
         }
-        let prepared = try OperationValidation.prepare(operations, schema: self.schema)
+        let prepared = try self.validation.prepare(operations)
         return try await self.committer.submit(
             prepared, policy: policy, idempotencyKey: idempotencyKey?.isEmpty == false ? idempotencyKey : nil)
     }

@@ -26,12 +26,115 @@ enum OperationValidation {
     }
 
     static func prepare(_ operations: [WriteOperation], schema: Schema) throws(StoreError) -> [PreparedOperation] {
-        var out: [PreparedOperation] = []
-        out.reserveCapacity(operations.count)
-        for (index, operation) in operations.enumerated() {
-            out.append(try self.prepare(operation, index: index, schema: schema))
+        try Plan(schema: schema).prepare(operations)
+    }
+
+    /// The schema's entities with their attributes in the order prepared operations list them (by name), made once
+    /// per store: most operations are valid, and for those, walking the entity's attributes in that order and
+    /// looking each up among the operation's values spares sorting the values' names and looking each name up in
+    /// the entity for every operation (a sixth of the CPU of a 1000-row insert, measured with perf). Anything
+    /// unusual — an unknown entity or attribute, a value to reject, a missing id or required attribute — goes the
+    /// general way, ``OperationValidation/prepare(_:index:schema:)``, which gives the same result or the error.
+    struct Plan: Sendable {
+        struct Entity: Sendable {
+            var schema: EntitySchema
+            /// The attributes sorted by name (UTF-8 order), as `PreparedOperation.columns` lists them.
+            var byName: [Attribute]
+            var names: [String]
+            var requiredCount: Int
         }
-        return out
+
+        let schema: Schema
+        let entities: [String: Entity]
+
+        init(schema: Schema) {
+            self.schema = schema
+            var entities: [String: Entity] = [:]
+            for entity in schema.entities {
+                let byName = entity.attributes.sorted { $0.name.utf8Compare($1.name) < 0 }
+                entities[entity.name] = Entity(
+                    schema: entity, byName: byName, names: byName.map(\.name),
+                    requiredCount: OperationValidation.requiredCount(entity))
+            }
+            self.entities = entities
+        }
+
+        func prepare(_ operations: [WriteOperation]) throws(StoreError) -> [PreparedOperation] {
+            var out: [PreparedOperation] = []
+            out.reserveCapacity(operations.count)
+            for (index, operation) in operations.enumerated() {
+                if let prepared = self.quick(operation, index: index) {
+                    out.append(prepared)
+                } else {
+                    out.append(try OperationValidation.prepare(operation, index: index, schema: self.schema))
+                }
+            }
+            return out
+        }
+
+        /// The prepared operation if it is valid and of the common shape, else `nil` (the general way decides).
+        func quick(_ operation: WriteOperation, index: Int) -> PreparedOperation? {
+            guard let entity = self.entities[operation.entity] else { return nil }
+            let id: String
+            if let given = operation.id {
+                guard !given.utf8.contains(0) else { return nil }
+                id = given
+            } else if operation.kind == .insert, entity.schema.idPolicy == .auto {
+                id = RandomID.uuidString()
+            } else {
+                return nil
+            }
+            if operation.kind == .delete {
+                return PreparedOperation(
+                    index: index, kind: .delete, entity: entity.schema, id: id, columns: [], values: [],
+                    expectedVersion: operation.expectedVersion)
+            }
+            let given = operation.values
+            var values: [Value] = []
+            values.reserveCapacity(given.count)
+            var found = 0
+            var all = given.count == entity.byName.count
+            var requiredGiven = 0
+            for attribute in entity.byName {
+                guard let value = given[attribute.name] else {
+                    all = false
+                    continue
+                }
+                found += 1
+                switch (value, attribute.type) {
+                case (.null, _):
+                    guard attribute.isOptional else { return nil }
+                    values.append(.null)
+                    continue
+                case (.string(let text), .string):
+                    guard !text.utf8.contains(0) else { return nil }
+                    values.append(value)
+                case (.double(let d), .double):
+                    guard !d.isNaN else { return nil }
+                    values.append(value)
+                case (.int(let i), .double):
+                    values.append(.double(Double(i)))
+                case (.int, .int), (.bool, .bool), (.bytes, .bytes), (.timestamp, .timestamp):
+                    values.append(value)
+                default:
+                    return nil
+                }
+                if attribute.isRequiredOnInsert { requiredGiven += 1 }
+            }
+            guard found == given.count else { return nil }  // a name that is not an attribute
+            if operation.kind == .insert, requiredGiven != entity.requiredCount { return nil }
+            var columns: [String]
+            if all {
+                columns = entity.names  // shared storage: equal shapes compare by identity first
+            } else {
+                columns = []
+                columns.reserveCapacity(found)
+                for attribute in entity.byName where given[attribute.name] != nil { columns.append(attribute.name) }
+            }
+            return PreparedOperation(
+                index: index, kind: operation.kind, entity: entity.schema, id: id, columns: columns, values: values,
+                expectedVersion: operation.expectedVersion)
+        }
     }
 
     static func prepare(_ operation: WriteOperation, index: Int, schema: Schema) throws(StoreError) -> PreparedOperation
