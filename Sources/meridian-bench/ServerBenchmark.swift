@@ -180,7 +180,7 @@ enum ServerBenchmark {
             subscribe.subscribe.subscriptionID = "all"
             subscribe.subscribe.fetch = Meridian_V1_FetchRequest(entity: "Bench")
             continuation.yield(subscribe)
-            try await meridian.sync(
+            try await meridian.syncDecodingRowsByHand(
                 requestProducer: { writer in for await request in requests { try await writer.write(request) } },
                 onResponse: { response in
                     var rows: [String: Meridian_V1_Row] = [:]
@@ -264,7 +264,7 @@ enum ServerBenchmark {
                 request: ClientRequest(message: [UInt8]()),
                 descriptor: RawService.method,
                 serializer: BytesCoding(),
-                deserializer: ProtobufDeserializer<Meridian_V1_SyncResponse>(),
+                deserializer: SyncResponseDeserializer(),
                 options: .defaults
             ) { response in
                 var rows: [String: Meridian_V1_Row] = [:]

@@ -12,7 +12,7 @@ struct DemoTests {
         let demo = try ChildProcess(
             repositoryRoot + "/scripts/demo.sh",
             [
-                "--bin", productsFolder, "--duration", "6", "--port", "0", "--points", "500", "--data", data, "--view",
+                "--bin", productsFolder, "--duration", "10", "--port", "0", "--points", "500", "--data", data, "--view",
                 "none",
             ])
         let status = await demo.waitForExit(timeout: .seconds(150))

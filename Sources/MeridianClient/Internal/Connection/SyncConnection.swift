@@ -73,7 +73,7 @@ struct SyncConnection: Sendable {
 
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
-                    try await meridian.sync(
+                    try await meridian.syncDecodingRowsByHand(
                         requestProducer: { writer in
                             for await message in outbound { try await writer.write(message) }
                         },
