@@ -268,7 +268,9 @@ package enum SyncResponseWireDecoding {
         mutating func fixed64() -> UInt64? {
             guard self.bytes.count - self.offset >= 8 else { return nil }
             var raw: UInt64 = 0
-            withUnsafeMutableBytes(of: &raw) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: self.bytes[self.offset..<self.offset + 8])) }
+            withUnsafeMutableBytes(of: &raw) {
+                $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: self.bytes[self.offset..<self.offset + 8]))
+            }
             self.offset += 8
             return UInt64(littleEndian: raw)
         }
@@ -301,7 +303,8 @@ extension Meridian_V1_Meridian.ClientProtocol {
     /// The `Sync` call, its responses' batches and snapshot chunks decoded by hand (``SyncResponseDeserializer``).
     package func syncDecodingRowsByHand<Result: Sendable>(
         requestProducer producer: @Sendable @escaping (RPCWriter<Meridian_V1_SyncRequest>) async throws -> Void,
-        onResponse handleResponse: @Sendable @escaping (StreamingClientResponse<Meridian_V1_SyncResponse>) async throws
+        onResponse handleResponse:
+            @Sendable @escaping (StreamingClientResponse<Meridian_V1_SyncResponse>) async throws
             -> Result
     ) async throws -> Result {
         try await self.sync(

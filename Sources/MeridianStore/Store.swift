@@ -142,7 +142,8 @@ public final class Store: Sendable {
             var isDirectory: ObjCBool = false
             if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
                 throw StoreError(
-                    .io, "cannot open the store at '\(path)': the directory '\(directory)' does not exist", cause: error)
+                    .io, "cannot open the store at '\(path)': the directory '\(directory)' does not exist", cause: error
+                )
             }
             if !directory.isEmpty, !isDirectory.boolValue {
                 throw StoreError(
@@ -246,7 +247,8 @@ public final class Store: Sendable {
         if let idempotencyKey, idempotencyKey.utf8.count > StoreDDL.maxIdempotencyKeyBytes {
             throw StoreError(
                 .validation,
-                "the idempotency key is \(idempotencyKey.utf8.count) bytes long; at most \(StoreDDL.maxIdempotencyKeyBytes) are allowed")
+                "the idempotency key is \(idempotencyKey.utf8.count) bytes long; at most \(StoreDDL.maxIdempotencyKeyBytes) are allowed"
+            )
         }
         let prepared = try self.validation.prepare(operations)
         return try await self.committer.submit(

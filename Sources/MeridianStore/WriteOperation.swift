@@ -47,7 +47,7 @@ public struct WriteOperation: Sendable, Hashable {
         self.expectedVersion = expectedVersion
     }
 
-    /// An insert; without an id, the store generates one (a UUID) if the entity's id policy is `auto`.
+    /// An insert; without an id, the store generates one (a time-ordered UUID) if the entity's id policy is `auto`.
     public static func insert(_ entity: String, id: String? = nil, _ values: [String: Value]) -> Self {
         Self(kind: .insert, entity: entity, id: id, values: values)
     }

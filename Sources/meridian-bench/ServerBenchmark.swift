@@ -88,7 +88,8 @@ enum ServerBenchmark {
         let rows = Double(commits * rowsPerCommit)
         print(
             "writer:\(rowsPerCommit)", "rows/s", count(rows / watch.result.wall), "wall s",
-            String(format: "%.2f", watch.result.wall), "cpu µs/row", String(format: "%.1f", watch.result.cpu / rows * 1e6))
+            String(format: "%.2f", watch.result.wall), "cpu µs/row",
+            String(format: "%.1f", watch.result.cpu / rows * 1e6))
     }
 
     /// One benchmark commit: `rows` inserts.

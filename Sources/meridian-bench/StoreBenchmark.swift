@@ -24,8 +24,9 @@ enum StoreBenchmark {
     static let writers = 8
     /// Both sides commit with the same durability: the store's default (`full`, an fsync per commit), or
     /// `MERIDIAN_BENCH_DURABILITY=normal`.
-    static let durability = Store.Durability(
-        rawValue: ProcessInfo.processInfo.environment["MERIDIAN_BENCH_DURABILITY"] ?? "full") ?? .full
+    static let durability =
+        Store.Durability(
+            rawValue: ProcessInfo.processInfo.environment["MERIDIAN_BENCH_DURABILITY"] ?? "full") ?? .full
     static let logger = benchLogger
 
     static func schema() throws -> Schema {

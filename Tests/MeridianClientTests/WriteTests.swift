@@ -79,6 +79,20 @@ struct WriteTests {
         #expect(log.list.inconsistency(with: controller) == nil)
     }
 
+    @Test("an insert without an id gets a time-ordered UUID (version 7) from the context, later ones sorting after")
+    func generatedIDs() async throws {
+        let harness = try await Harness()
+        var ids: [String] = []
+        for i in 0..<50 {
+            ids.append(try await harness.context.insert(into: "Point", values: ["title": .string("p\(i)")]))
+        }
+        #expect(ids == ids.sorted() && Set(ids).count == ids.count)
+        #expect(
+            ids.allSatisfy {
+                $0.wholeMatch(of: /[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}/) != nil
+            })
+    }
+
     @Test("writes are checked against the schema as they are staged")
     func stagingValidation() async throws {
         let harness = try await Harness()

@@ -11,11 +11,21 @@ import Testing
         var value = Meridian_V1_Value()
         switch Int.random(in: 0..<9, using: &random) {
         case 0: value.kind = .nullValue(.nullValue)
-        case 1: value.kind = .intValue([0, -1, .min, .max, Int64.random(in: -1000...1000, using: &random)][Int.random(in: 0..<5, using: &random)])
-        case 2: value.kind = .doubleValue([0.0, -0.0, .infinity, -.infinity, 1e-300, Double.random(in: -1e9...1e9, using: &random)][Int.random(in: 0..<6, using: &random)])
-        case 3: value.kind = .stringValue(["", "Café ☕️", String(repeating: "z", count: Int.random(in: 0...300, using: &random))][Int.random(in: 0..<3, using: &random)])
+        case 1:
+            value.kind = .intValue(
+                [0, -1, .min, .max, Int64.random(in: -1000...1000, using: &random)][
+                    Int.random(in: 0..<5, using: &random)])
+        case 2:
+            value.kind = .doubleValue(
+                [0.0, -0.0, .infinity, -.infinity, 1e-300, Double.random(in: -1e9...1e9, using: &random)][
+                    Int.random(in: 0..<6, using: &random)])
+        case 3:
+            value.kind = .stringValue(
+                ["", "Café ☕️", String(repeating: "z", count: Int.random(in: 0...300, using: &random))][
+                    Int.random(in: 0..<3, using: &random)])
         case 4: value.kind = .boolValue(Bool.random(using: &random))
-        case 5: value.kind = .bytesValue(Data((0..<Int.random(in: 0...20, using: &random)).map { UInt8($0 * 13 % 256) }))
+        case 5:
+            value.kind = .bytesValue(Data((0..<Int.random(in: 0...20, using: &random)).map { UInt8($0 * 13 % 256) }))
         case 6: value.kind = .timestampMicros(Int64.random(in: -1_000_000...1_000_000_000, using: &random))
         default: break  // a Value with no case
         }
@@ -88,7 +98,9 @@ import Testing
             case 0: bytes.removeLast(Int.random(in: 1...bytes.count, using: &random))
             case 1: bytes[Int.random(in: 0..<bytes.count, using: &random)] ^= UInt8.random(in: 1...255, using: &random)
             case 2: bytes += [0x08, 0x01]  // SyncResponse field 1 as a varint: a wire-type mismatch
-            default: bytes.insert(UInt8.random(in: 0...255, using: &random), at: Int.random(in: 0..<bytes.count, using: &random))
+            default:
+                bytes.insert(
+                    UInt8.random(in: 0...255, using: &random), at: Int.random(in: 0..<bytes.count, using: &random))
             }
             let reference = try? Meridian_V1_SyncResponse(serializedBytes: bytes)
             guard let decoded = bytes.withUnsafeBytes({ SyncResponseWireDecoding.decodeRows($0) }) else { continue }

@@ -113,7 +113,8 @@ import Testing
         ),
         (
             .insert("Item", id: "x\u{0}", ["title": "a"]),
-            "operation 1 (insert Item 'x\u{0}'): the id contains a NUL character (U+0000), which ids may not hold", ["id"]
+            "operation 1 (insert Item 'x\u{0}'): the id contains a NUL character (U+0000), which ids may not hold",
+            ["id"]
         ),
         (
             .update("Item", id: "x", ["title": nil]),

@@ -175,8 +175,8 @@ extension CacheContext {
 
     // MARK: - Staging (untyped)
 
-    /// Stages an insert; without an id, the context generates one (a UUID), so the row shows at once under its
-    /// final id.
+    /// Stages an insert; without an id, the context generates one (a time-ordered UUID), so the row shows at once
+    /// under its final id.
     ///
     /// - Returns: The row's id.
     @discardableResult
@@ -457,20 +457,9 @@ extension CacheContext {
         }
     }
 
-    /// A new row id: a random UUID in lowercase.
+    /// A new row id: a time-ordered UUID (version 7), as the store generates (`RandomID`), so that rows a client
+    /// creates also append to the primary key's B-tree on the server.
     static func generateID() -> String {
-        var generator = SystemRandomNumberGenerator()
-        let a = generator.next() as UInt64
-        let b = generator.next() as UInt64
-        let hex = String(a, radix: 16).leftPadded(16) + String(b, radix: 16).leftPadded(16)
-        let c = Array(hex)
-        return String(c[0..<8]) + "-" + String(c[8..<12]) + "-4" + String(c[13..<16]) + "-a" + String(c[17..<20])
-            + "-" + String(c[20..<32])
-    }
-}
-
-extension String {
-    func leftPadded(_ width: Int) -> String {
-        self.count >= width ? self : String(repeating: "0", count: width - self.count) + self
+        RandomID.uuidString()
     }
 }

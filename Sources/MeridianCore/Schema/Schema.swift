@@ -57,7 +57,7 @@ public struct Schema: Sendable, Hashable {
 
 /// How an entity's `id` is chosen.
 public enum IDPolicy: String, Sendable, Hashable, CaseIterable {
-    /// The client may supply an id; when it does not, the server generates one (a UUID).
+    /// The client may supply an id; when it does not, the server generates one (a time-ordered UUID, version 7).
     case auto
     /// Every insert must supply an id.
     case client

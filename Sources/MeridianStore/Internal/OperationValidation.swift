@@ -183,7 +183,8 @@ enum OperationValidation {
                 // SQLite's text functions (LIKE, and the C strings custom functions receive) stop at a NUL, so the
                 // same predicate could select such a row in memory and not in SQL.
                 throw StoreError(
-                    .validation, "\(prefix): attribute '\(name)' contains a NUL character (U+0000), which strings may not hold",
+                    .validation,
+                    "\(prefix): attribute '\(name)' contains a NUL character (U+0000), which strings may not hold",
                     operationIndex: index, attributes: [name])
             }
             if value.isNull {

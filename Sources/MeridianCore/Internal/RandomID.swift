@@ -1,13 +1,15 @@
 // MARK: - RandomID
 
+internal import Synchronization
+
 #if canImport(Glibc)
     internal import Glibc
 #elseif canImport(Darwin)
     internal import Darwin
 #endif
-internal import Synchronization
 
-/// Time-ordered (version 7, RFC 9562) UUIDs as lowercase strings, the ids the store generates for inserts without one:
+/// Time-ordered (version 7, RFC 9562) UUIDs as lowercase strings: the ids the store generates for inserts without one,
+/// and those a client gives the rows it creates:
 /// `xxxxxxxx-xxxx-7xxx-[89ab]xxx-xxxxxxxxxxxx`.
 ///
 /// Why time-ordered: an entity's `id` is its primary key, a B-tree. Random (version 4) ids land each insert on a
@@ -39,7 +41,8 @@ package enum RandomID {
             }
             var word: UInt64 = 0
             self.pool.withUnsafeBytes { bytes in
-                withUnsafeMutableBytes(of: &word) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[self.used..<self.used + 8])) }
+                let slice = UnsafeRawBufferPointer(rebasing: bytes[self.used..<self.used + 8])
+                withUnsafeMutableBytes(of: &word) { $0.copyMemory(from: slice) }
             }
             self.used += 8
             return word
