@@ -60,6 +60,9 @@ public final class Store: Sendable {
         /// commits — whose `seq`s clients may already have applied, and which the store then hands out again for
         /// other changes. Faster for single-row transactions where the disk's flush is slow.
         case normal
+
+        /// The value of SQLite's `synchronous` pragma that gives this durability.
+        public var synchronousPragma: String { self == .full ? "FULL" : "NORMAL" }
     }
 
     /// The writer connection's `synchronous` pragma: 2 (`FULL`) or 1 (`NORMAL`); for tests.
@@ -71,7 +74,7 @@ public final class Store: Sendable {
     /// writer (after `prepareDatabase`), so this runs once the pool is open.
     static func applyDurability(_ durability: Durability, to pool: DatabasePool) throws {
         try pool.writeWithoutTransaction { db in
-            try db.execute(sql: durability == .full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
+            try db.execute(sql: "PRAGMA synchronous = \(durability.synchronousPragma)")
         }
     }
 

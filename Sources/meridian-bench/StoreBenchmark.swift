@@ -202,7 +202,7 @@ enum StoreBenchmark {
         configuration.busyMode = .timeout(5)
         let pool = try DatabasePool(path: path, configuration: configuration)
         try pool.writeWithoutTransaction { db in
-            try db.execute(sql: "PRAGMA synchronous = \(durability == .full ? "FULL" : "NORMAL")")
+            try db.execute(sql: "PRAGMA synchronous = \(durability.synchronousPragma)")
         }
         try pool.write { db in
             try db.execute(

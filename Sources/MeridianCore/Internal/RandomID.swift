@@ -83,7 +83,12 @@ package enum RandomID {
         return String(unsafeUninitializedCapacity: 36) { buffer in
             let digits: StaticString = "0123456789abcdef"
             var out = 0
-            func put(_ word: UInt64, _ nibbles: Int, _ shift: Int) {
+            /// One group of hex digits (the `nibbles` below bit `shift` of `word`), after a dash unless it is the first.
+            func group(_ word: UInt64, _ nibbles: Int, _ shift: Int) {
+                if out > 0 {
+                    buffer[out] = UInt8(ascii: "-")
+                    out += 1
+                }
                 var s = shift
                 for _ in 0..<nibbles {
                     s -= 4
@@ -91,20 +96,11 @@ package enum RandomID {
                     out += 1
                 }
             }
-            let dash = UInt8(ascii: "-")
-            put(high, 8, 64)
-            buffer[out] = dash
-            out += 1
-            put(high, 4, 32)
-            buffer[out] = dash
-            out += 1
-            put(high, 4, 16)
-            buffer[out] = dash
-            out += 1
-            put(low, 4, 64)
-            buffer[out] = dash
-            out += 1
-            put(low, 12, 48)
+            group(high, 8, 64)
+            group(high, 4, 32)
+            group(high, 4, 16)
+            group(low, 4, 64)
+            group(low, 12, 48)
             return out
         }
     }

@@ -25,10 +25,6 @@ enum OperationValidation {
         "operation \(index) (\(kind.rawValue) \(entity)\(id.map { " '\($0)'" } ?? ""))"
     }
 
-    static func prepare(_ operations: [WriteOperation], schema: Schema) throws(StoreError) -> [PreparedOperation] {
-        try Plan(schema: schema).prepare(operations)
-    }
-
     /// The schema's entities with their attributes in the order prepared operations list them (by name), made once
     /// per store: most operations are valid, and for those, walking the entity's attributes in that order and
     /// looking each up among the operation's values spares sorting the values' names and looking each name up in
@@ -75,15 +71,13 @@ enum OperationValidation {
         /// The prepared operation if it is valid and of the common shape, else `nil` (the general way decides).
         func quick(_ operation: WriteOperation, index: Int) -> PreparedOperation? {
             guard let entity = self.entities[operation.entity] else { return nil }
-            let id: String
             if let given = operation.id {
                 guard !given.utf8.contains(0) else { return nil }
-                id = given
-            } else if operation.kind == .insert, entity.schema.idPolicy == .auto {
-                id = RandomID.uuidString()
             } else {
-                return nil
+                guard operation.kind == .insert, entity.schema.idPolicy == .auto else { return nil }
             }
+            // Generated only once the operation is accepted: one the general way would replace is not drawn.
+            var id: String { operation.id ?? RandomID.uuidString() }
             if operation.kind == .delete {
                 return PreparedOperation(
                     index: index, kind: .delete, entity: entity.schema, id: id, columns: [], values: [],
