@@ -55,10 +55,16 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // `sqlite3_db_config`, which Swift cannot call (it is variadic), for the one setting the store needs.
+        .target(
+            name: "CMeridianSQLite",
+            linkerSettings: [.linkedLibrary("sqlite3")]
+        ),
         // The authoritative SQLite store: migration, change capture, transactions, snapshots, the change log.
         .target(
             name: "MeridianStore",
             dependencies: [
+                "CMeridianSQLite",
                 "MeridianCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),

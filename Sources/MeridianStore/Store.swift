@@ -1,12 +1,13 @@
 // MARK: - Store
 
+internal import CMeridianSQLite
 internal import Foundation
 internal import GRDB
 public import Logging
 public import MeridianCore
 
 /// The authoritative store: one SQLite file (or an in-memory database) holding the schema's entity tables, the
-/// change log that SQLite triggers fill on every write — by Meridian or by any other process — and the recorded
+/// change log of every write — Meridian logs its own, SQLite triggers those of any other process — and the recorded
 /// schema.
 ///
 /// Open it at a path you choose; it creates the file, migrates additive schema changes, or refuses with a message
@@ -45,6 +46,7 @@ public final class Store: Sendable {
             config.prepareDatabase { db in
                 // Meridian SQL functions are registered here.
                 db.registerMeridianFunctions()
+                try Store.disableTriggers(db)
             }
             return config
         }
@@ -63,6 +65,16 @@ public final class Store: Sendable {
 
         /// The value of SQLite's `synchronous` pragma that gives this durability.
         public var synchronousPragma: String { self == .full ? "FULL" : "NORMAL" }
+    }
+
+    /// Turns off SQLite's triggers on one of the store's connections. The capture triggers log the writes of other
+    /// processes (the `sqlite3` shell, another program); Meridian's own writes log themselves, in the same
+    /// transaction and with the same entries (`TransactionExecutor`), at a fraction of a trigger's cost per row.
+    static func disableTriggers(_ db: Database) throws {
+        let code = meridian_sqlite3_disable_triggers(UnsafeMutableRawPointer(db.sqliteConnection))
+        guard code == 0 else {
+            throw StoreError(.internalError, "cannot turn off SQLite's triggers on the store's connection (code \(code))")
+        }
     }
 
     /// The writer connection's `synchronous` pragma: 2 (`FULL`) or 1 (`NORMAL`); for tests.
@@ -105,7 +117,9 @@ public final class Store: Sendable {
         self.ownedDirectory = ownedDirectory
         let notifier = CommitNotifier()
         self.notifier = notifier
-        self.committer = GroupCommitter(writer: writer, maxBatch: configuration.maxGroupCommitSize) { seq in
+        self.committer = GroupCommitter(
+            writer: writer, own: StoreDDL.OwnEntries(schema: schema), maxBatch: configuration.maxGroupCommitSize
+        ) { seq in
             notifier.publish(seq)
         }
     }

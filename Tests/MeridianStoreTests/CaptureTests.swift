@@ -171,4 +171,52 @@ func identical(_ a: Row?, _ b: Row?) -> Bool {
         #expect(snapshot.versions == [1])
         try store.close()
     }
+
+    /// The store's connections run with triggers off and log Meridian's writes themselves; these entries must be
+    /// exactly what the capture triggers write for the same changes. Each row `m…` is written through the store, and
+    /// its twin `tm…` through the `sqlite3` shell (which runs the triggers) by copying `m…`'s columns after each
+    /// step: their entries must agree byte for byte.
+    @Test("Meridian's own log entries are exactly what the capture triggers write for the same changes")
+    func ownEntriesEqualTriggerEntries() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try Store.open(path: directory.storePath, schema: Fixtures.schema())
+        let columns = Fixtures.itemAttributes.map { "\"\($0.name)\"" }.joined(separator: ", ")
+        let count = Self.tricky.count
+        let ids = (0..<count).map { "m\($0)" }
+        // Inserts (in one transaction, so that the store writes their entries in runs), then the shell's copies.
+        try await store.apply(ids.enumerated().map { .insert("Item", id: $0.element, Self.tricky[$0.offset]) })
+        try ChildProcess.sqlite3(
+            directory.storePath,
+            "INSERT INTO Item (id, \(columns)) SELECT 't' || id, \(columns) FROM Item WHERE id GLOB 'm*' ORDER BY id;")
+        // Updates of some attributes (the store), then of every column to the same values (the shell).
+        for (i, id) in ids.enumerated() {
+            let next = Self.tricky[(i + 3) % count].filter { $0.key != "title" && $0.key != "qty" }
+            try await store.apply([.update("Item", id: id, next)])
+        }
+        try await store.apply([.update("Item", id: "m0", [:])])
+        try ChildProcess.sqlite3(
+            directory.storePath,
+            """
+            UPDATE Item SET (\(columns)) = (SELECT \(columns) FROM Item AS m WHERE m.id = substr(Item.id, 2))
+            WHERE id GLOB 'tm*';
+            UPDATE Item SET title = title WHERE id = 'tm0';
+            """)
+        // Deletes, a few in one transaction.
+        try await store.apply(ids.prefix(3).map { .delete("Item", id: $0) })
+        for id in ids.dropFirst(3) { try await store.apply([.delete("Item", id: id)]) }
+        try ChildProcess.sqlite3(directory.storePath, "DELETE FROM Item WHERE id GLOB 'tm*';")
+
+        let log = try ChildProcess.sqlite3Output(
+            directory.storePath,
+            "SELECT row_id, kind, version, quote(before), quote(after) FROM meridian_changes ORDER BY seq;"
+        ).split(separator: "\n").map { $0.split(separator: "|", maxSplits: 1).map(String.init) }
+        let own = log.filter { $0[0].hasPrefix("m") }.map { $0[0] + "|" + $0[1] }
+        let triggered = log.filter { $0[0].hasPrefix("tm") }.map { String($0[0].dropFirst()) + "|" + $0[1] }
+        #expect(own.count == 3 * count + 1, "one entry per write, none from a trigger: \(own.count)")
+        let sortedOwn = own.sorted()
+        let sortedTriggered = triggered.sorted()
+        #expect(sortedOwn.count == sortedTriggered.count)
+        for (a, b) in zip(sortedOwn, sortedTriggered) { #expect(a == b) }
+        try store.close()
+    }
 }

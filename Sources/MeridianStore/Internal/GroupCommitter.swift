@@ -29,11 +29,19 @@ final class GroupCommitter: Sendable {
     private let writer: any DatabaseWriter
     private let maxBatch: Int
     private let onCommit: @Sendable (Int64) -> Void
+    /// The SQL of the log entries of the store's entities.
+    private let own: StoreDDL.OwnEntries
     /// Wakes the lingering committer (signalled once per `lingerTarget` reached).
     private let lingerSignal = DispatchSemaphore(value: 0)
 
-    init(writer: any DatabaseWriter, maxBatch: Int, onCommit: @escaping @Sendable (Int64) -> Void) {
+    init(
+        writer: any DatabaseWriter,
+        own: StoreDDL.OwnEntries,
+        maxBatch: Int,
+        onCommit: @escaping @Sendable (Int64) -> Void
+    ) {
         self.writer = writer
+        self.own = own
         self.maxBatch = max(1, maxBatch)
         self.onCommit = onCommit
     }
@@ -117,7 +125,7 @@ final class GroupCommitter: Sendable {
             var rows: [TransactionExecutor.Outcome] = []
             rows.reserveCapacity(batch.count)
             var seq: Int64 = 0
-            var shapes = TransactionExecutor.Shapes()
+            var shapes = TransactionExecutor.Shapes(own: self.own)
             try db.inTransaction(.immediate) {
                 for pending in batch {
                     do {
@@ -154,7 +162,7 @@ final class GroupCommitter: Sendable {
         outcomes.reserveCapacity(batch.count)
         var seq: Int64 = 0
         do {
-            var shapes = TransactionExecutor.Shapes()
+            var shapes = TransactionExecutor.Shapes(own: self.own)
             try db.inTransaction(.immediate) {
                 for pending in batch {
                     do {
@@ -167,7 +175,7 @@ final class GroupCommitter: Sendable {
                     } catch {
                         // A statement that failed must not be reused before it is reset: start the next transaction
                         // from GRDB's statement cache (which resets them).
-                        shapes = TransactionExecutor.Shapes()
+                        shapes.forgetStatements()
                         outcomes.append(.failure(error))
                         // Some SQLite errors (disk full, I/O) abort the whole transaction: fail the batch.
                         if !db.isInsideTransaction { throw error }

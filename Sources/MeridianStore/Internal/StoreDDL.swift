@@ -118,7 +118,8 @@ enum StoreDDL {
         ["insert", "update", "rekey", "delete"].map { "DROP TRIGGER IF EXISTS \(triggerName(entity, $0))" }
     }
 
-    /// One attribute of `record` (`NEW` or `OLD`) as an exact JSON value, whatever its storage class.
+    /// One attribute of `record` (`NEW` or `OLD` in a trigger, the quoted table name in Meridian's own statements)
+    /// as an exact JSON value, whatever its storage class.
     static func imageValue(_ record: String, _ column: String) -> String {
         let c = "\(record).\(quoted(column))"
         return """
@@ -205,6 +206,49 @@ enum StoreDDL {
             END
             """,
         ]
+    }
+
+    // MARK: - Meridian's own log entries
+
+    /// The log entries of Meridian's own writes, which it writes itself: its connections run with triggers off
+    /// (`Store.disableTriggers`), and each statement here writes exactly the entry the capture trigger would have.
+    struct OwnEntries: Sendable {
+        /// Per entity: the version and the image of a row, read before an update or a delete (the trigger's
+        /// `OLD`) and after an update (`NEW`). (Not with `UPDATE … RETURNING`: SQLite 3.40 evaluates the image's
+        /// `CASE` wrongly there, logging 2.5 as `1e999`.)
+        var selectCurrent: [String: String] = [:]
+
+        init(schema: Schema) {
+            for entity in schema.entities {
+                let table = StoreDDL.quoted(entity.name)
+                let image = StoreDDL.image(entity, table)
+                self.selectCurrent[entity.name] = "SELECT \"_version\", \(image) FROM \(table) WHERE \"id\" = ?"
+            }
+        }
+
+        /// One entry, every value bound: entity, id, kind, version, before, after, committed_at.
+        static let entry = """
+            INSERT INTO meridian_changes (entity, row_id, kind, version, before, after, committed_at) \
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            """
+
+        /// How many inserts' entries one statement writes; a run of them is written in as few statements of these
+        /// sizes as it takes (100 = 64 + 32 + 4).
+        static let insertRunSizes = [64, 32, 16, 8, 4, 2, 1]
+
+        /// The statement writing the entries of `count` inserts (version 1, no images, like the insert trigger's):
+        /// `?1` is the commit time, then come the entity and the id of each insert, in order.
+        static let inserts: [Int: String] = Dictionary(
+            uniqueKeysWithValues: insertRunSizes.map { count in
+                let rows = (0..<count).map { i in
+                    "(?\(2 + 2 * i), ?\(3 + 2 * i), \(Change.Kind.insert.rawValue), 1, NULL, NULL, ?1)"
+                }
+                return (
+                    count,
+                    "INSERT INTO meridian_changes (entity, row_id, kind, version, before, after, committed_at) VALUES "
+                        + rows.joined(separator: ", ")
+                )
+            })
     }
 
     /// Everything a new entity needs: table, indexes, triggers.
