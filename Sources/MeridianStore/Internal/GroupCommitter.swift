@@ -126,7 +126,7 @@ final class GroupCommitter: Sendable {
             rows.reserveCapacity(batch.count)
             var seq: Int64 = 0
             var shapes = TransactionExecutor.Shapes(own: self.own)
-            try db.inTransaction(.immediate) {
+            try Self.inImmediateTransaction(db) {
                 for pending in batch {
                     do {
                         rows.append(try TransactionExecutor.run(pending, db: db, shapes: &shapes))
@@ -135,6 +135,7 @@ final class GroupCommitter: Sendable {
                         return .rollback
                     }
                 }
+                try TransactionExecutor.logPendingInserts(db, &shapes)
                 seq = try Store.latestSeq(db)
                 return .commit
             }
@@ -157,25 +158,43 @@ final class GroupCommitter: Sendable {
         self.commitWithSavepoints(batch, db)
     }
 
+    /// `db.inTransaction(.immediate)`, with its `BEGIN` and `COMMIT` statements taken from GRDB's statement cache:
+    /// GRDB prepares them anew for every transaction, which cost about 9 µs of every commit (measured with a probe
+    /// around the batch's phases).
+    static func inImmediateTransaction(_ db: Database, _ body: () throws -> Database.TransactionCompletion) throws {
+        try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
+        do {
+            switch try body() {
+            case .commit: try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
+            case .rollback: try db.rollback()
+            }
+        } catch {
+            // SQLite may already have rolled back (a full disk, an I/O error).
+            if db.isInsideTransaction { try? db.rollback() }
+            throw error
+        }
+    }
+
     private func commitWithSavepoints(_ batch: [Pending], _ db: Database) {
         var outcomes: [Result<TransactionExecutor.Outcome, any Error>] = []
         outcomes.reserveCapacity(batch.count)
         var seq: Int64 = 0
         do {
             var shapes = TransactionExecutor.Shapes(own: self.own)
-            try db.inTransaction(.immediate) {
+            try Self.inImmediateTransaction(db) {
                 for pending in batch {
                     do {
                         var outcome = TransactionExecutor.Outcome(rows: [], replayedSeq: nil)
                         try db.inSavepoint {
                             outcome = try TransactionExecutor.run(pending, db: db, shapes: &shapes)
+                            try TransactionExecutor.logPendingInserts(db, &shapes)
                             return .commit
                         }
                         outcomes.append(.success(outcome))
                     } catch {
                         // A statement that failed must not be reused before it is reset: start the next transaction
                         // from GRDB's statement cache (which resets them).
-                        shapes.forgetStatements()
+                        shapes.forget()
                         outcomes.append(.failure(error))
                         // Some SQLite errors (disk full, I/O) abort the whole transaction: fail the batch.
                         if !db.isInsideTransaction { throw error }

@@ -29,6 +29,7 @@ enum TransactionExecutor {
             return Outcome(
                 rows: try run(pending.operations, policy: pending.policy, db: db, shapes: &shapes), replayedSeq: nil)
         }
+        try logPendingInserts(db, &shapes)
         if let recorded = try GRDB.Row.fetchOne(
             db.cachedStatement(sql: "SELECT seq, rows FROM meridian_applied WHERE key = ?"), arguments: [key])
         {
@@ -36,6 +37,7 @@ enum TransactionExecutor {
             return Outcome(rows: rows.map(\.written), replayedSeq: recorded[0])
         }
         let rows = try run(pending.operations, policy: pending.policy, db: db, shapes: &shapes)
+        try logPendingInserts(db, &shapes)
         let json = String(decoding: try JSONEncoder().encode(rows.map(RecordedRow.init)), as: UTF8.self)
         try db.cachedStatement(sql: "INSERT INTO meridian_applied (key, seq, rows) VALUES (?, ?, ?)")
             .execute(arguments: [key, try Store.latestSeq(db), json])
@@ -71,7 +73,7 @@ enum TransactionExecutor {
     }
 
     /// Runs one transaction's operations; `shapes` carries the last statements over to the next transaction of a
-    /// group commit.
+    /// group commit, and the entries of its last inserts, which ``logPendingInserts(_:_:)`` writes.
     static func run(
         _ operations: [PreparedOperation],
         policy: ConflictPolicy,
@@ -80,15 +82,12 @@ enum TransactionExecutor {
     ) throws -> [WrittenRow] {
         var rows: [WrittenRow] = []
         rows.reserveCapacity(operations.count)
-        // The inserts whose entries are not written yet, in order; written before any other entry, so that the
-        // log keeps the operations' order.
-        var inserts: [(entity: String, id: String)] = []
         for op in operations {
-            if op.kind != .insert { try logInserts(&inserts, db, shapes) }
+            if op.kind != .insert { try logPendingInserts(db, &shapes) }
             switch op.kind {
             case .insert:
                 try insert(op, db, &shapes)
-                inserts.append((op.entity.name, op.id))
+                shapes.pendingInserts.append((op.entity.name, op.id))
                 rows.append(WrittenRow(entity: op.entity.name, id: op.id, kind: .insert, version: 1))
             case .update, .upsert:
                 guard let current = try currentRow(op, db, shapes) else {
@@ -101,7 +100,7 @@ enum TransactionExecutor {
                     }
                     try OperationValidation.checkRequired(op)
                     try insert(op, db, &shapes)
-                    inserts.append((op.entity.name, op.id))
+                    shapes.pendingInserts.append((op.entity.name, op.id))
                     rows.append(WrittenRow(entity: op.entity.name, id: op.id, kind: .insert, version: 1))
                     continue
                 }
@@ -120,24 +119,25 @@ enum TransactionExecutor {
                 rows.append(WrittenRow(entity: op.entity.name, id: op.id, kind: .delete, version: current.version + 1))
             }
         }
-        try logInserts(&inserts, db, shapes)
         return rows
     }
 
     // MARK: - Log entries
 
-    /// Writes the entries of `inserts` and empties it.
-    static func logInserts(_ inserts: inout [(entity: String, id: String)], _ db: Database, _ shapes: Shapes) throws {
+    /// Writes the entries of the inserts run since the last call. Called before any other entry is written, so
+    /// that the log keeps the operations' order, and before the transaction — or, in a group commit without
+    /// savepoints, the whole group — ends.
+    static func logPendingInserts(_ db: Database, _ shapes: inout Shapes) throws {
         var start = 0
-        while start < inserts.count {
-            let remaining = inserts.count - start
+        while start < shapes.pendingInserts.count {
+            let remaining = shapes.pendingInserts.count - start
             let count = StoreDDL.OwnEntries.insertRunSizes.first { $0 <= remaining } ?? 1
             let statement = try db.cachedStatement(sql: StoreDDL.OwnEntries.inserts[count]!)
             statement.setUncheckedArguments(StatementArguments())
             let handle = statement.sqliteStatement
             var code = shapes.committedAt.bind(to: handle, at: 1)
             var index: CInt = 2
-            for entry in inserts[start..<(start + count)] {
+            for entry in shapes.pendingInserts[start..<(start + count)] {
                 code |= entry.entity.bind(to: handle, at: index)
                 code |= entry.id.bind(to: handle, at: index + 1)
                 index += 2
@@ -146,7 +146,7 @@ enum TransactionExecutor {
             try statement.execute()
             start += count
         }
-        inserts.removeAll(keepingCapacity: true)
+        shapes.pendingInserts.removeAll(keepingCapacity: true)
     }
 
     /// Writes the entry of an update or a delete.
@@ -218,13 +218,18 @@ enum TransactionExecutor {
         }
     }
 
-    /// What the transactions of one group commit share: the store's SQL for log entries, the commit time, and the
-    /// statements of the previous insert and update, reused while operations keep the same shape (entity and
-    /// columns), which spares building and hashing their SQL for every row of a large transaction.
+    /// What the transactions of one group commit share: the store's SQL for log entries, the commit time, the
+    /// inserts whose entries are still to write, and the statements of the previous insert and update, reused while
+    /// operations keep the same shape (entity and columns), which spares building and hashing their SQL for every
+    /// row of a large transaction.
     struct Shapes {
         let own: StoreDDL.OwnEntries
         /// The `committed_at` of every entry: microseconds since the Unix epoch, when the group commit began.
         let committedAt: Int64
+        /// Inserts run whose entries are not written yet, in order (see ``logPendingInserts(_:_:)``). A group
+        /// commit without savepoints writes those of all its transactions together: eight single-row transactions
+        /// then write one statement of eight entries.
+        var pendingInserts: [(entity: String, id: String)] = []
         var insert: (entity: String, columns: [String], statement: Statement)?
         var update: (entity: String, columns: [String], statement: Statement)?
 
@@ -236,10 +241,11 @@ enum TransactionExecutor {
         }
 
         /// Drops the reused statements (after a failed statement, which must not run again before GRDB's statement
-        /// cache resets it).
-        mutating func forgetStatements() {
+        /// cache resets it) and the pending entries (of a transaction its savepoint rolled back).
+        mutating func forget() {
             self.insert = nil
             self.update = nil
+            self.pendingInserts.removeAll()
         }
     }
 
