@@ -8,7 +8,9 @@
 //   commit; each client decodes every message, applies it to a dictionary and records now − that time. p50/p99 over
 //   every (row, client). The raw side stamps its message at the same point, so both include the same clock reads.
 // - Throughput: the writer commits as fast as it can (2 s, 1-row or 100-row transactions); clients count rows until
-//   they have them all; changes/s = rows × clients / time until the last client has everything.
+//   they have them all; changes/s = rows × clients / time until the last client has everything. One sequential
+//   writer waits for each commit (and its flush) before the next; the last column runs the same transactions from
+//   `concurrentWriters` tasks at once.
 
 import Dispatch
 import Foundation
@@ -53,20 +55,22 @@ enum ServerBenchmark {
         var seconds: Double = 0
     }
 
-    /// `MERIDIAN_BENCH_ONLY=meridian:CLIENTS:ROWS[:RATE]` (or `raw:…`) runs one case once, for profiling;
+    /// `MERIDIAN_BENCH_ONLY=meridian:CLIENTS:ROWS[:RATE[:WRITERS]]` (or `raw:…`; an empty RATE is as fast as
+    /// possible) runs one case once, for profiling;
     /// `writer:ROWS` runs the writer alone (same store, same transactions, no server): the bound on the
     /// throughput cases with a single sequential writer.
     static func runOnly(_ spec: String) async throws {
-        let parts = spec.split(separator: ":").map(String.init)
+        let parts = spec.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
         if parts.count == 2, parts[0] == "writer", let rows = Int(parts[1]) { return try await self.writerOnly(rows) }
         guard parts.count >= 3, let clients = Int(parts[1]), let rows = Int(parts[2]) else { return }
         let rate = parts.count > 3 ? Int(parts[3]) : nil
+        let writers = parts.count > 4 ? Int(parts[4]) ?? 1 : 1
         let cpu = StoreBenchmark.Stopwatch()
         cpu.start()
         let figure =
             parts[0] == "raw"
             ? try await self.raw(clients: clients, rowsPerCommit: rows, rate: rate)
-            : try await self.meridian(clients: clients, rowsPerCommit: rows, rate: rate)
+            : try await self.meridian(clients: clients, rowsPerCommit: rows, rate: rate, writers: writers)
         cpu.stop()
         let delivered = Double(self.commits(rowsPerCommit: rows, rate: rate) * rows * clients)
         print(
@@ -109,6 +113,11 @@ enum ServerBenchmark {
         rate.map { $0 * 2 } ?? (rowsPerCommit == 1 ? 8_000 : 1_000)
     }
 
+    /// The writers of the last column of the throughput tables: the same transactions, committed by this many tasks
+    /// at once (as a server's many writing clients would), so that group commit shares their flushes; the other
+    /// columns have one writer that waits for each commit before the next.
+    static let concurrentWriters = 4
+
     static func run() async throws {
         if let only = ProcessInfo.processInfo.environment["MERIDIAN_BENCH_ONLY"] { return try await runOnly(only) }
         print(
@@ -129,21 +138,26 @@ enum ServerBenchmark {
             print(
                 "sustained throughput, \(rows)-row transactions as fast as possible, row changes/s delivered (all clients)"
             )
-            print(pad("clients", 8) + pad("meridian", 14) + pad("raw gRPC", 14) + pad("per client", 12))
+            print(
+                pad("clients", 8) + pad("meridian", 14) + pad("raw gRPC", 14) + pad("per client", 12)
+                    + pad("meridian, \(concurrentWriters) writers", 22))
             for clients in [1, 10, 100] {
                 let meridian = try await self.meridian(clients: clients, rowsPerCommit: rows, rate: nil)
                 let raw = try await self.raw(clients: clients, rowsPerCommit: rows, rate: nil)
+                let concurrent = try await self.meridian(
+                    clients: clients, rowsPerCommit: rows, rate: nil, writers: concurrentWriters)
                 print(
                     pad("\(clients)", 8) + pad(count(meridian.changesPerSecond), 14)
                         + pad(count(raw.changesPerSecond), 14)
-                        + pad(count(meridian.changesPerSecond / Double(clients)), 12))
+                        + pad(count(meridian.changesPerSecond / Double(clients)), 12)
+                        + pad(count(concurrent.changesPerSecond), 22))
             }
         }
     }
 
     // MARK: - Meridian
 
-    static func meridian(clients: Int, rowsPerCommit: Int, rate: Int?) async throws -> Figure {
+    static func meridian(clients: Int, rowsPerCommit: Int, rate: Int?, writers: Int = 1) async throws -> Figure {
         let store = try Store.temporary(schema: schema(), logger: logger)
         var configuration = ServerConfiguration(host: "127.0.0.1", port: 0)
         configuration.clientQueueLimit = 1_000_000
@@ -154,7 +168,7 @@ enum ServerBenchmark {
             defer { server.beginGracefulShutdown() }
             let port = try await server.listeningAddress.port
             let results = try await self.drive(
-                clients: clients, rowsPerCommit: rowsPerCommit, rate: rate,
+                clients: clients, rowsPerCommit: rowsPerCommit, rate: rate, writers: writers,
                 connect: { collector, ready, expected in
                     try await self.meridianClient(port: port, collector: collector, ready: ready, expected: expected)
                 },
@@ -222,14 +236,17 @@ enum ServerBenchmark {
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await server.serve() }
             let port = try await transport.listeningAddress.ipv4!.port
-            var seq: Int64 = 0
+            let seq = Mutex<Int64>(0)
             let results = try await self.drive(
                 clients: clients, rowsPerCommit: rowsPerCommit, rate: rate,
                 connect: { collector, ready, expected in
                     try await self.rawClient(port: port, collector: collector, ready: ready, expected: expected)
                 },
                 write: { index, stamp in
-                    seq += 1
+                    let seq = seq.withLock { seq in
+                        seq += 1
+                        return seq
+                    }
                     var delta = Meridian_V1_SubscriptionDelta()
                     delta.subscriptionID = "all"
                     for r in 0..<rowsPerCommit {
@@ -299,8 +316,9 @@ enum ServerBenchmark {
     /// possible for 2 s — the row count is then fixed by a short calibration), and waits for every client.
     static func drive(
         clients: Int, rowsPerCommit: Int, rate: Int?,
+        writers: Int = 1,
         connect: @escaping @Sendable (Collector, @escaping @Sendable () -> Void, Int) async throws -> Void,
-        write: (Int, Int64) async throws -> Void
+        write: @escaping @Sendable (Int, Int64) async throws -> Void
     ) async throws -> Figure {
         let commits = self.commits(rowsPerCommit: rowsPerCommit, rate: rate)
         let expected = commits * rowsPerCommit
@@ -318,12 +336,24 @@ enum ServerBenchmark {
             let start = self.now()
             let interval = rate.map { Duration.seconds(1) / $0 }
             var deadline = ContinuousClock.now
-            for index in 0..<commits {
-                if let interval {
-                    deadline += interval
-                    try await Task.sleep(until: deadline, clock: .continuous)
+            if rate == nil, writers > 1 {
+                // Concurrent writers, each committing every `writers`-th transaction as fast as it can.
+                try await withThrowingTaskGroup(of: Void.self) { writing in
+                    for w in 0..<writers {
+                        writing.addTask {
+                            for index in stride(from: w, to: commits, by: writers) { try await write(index, self.now()) }
+                        }
+                    }
+                    try await writing.waitForAll()
                 }
-                try await write(index, self.now())
+            } else {
+                for index in 0..<commits {
+                    if let interval {
+                        deadline += interval
+                        try await Task.sleep(until: deadline, clock: .continuous)
+                    }
+                    try await write(index, self.now())
+                }
             }
             let writerDone = self.now()
             try await group.waitForAll()
