@@ -199,6 +199,7 @@ enum ServerBenchmark {
                 requestProducer: { writer in for await request in requests { try await writer.write(request) } },
                 onResponse: { response in
                     var rows: [String: Meridian_V1_Row] = [:]
+                    rows.reserveCapacity(expected)
                     var received = 0
                     var latencies: [Int64] = []
                     for try await message in response.messages {
@@ -286,6 +287,7 @@ enum ServerBenchmark {
                 options: .defaults
             ) { response in
                 var rows: [String: Meridian_V1_Row] = [:]
+                rows.reserveCapacity(expected)
                 var received = 0
                 var latencies: [Int64] = []
                 var first = true
