@@ -68,6 +68,38 @@ extension Store {
     ///   beyond this store's latest, as when a reader comes from another store file).
     public func changes(after seq: Int64, entities: Set<String>? = nil, limit: Int? = nil) async throws -> ChangesResult
     {
+        let read = self.changesRead(after: seq, entities: entities, limit: limit)
+        let (result, misfits) = try await self.read("cannot read the change log", read)
+        if misfits > 0 { self.reportMisfits(misfits, entity: nil) }
+        return result
+    }
+
+    /// ``changes(after:entities:limit:)``, read on the calling thread.
+    ///
+    /// For a caller that reads the log after every commit, such as the server's fan-out: the asynchronous read hops
+    /// to a reader connection's queue and back, two thread wake-ups per read, which cost the server 0.6 µs of CPU per
+    /// delivered row and 0.4 ms of latency with 100-row commits (`meridian-bench server`). The caller is blocked for
+    /// as long as SQLite reads, and — when all `maximumReaderCount` readers are busy — until one is free; call it from
+    /// one task at a time.
+    public func changesNow(after seq: Int64, entities: Set<String>? = nil, limit: Int? = nil) throws -> ChangesResult {
+        let read = self.changesRead(after: seq, entities: entities, limit: limit)
+        let (result, misfits): (ChangesResult, Int)
+        do {
+            (result, misfits) = try self.writer.read(read)
+        } catch {
+            throw StoreError.wrap(error, "cannot read the change log")
+        }
+        if misfits > 0 { self.reportMisfits(misfits, entity: nil) }
+        return result
+    }
+
+    /// The read transaction of ``changes(after:entities:limit:)``: the result and how many values did not fit their
+    /// attributes.
+    private func changesRead(
+        after seq: Int64,
+        entities: Set<String>?,
+        limit: Int?
+    ) -> @Sendable (Database) throws -> (ChangesResult, Int) {
         var sql = """
             SELECT seq, entity, row_id, kind, version, before, after, committed_at FROM meridian_changes WHERE seq > ?
             """
@@ -77,17 +109,23 @@ extension Store {
             arguments += entities.sorted().map { $0 }
         }
         sql += " ORDER BY seq"
-        if let limit { sql += " LIMIT \(max(1, limit))" }
+        if let limit {
+            // Bound, not written in: the statement comes from the connection's cache (one per number of entities;
+            // preparing it anew for every commit cost ~1 µs of CPU per row in the server benchmark), which any limit
+            // would otherwise grow.
+            sql += " LIMIT ?"
+            arguments.append(max(1, limit))
+        }
         let query = sql
         let statementArguments = StatementArguments(arguments)
         let schema = self.schema
-        let (result, misfits) = try await self.read("cannot read the change log") { db -> (ChangesResult, Int) in
+        return { db -> (ChangesResult, Int) in
             let prunedThrough = Int64(try SchemaRecord.meta(db, "pruned_through") ?? "0") ?? 0
             let latest = try Store.latestSeq(db)
             if seq < prunedThrough || seq > latest { return (.tooOld(prunedThrough: prunedThrough), 0) }
             var changes: [Change] = []
             var misfits = 0
-            let cursor = try GRDB.Row.fetchCursor(db, sql: query, arguments: statementArguments)
+            let cursor = try GRDB.Row.fetchCursor(db.cachedStatement(sql: query), arguments: statementArguments)
             while let row = try cursor.next() {
                 changes.append(try ChangeDecoding.change(row, schema: schema, misfits: &misfits))
             }
@@ -97,8 +135,6 @@ extension Store {
                 changes: changes, throughSeq: hasMore ? changes.last!.seq : latest, hasMore: hasMore)
             return (.changes(batch), misfits)
         }
-        if misfits > 0 { self.reportMisfits(misfits, entity: nil) }
-        return result
     }
 
     /// Removes old changes from the log and records how far it was pruned.

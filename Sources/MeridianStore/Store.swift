@@ -73,7 +73,8 @@ public final class Store: Sendable {
     static func disableTriggers(_ db: Database) throws {
         let code = meridian_sqlite3_disable_triggers(UnsafeMutableRawPointer(db.sqliteConnection))
         guard code == 0 else {
-            throw StoreError(.internalError, "cannot turn off SQLite's triggers on the store's connection (code \(code))")
+            throw StoreError(
+                .internalError, "cannot turn off SQLite's triggers on the store's connection (code \(code))")
         }
     }
 

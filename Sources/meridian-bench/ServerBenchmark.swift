@@ -343,7 +343,9 @@ enum ServerBenchmark {
                 try await withThrowingTaskGroup(of: Void.self) { writing in
                     for w in 0..<writers {
                         writing.addTask {
-                            for index in stride(from: w, to: commits, by: writers) { try await write(index, self.now()) }
+                            for index in stride(from: w, to: commits, by: writers) {
+                                try await write(index, self.now())
+                            }
                         }
                     }
                     try await writing.waitForAll()

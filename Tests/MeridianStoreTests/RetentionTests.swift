@@ -70,6 +70,32 @@ import Testing
             #expect(limited.hasMore && limited.throughSeq == 3 && limited.changes.count == 3)
             let tags = try await allChanges(store, after: 0, entities: ["Tag"])
             #expect(tags.changes.map(\.id) == ["t1", "t2"] && tags.throughSeq == 4 && !tags.hasMore)
+            // Other limits reuse the cached statement with their own bound value.
+            guard case .changes(let one) = try await store.changes(after: 1, limit: 1) else {
+                Issue.record("expected changes")
+                return
+            }
+            #expect(one.changes.map(\.seq) == [2] && one.hasMore && one.throughSeq == 2)
+        }
+    }
+
+    @Test("changesNow answers exactly as changes does, too-old included", arguments: StoreVariant.allCases)
+    func changesNow(variant: StoreVariant) async throws {
+        try await withStore(variant) { store in
+            for i in 0..<6 { try await store.apply([.insert("Tag", id: "t\(i)", ["name": .string("n\(i)")])]) }
+            try await store.apply([.update("Tag", id: "t1", ["name": "m"]), .insert("Item", id: "i", ["title": "x"])])
+            try await store.prune(keepingLast: 5)
+            for (after, entities, limit) in [
+                (Int64(0), Set<String>?.none, Int?.none), (2, nil, nil), (3, nil, nil), (3, ["Tag"], nil),
+                (3, nil, 2), (4, ["Item"], 1), (99, nil, nil),
+            ] {
+                let async = try await store.changes(after: after, entities: entities, limit: limit)
+                let now = try store.changesNow(after: after, entities: entities, limit: limit)
+                #expect(
+                    async == now,
+                    "after \(after), entities \(String(describing: entities)), limit \(String(describing: limit))")
+            }
+            #expect(try store.changesNow(after: 0) == .tooOld(prunedThrough: 3))
         }
     }
 

@@ -169,7 +169,8 @@ final class Hub: Sendable {
     /// Reads and processes everything after the processed seq.
     func catchUp() async throws {
         let from = self.processedSeq
-        let result = try await self.store.changes(after: from)
+        // On this task's thread: the hub reads after every commit, one read at a time (see `changesNow`).
+        let result = try self.store.changesNow(after: from)
         switch result {
         case .changes(let batch):
             guard batch.throughSeq > from else { return }

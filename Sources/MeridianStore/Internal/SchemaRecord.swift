@@ -24,7 +24,7 @@ enum SchemaRecord {
     }
 
     static func meta(_ db: Database, _ key: String) throws -> String? {
-        try String.fetchOne(db, sql: "SELECT value FROM meridian_meta WHERE key = ?", arguments: [key])
+        try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM meridian_meta WHERE key = ?"), arguments: [key])
     }
 
     static func setMeta(_ db: Database, _ key: String, _ value: String) throws {
