@@ -219,4 +219,23 @@ func identical(_ a: Row?, _ b: Row?) -> Bool {
         for (a, b) in zip(sortedOwn, sortedTriggered) { #expect(a == b) }
         try store.close()
     }
+
+    /// Text is bound from its bytes in place (`TransactionExecutor.bindText`); the empty string has no bytes to point
+    /// at and must still be text, not NULL.
+    @Test("empty text is stored and logged as empty text, not NULL", arguments: StoreVariant.allCases)
+    func emptyText(variant: StoreVariant) async throws {
+        try await withStore(variant) { store in
+            try await store.apply([
+                .insert("Item", id: "empty", ["title": "", "note": ""]),
+                .insert("Item", id: "plain", ["title": "é\u{1}", "note": "x"]),
+            ])
+            try await store.apply([.update("Item", id: "plain", ["note": ""])])
+            let table = try await tableState(store, "Item")
+            #expect(table["empty"]?.0["title"] == "" && table["empty"]?.0["note"] == "")
+            #expect(table["plain"]?.0["title"] == "é\u{1}" && table["plain"]?.0["note"] == "")
+            let changes = try await allChanges(store).changes
+            #expect(changes.last?.after?["note"] == "" && changes.last?.before?["note"] == "x")
+            #expect(changes.first?.after?["note"] == "")
+        }
+    }
 }

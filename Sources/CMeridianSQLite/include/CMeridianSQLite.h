@@ -9,4 +9,13 @@
 /// `sqlite3_db_config` is a variadic C function, which Swift cannot call; this wraps the one use Meridian has.
 int meridian_sqlite3_disable_triggers(void *connection);
 
+/// Binds `byteCount` bytes of UTF-8 at `text` to parameter `index` of `statement` (a `sqlite3_stmt *`), copied by
+/// SQLite (`SQLITE_TRANSIENT`); `text` may be NULL when `byteCount` is 0 (an empty string, not SQL NULL).
+///
+/// Unlike GRDB's binding of a `String`, which passes a C string, the caller need not make a NUL-terminated copy
+/// (`String.withUTF8` gives the bytes in place).
+///
+/// Returns SQLite's result code.
+int meridian_sqlite3_bind_text(void *statement, int index, const void *text, int byteCount);
+
 #endif
