@@ -48,7 +48,7 @@ extension Store {
             }
             let cursor = try GRDB.Row.fetchCursor(statement, arguments: arguments)
             while let row = try cursor.next() {
-                let values = ChangeDecoding.values(of: row, from: 2, as: entitySchema, misfits: &misfits)
+                let values = ChangeDecoding.values(of: statement, from: 2, as: entitySchema, misfits: &misfits)
                 rows.append(MeridianCore.Row(id: row[0], values: values))
                 versions.append(row[1])
             }

@@ -141,7 +141,7 @@ enum ChangeDecoding {
         while let row = try cursor.next() {
             guard let i = wanted.removeValue(forKey: row[0]) else { continue }
             changes[i].after = MeridianCore.Row(
-                id: changes[i].id, values: self.values(of: row, from: 2, as: entity, misfits: &misfits))
+                id: changes[i].id, values: self.values(of: statement, from: 2, as: entity, misfits: &misfits))
         }
         misfits += wanted.count
         for i in wanted.values { changes[i].after = MeridianCore.Row(id: changes[i].id, values: [:]) }
@@ -167,15 +167,21 @@ enum ChangeDecoding {
             text, id: change.id, entity: schema.entity(named: change.entity), seq: change.seq, misfits: &misfits)
     }
 
-    /// The values of an entity row read with the entity's attributes in order from column `offset` on, typed by the
-    /// schema (nulls left out); each stored value that does not fit its attribute counts in `misfits`.
+    /// The values of the row `statement` stands on (a cursor of it is being iterated), read with the entity's
+    /// attributes in order from column `offset` on, typed by the schema (nulls left out); each stored value that does
+    /// not fit its attribute counts in `misfits`.
+    ///
+    /// Reads the columns from the statement itself: `row[i] as DatabaseValue` goes through GRDB's generic decoding,
+    /// which looks up type metadata at run time for every value.
     static func values(
-        of row: GRDB.Row, from offset: Int, as entity: EntitySchema, misfits: inout Int
+        of statement: Statement, from offset: Int, as entity: EntitySchema, misfits: inout Int
     ) -> [String: Value] {
         var values: [String: Value] = [:]
         values.reserveCapacity(entity.attributes.count)
+        let handle = statement.sqliteStatement
         for (i, attribute) in entity.attributes.enumerated() {
-            let typed = StoredValue(row[i + offset] as DatabaseValue).typed(as: attribute.type)
+            let stored = DatabaseValue(sqliteStatement: handle, index: CInt(i + offset))
+            let typed = StoredValue(stored).typed(as: attribute.type)
             if !typed.fits { misfits += 1 }
             if !typed.value.isNull { values[attribute.name] = typed.value }
         }
