@@ -8,8 +8,8 @@ import MeridianStore
 
 /// Rows per second committed through the Store (with change capture) against plain GRDB inserts into the same
 /// table without capture triggers, side by side: 1-row and 1000-row transactions, and 8 concurrent single-row
-/// writers (group-committed, and each committing alone). Each figure is the median of three runs on a fresh file,
-/// the two sides of each comparison interleaved.
+/// writers (group-committed, and each committing alone). Each figure is the median of three runs on a fresh file
+/// (after `warmUpCommits` untimed commits), the two sides of each comparison interleaved.
 /// The benchmarks' logger: the store logs "created store" at info; keep the tables readable.
 let benchLogger: Logger = {
     var logger = Logger(label: "meridian.bench")
@@ -22,6 +22,13 @@ enum StoreBenchmark {
     static let batches = Int(ProcessInfo.processInfo.environment["MERIDIAN_BENCH_BATCHES"] ?? "") ?? 40
     static let batchSize = 1_000
     static let writers = 8
+    /// Commits written before the stopwatch starts, in the case's own pattern (`MERIDIAN_BENCH_WARMUP`): a fresh
+    /// file's WAL grows for its first ~1,000 frames (4 MB), then is reused from its start after each checkpoint, and
+    /// a flush that also grows the file costs more. Without a warm-up, a short case spends a larger share of its
+    /// commits growing the WAL: the 8-writer group commit (500 commits of ~6 frames) a third of them, each commit
+    /// alone (4,000 of ~4 frames) a sixteenth, which made group commit look 10% worse than in a long run
+    /// (4.81x over 4,000 commits from a fresh file, 5.41x over 32,000).
+    static let warmUpCommits = Int(ProcessInfo.processInfo.environment["MERIDIAN_BENCH_WARMUP"] ?? "") ?? 2_000
     /// Both sides commit with the same durability: the store's default (`full`, an fsync per commit), or
     /// `MERIDIAN_BENCH_DURABILITY=normal`.
     static let durability =
@@ -107,7 +114,7 @@ enum StoreBenchmark {
     static func run() async throws {
         if let only = ProcessInfo.processInfo.environment["MERIDIAN_BENCH_ONLY"] { return try await runOnly(only) }
         print(
-            "store benchmark: \(ProcessInfo.processInfo.activeProcessorCount) cores, median of 3 interleaved runs, fresh file per run, durability \(durability.rawValue) (both sides)"
+            "store benchmark: \(ProcessInfo.processInfo.activeProcessorCount) cores, median of 3 interleaved runs, fresh file per run, \(warmUpCommits) untimed commits first, durability \(durability.rawValue) (both sides)"
         )
         // Each pair runs interleaved (plain, store, plain, store, …) so that a change in machine load hits both.
         let (plain1, store1) = try await pair(
@@ -225,6 +232,7 @@ enum StoreBenchmark {
 
     static func plainSingle(_ path: String, _ stopwatch: Stopwatch) async throws {
         let pool = try plainPool(path)
+        for i in 0..<warmUpCommits { try await pool.write { db in try plainRow(db, i) } }
         stopwatch.start()
         for i in 0..<singleRowCommits { try await pool.write { db in try plainRow(db, i) } }
         stopwatch.stop()
@@ -233,6 +241,7 @@ enum StoreBenchmark {
 
     static func plainBatches(_ path: String, _ stopwatch: Stopwatch) async throws {
         let pool = try plainPool(path)
+        for i in 0..<warmUpCommits { try await pool.write { db in try plainRow(db, i) } }
         stopwatch.start()
         for b in 0..<batches {
             try await pool.write { db in
@@ -245,17 +254,9 @@ enum StoreBenchmark {
 
     static func plainConcurrent(_ path: String, _ stopwatch: Stopwatch) async throws {
         let pool = try plainPool(path)
+        try await concurrently(warmUpCommits) { i in try await pool.write { db in try plainRow(db, i) } }
         stopwatch.start()
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for w in 0..<writers {
-                group.addTask {
-                    for i in stride(from: w, to: singleRowCommits, by: writers) {
-                        try await pool.write { db in try plainRow(db, i) }
-                    }
-                }
-            }
-            try await group.waitForAll()
-        }
+        try await concurrently(singleRowCommits) { i in try await pool.write { db in try plainRow(db, i) } }
         stopwatch.stop()
         try pool.close()
     }
@@ -270,6 +271,7 @@ enum StoreBenchmark {
 
     static func storeSingle(_ path: String, _ stopwatch: Stopwatch) async throws {
         let store = try Store.open(path: path, schema: try schema(), configuration: configuration(), logger: logger)
+        for i in 0..<warmUpCommits { try await store.apply([.insert("Bench", values(i))]) }
         stopwatch.start()
         for i in 0..<singleRowCommits { try await store.apply([.insert("Bench", values(i))]) }
         stopwatch.stop()
@@ -278,6 +280,7 @@ enum StoreBenchmark {
 
     static func storeBatches(_ path: String, _ stopwatch: Stopwatch) async throws {
         let store = try Store.open(path: path, schema: try schema(), configuration: configuration(), logger: logger)
+        for i in 0..<warmUpCommits { try await store.apply([.insert("Bench", values(i))]) }
         stopwatch.start()
         for b in 0..<batches {
             try await store.apply((0..<batchSize).map { .insert("Bench", values(b * batchSize + $0)) })
@@ -290,18 +293,20 @@ enum StoreBenchmark {
         var configuration = configuration()
         configuration.maxGroupCommitSize = groupCommit ? 256 : 1
         let store = try Store.open(path: path, schema: try schema(), configuration: configuration, logger: logger)
+        try await concurrently(warmUpCommits) { i in try await store.apply([.insert("Bench", values(i))]) }
         stopwatch.start()
+        try await concurrently(singleRowCommits) { i in try await store.apply([.insert("Bench", values(i))]) }
+        stopwatch.stop()
+        try store.close()
+    }
+
+    /// `commits` calls of `body` (with 0..<commits) from `writers` tasks at once, each one after the other.
+    static func concurrently(_ commits: Int, _ body: @escaping @Sendable (Int) async throws -> Void) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for w in 0..<writers {
-                group.addTask {
-                    for i in stride(from: w, to: singleRowCommits, by: writers) {
-                        try await store.apply([.insert("Bench", values(i))])
-                    }
-                }
+                group.addTask { for i in stride(from: w, to: commits, by: writers) { try await body(i) } }
             }
             try await group.waitForAll()
         }
-        stopwatch.stop()
-        try store.close()
     }
 }
