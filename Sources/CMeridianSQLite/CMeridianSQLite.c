@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 #include <stddef.h>
+#include <stdio.h>
 
 int meridian_sqlite3_disable_triggers(void *connection) {
     int enabled = -1;
@@ -15,4 +16,18 @@ int meridian_sqlite3_bind_text(void *statement, int index, const void *text, int
         return sqlite3_bind_text((sqlite3_stmt *)statement, index, "", 0, SQLITE_STATIC);
     }
     return sqlite3_bind_text((sqlite3_stmt *)statement, index, (const char *)text, byteCount, SQLITE_TRANSIENT);
+}
+
+int meridian_sqlite3_step_to_end(void *statement, char *message, int capacity) {
+    sqlite3_stmt *stmt = (sqlite3_stmt *)statement;
+    int code;
+    while ((code = sqlite3_step(stmt)) == SQLITE_ROW) {
+    }
+    if (code != SQLITE_DONE) {
+        sqlite3 *db = sqlite3_db_handle(stmt);
+        code = sqlite3_extended_errcode(db);
+        if (capacity > 0) snprintf(message, (size_t)capacity, "%s", sqlite3_errmsg(db));
+    }
+    sqlite3_reset(stmt);
+    return code;
 }

@@ -169,4 +169,44 @@ import Testing
             #expect(try await tableState(store, "Item").keys.sorted() == ["a"])
         }
     }
+
+    /// The store runs its inserts and updates straight through SQLite (`TransactionExecutor.stepToEnd`): a constraint
+    /// SQLite enforces must still come back as the operation's error with SQLite's message, roll the transaction
+    /// back, and leave the statements usable for the next one.
+    @Test("a unique index violated by an insert or an update is a validation error with SQLite's message")
+    func uniqueIndex() async throws {
+        let schema = Fixtures.schema(
+            version: 1,
+            [
+                EntitySchema(
+                    name: "Tag", attributes: [Attribute(name: "name", type: .string)],
+                    indexes: [Index(attributes: ["name"], isUnique: true)], idPolicy: .client)
+            ])
+        for variant in StoreVariant.allCases {
+            try await withStore(variant, schema: schema) { store in
+                try await store.apply([
+                    .insert("Tag", id: "a", ["name": "red"]), .insert("Tag", id: "b", ["name": "blue"]),
+                ])
+                let inserted = await #expect(throws: StoreError.self) {
+                    try await store.apply([
+                        .insert("Tag", id: "c", ["name": "green"]), .insert("Tag", id: "d", ["name": "red"]),
+                    ])
+                }
+                #expect(inserted?.code == .validation && inserted?.operationIndex == 1)
+                #expect(inserted?.message == "operation 1 (insert Tag 'd'): UNIQUE constraint failed: Tag.name")
+                let updated = await #expect(throws: StoreError.self) {
+                    try await store.apply([.update("Tag", id: "b", ["name": "red"])])
+                }
+                #expect(updated?.code == .validation && updated?.operationIndex == 0)
+                #expect(updated?.message == "operation 0 (update Tag 'b'): UNIQUE constraint failed: Tag.name")
+                // Nothing of the failed transactions stayed, and the same statements work again.
+                try await store.apply([
+                    .insert("Tag", id: "c", ["name": "green"]), .update("Tag", id: "b", ["name": "navy"]),
+                ])
+                let names = try await tableState(store, "Tag").mapValues { $0.0["name"] }
+                #expect(names == ["a": "red", "b": "navy", "c": "green"])
+                #expect(try await allChanges(store).changes.map(\.id) == ["a", "b", "c", "b"])
+            }
+        }
+    }
 }

@@ -18,4 +18,9 @@ int meridian_sqlite3_disable_triggers(void *connection);
 /// Returns SQLite's result code.
 int meridian_sqlite3_bind_text(void *statement, int index, const void *text, int byteCount);
 
+/// Steps `statement` (a `sqlite3_stmt *` whose parameters are bound) to its end, skipping any rows it returns, and
+/// resets it. Returns `SQLITE_DONE` (101), or the extended error code, with the error message copied into `message`
+/// (`capacity` bytes, NUL-terminated) before the reset.
+int meridian_sqlite3_step_to_end(void *statement, char *message, int capacity);
+
 #endif

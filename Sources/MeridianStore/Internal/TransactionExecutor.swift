@@ -221,6 +221,23 @@ enum TransactionExecutor {
         }
     }
 
+    /// Runs a statement whose arguments ``bind(_:_:first:then:)`` set to its end, straight through SQLite: GRDB's
+    /// `execute()` adds its per-execution bookkeeping (observation broker, authorizer, scheduling checks), which a
+    /// store without observers does not need, for every row of a batch (~4% of a batched writer's CPU). Only for the
+    /// store's own statements inside its write transaction; a failure throws the `DatabaseError` GRDB would have
+    /// thrown (its extended result code and SQLite's message).
+    static func stepToEnd(_ statement: Statement) throws {
+        let failure: (code: CInt, message: String)? = withUnsafeTemporaryAllocation(of: CChar.self, capacity: 512) {
+            let code = meridian_sqlite3_step_to_end(
+                UnsafeMutableRawPointer(statement.sqliteStatement), $0.baseAddress, CInt($0.count))
+            return code == 101 ? nil : (code, String(cString: $0.baseAddress!))  // 101: SQLITE_DONE
+        }
+        if let failure {
+            throw DatabaseError(
+                resultCode: ResultCode(rawValue: failure.code), message: failure.message, sql: statement.sql)
+        }
+    }
+
     /// `code` is the bitwise or of the binding calls' results. SQLITE_OK is 0; binding fails only on a misuse (a
     /// wrong index), a bug here.
     static func checkBound(_ code: CInt, _ statement: Statement) throws {
@@ -273,7 +290,7 @@ enum TransactionExecutor {
         }
         do {
             try bind(statement, op.values, first: op.id)
-            try statement.execute()
+            try stepToEnd(statement)
         } catch let error as DatabaseError {
             switch error.extendedResultCode {
             case .SQLITE_CONSTRAINT_PRIMARYKEY:
@@ -304,7 +321,7 @@ enum TransactionExecutor {
         }
         do {
             try bind(statement, op.values, then: op.id)
-            try statement.execute()
+            try stepToEnd(statement)
         } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
             throw StoreError(
                 .validation, "\(op.label): \(error.message ?? "constraint failed")", operationIndex: op.index,
