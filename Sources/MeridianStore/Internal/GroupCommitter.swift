@@ -159,8 +159,8 @@ final class GroupCommitter: Sendable {
     }
 
     /// `db.inTransaction(.immediate)`, with its `BEGIN` and `COMMIT` statements taken from GRDB's statement cache:
-    /// GRDB prepares them anew for every transaction, which cost about 9 µs of every commit (measured with a probe
-    /// around the batch's phases).
+    /// GRDB prepares them anew for every transaction, which cost ~15 µs of CPU per single-row commit (8 writers each
+    /// committing alone: 0.52 → 0.46 s of CPU for 4,000 commits).
     static func inImmediateTransaction(_ db: Database, _ body: () throws -> Database.TransactionCompletion) throws {
         try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
         do {

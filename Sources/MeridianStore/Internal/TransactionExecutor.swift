@@ -179,15 +179,15 @@ enum TransactionExecutor {
     }
 
     /// Binds the id and `values` to `statement` in order (the id first for an insert, last for an update), to run
-    /// with `execute()` or a fetch without arguments.
+    /// with ``stepToEnd(_:)``.
     ///
     /// Binds each value itself rather than through `StatementArguments`, whose initializers map their values
     /// through GRDB's unspecialized generic code on every call: that was 8% of the CPU of a 1000-row insert
     /// (measured with perf), more than the statement's own binding and stepping in GRDB.
     static func bind(_ statement: Statement, _ values: [Value], first: String? = nil, then last: String? = nil) throws {
-        // Resets the statement and marks its arguments as set (none), so that `execute()` runs with the bindings
-        // made below. (A statement whose last step failed is never reused here: GRDB drops it from its cache, and
-        // `Shapes` is discarded after a failure.)
+        // Resets the statement and marks its arguments as set (none), so that GRDB, should it run the statement,
+        // keeps the bindings made below. (`stepToEnd` resets the statement after a failed step too, so it can be
+        // reused; `Shapes` is dropped after a failure anyway.)
         statement.setUncheckedArguments(StatementArguments())
         let handle = statement.sqliteStatement
         var index: CInt = 1
