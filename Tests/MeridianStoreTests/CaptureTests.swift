@@ -238,4 +238,31 @@ func identical(_ a: Row?, _ b: Row?) -> Bool {
             #expect(changes.first?.after?["note"] == "")
         }
     }
+
+    /// SQLite fires no delete trigger for the row a `REPLACE` conflict removes unless the writing connection has
+    /// `recursive_triggers` on (docs/store.md, "Triggers"): with it on, a raw `INSERT OR REPLACE` of an existing id
+    /// is logged as the delete of the old row and the insert of the new one; an upsert is an update.
+    @Test("a raw REPLACE with recursive_triggers on logs a delete and an insert; a raw upsert logs an update")
+    func rawReplaceAndUpsert() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try Store.open(path: directory.storePath, schema: Fixtures.schema())
+        try await store.apply([
+            .insert("Item", id: "a", ["title": "Old", "price": 1.5]), .insert("Item", id: "b", ["title": "B"]),
+        ])
+        try ChildProcess.sqlite3(
+            directory.storePath,
+            """
+            PRAGMA recursive_triggers = ON;
+            INSERT OR REPLACE INTO Item (id, title) VALUES ('a', 'New');
+            INSERT INTO Item (id, title) VALUES ('b', 'B2') ON CONFLICT (id) DO UPDATE SET title = excluded.title;
+            """)
+        let changes = try await allChanges(store, after: 2).changes
+        #expect(changes.map(\.kind) == [.delete, .insert, .update])
+        #expect(changes.map(\.id) == ["a", "a", "b"])
+        #expect(changes.map(\.version) == [2, 1, 2])
+        #expect(changes[0].before?["title"] == "Old" && changes[0].before?["price"] == 1.5)
+        #expect(identical(changes[1].after, Row(id: "a", values: ["title": "New", "qty": 0])))
+        #expect(changes[2].changedAttributes == ["title"])
+        try store.close()
+    }
 }
