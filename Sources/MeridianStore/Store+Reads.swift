@@ -83,12 +83,7 @@ extension Store {
     /// one task at a time.
     public func changesNow(after seq: Int64, entities: Set<String>? = nil, limit: Int? = nil) throws -> ChangesResult {
         let read = self.changesRead(after: seq, entities: entities, limit: limit)
-        let (result, misfits): (ChangesResult, Int)
-        do {
-            (result, misfits) = try self.writer.read(read)
-        } catch {
-            throw StoreError.wrap(error, "cannot read the change log")
-        }
+        let (result, misfits) = try self.readNow("cannot read the change log", read)
         if misfits > 0 { self.reportMisfits(misfits, entity: nil) }
         return result
     }
@@ -154,7 +149,7 @@ extension Store {
                 if let age {
                     let parts = age.components
                     let ageMicros = parts.seconds * 1_000_000 + parts.attoseconds / 1_000_000_000_000
-                    let cutoff = Int64(Date().timeIntervalSince1970 * 1_000_000) - ageMicros
+                    let cutoff = Store.nowMicroseconds() - ageMicros
                     let cursor = try GRDB.Row.fetchCursor(
                         db, sql: "SELECT seq, committed_at FROM meridian_changes WHERE seq > ? ORDER BY seq",
                         arguments: [through])

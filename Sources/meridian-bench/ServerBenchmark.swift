@@ -340,15 +340,8 @@ enum ServerBenchmark {
             var deadline = ContinuousClock.now
             if rate == nil, writers > 1 {
                 // Concurrent writers, each committing every `writers`-th transaction as fast as it can.
-                try await withThrowingTaskGroup(of: Void.self) { writing in
-                    for w in 0..<writers {
-                        writing.addTask {
-                            for index in stride(from: w, to: commits, by: writers) {
-                                try await write(index, self.now())
-                            }
-                        }
-                    }
-                    try await writing.waitForAll()
+                try await StoreBenchmark.concurrently(commits, writers: writers) { index in
+                    try await write(index, self.now())
                 }
             } else {
                 for index in 0..<commits {

@@ -300,8 +300,13 @@ enum StoreBenchmark {
         try store.close()
     }
 
-    /// `commits` calls of `body` (with 0..<commits) from `writers` tasks at once, each one after the other.
-    static func concurrently(_ commits: Int, _ body: @escaping @Sendable (Int) async throws -> Void) async throws {
+    /// `commits` calls of `body` (with 0..<commits) from `writers` tasks at once, each task's calls one after the
+    /// other (task `w` makes calls `w`, `w + writers`, …).
+    static func concurrently(
+        _ commits: Int,
+        writers: Int = writers,
+        _ body: @escaping @Sendable (Int) async throws -> Void
+    ) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for w in 0..<writers {
                 group.addTask { for i in stride(from: w, to: commits, by: writers) { try await body(i) } }

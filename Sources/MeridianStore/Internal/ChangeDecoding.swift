@@ -110,7 +110,7 @@ enum ChangeDecoding {
     /// query for all of them: the inserts' log entries joined to the entity's table. (A look-up per row cost 11% of
     /// the server's CPU when it streamed 100-row transactions, nearly all of it in GRDB's per-query setup.)
     ///
-    /// A row that is missing (which the triggers never allow: its delete would be logged) is given as an empty row
+    /// A row that is missing (which the log never allows: its delete would be logged) is given as an empty row
     /// and reported as a misfit rather than failing every reader of the log.
     private static func currentRows(
         of entityName: String,

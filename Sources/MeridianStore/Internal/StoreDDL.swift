@@ -150,6 +150,10 @@ enum StoreDDL {
         return expression
     }
 
+    /// The start of every statement that writes log entries, the triggers' and Meridian's own.
+    static let insertIntoLog =
+        "INSERT INTO meridian_changes (entity, row_id, kind, version, before, after, committed_at)"
+
     static func logInsert(
         _ entity: EntitySchema,
         rowID: String,
@@ -159,7 +163,7 @@ enum StoreDDL {
         after: String
     ) -> String {
         """
-        INSERT INTO meridian_changes (entity, row_id, kind, version, before, after, committed_at) \
+        \(insertIntoLog) \
         VALUES (\(sqlString(entity.name)), \(rowID), \(kind), \(version), \(before), \(after), \(nowMicroseconds));
         """
     }
@@ -227,10 +231,7 @@ enum StoreDDL {
         }
 
         /// One entry, every value bound: entity, id, kind, version, before, after, committed_at.
-        static let entry = """
-            INSERT INTO meridian_changes (entity, row_id, kind, version, before, after, committed_at) \
-            VALUES (?, ?, ?, ?, ?, ?, ?)
-            """
+        static let entry = "\(StoreDDL.insertIntoLog) VALUES (?, ?, ?, ?, ?, ?, ?)"
 
         /// How many inserts' entries one statement writes; a run of them is written in as few statements of these
         /// sizes as it takes (100 = 64 + 32 + 4).
@@ -245,8 +246,7 @@ enum StoreDDL {
                 }
                 return (
                     count,
-                    "INSERT INTO meridian_changes (entity, row_id, kind, version, before, after, committed_at) VALUES "
-                        + rows.joined(separator: ", ")
+                    "\(StoreDDL.insertIntoLog) VALUES " + rows.joined(separator: ", ")
                 )
             })
     }

@@ -263,9 +263,7 @@ enum TransactionExecutor {
 
         init(own: StoreDDL.OwnEntries) {
             self.own = own
-            var now = timespec()
-            clock_gettime(CLOCK_REALTIME, &now)
-            self.committedAt = Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_nsec) / 1_000
+            self.committedAt = Store.nowMicroseconds()
         }
 
         /// Drops the reused statements (after a failed statement, which must not run again before GRDB's statement
