@@ -49,8 +49,8 @@ extension Meridian_V1_ErrorDetail {
         case .notFound: .notFound
         case .alreadyExists: .alreadyExists
         case .tooManySubscriptions, .messageTooLarge: .resourceExhausted
-        case .schemaMismatch: .failedPrecondition
-        case .shuttingDown: .unavailable
+        case .schemaMismatch, .unsupportedProtocol: .failedPrecondition
+        case .shuttingDown, .unavailable: .unavailable
         case .internal, .unspecified, .UNRECOGNIZED: .internalError
         }
     }

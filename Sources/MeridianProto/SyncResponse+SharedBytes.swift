@@ -37,18 +37,42 @@ package enum SharedBatchEncoding {
         return out
     }
 
-    /// The serialized `SyncResponse` whose `batch` has this `seq` and, per part, the `SubscriptionDelta` with field 1
-    /// `subscription_id` (always written), the shared `body` (fields 2–4, as
-    /// `DeltaWireEncoding.subscriptionDeltaBody` gives it) and field 5 `replaced` when set — written in one pass
-    /// into one buffer of the exact size (every length is known beforehand), each body copied once.
-    package static func syncResponse(
-        seq: Int64, parts: [(subscriptionID: String, body: [UInt8], replaced: Bool)]
-    ) -> [UInt8] {
-        func deltaSize(_ part: (subscriptionID: String, body: [UInt8], replaced: Bool)) -> Int {
-            DeltaWireEncoding.fieldSize(part.subscriptionID.utf8.count) + part.body.count + (part.replaced ? 2 : 0)
+    /// One subscription's part of a batch: its wire identity, the shared delta body, and its flags.
+    package struct Part: Sendable {
+        /// `SubscriptionDelta.subscription_id` (field 1).
+        package var subscriptionID: String
+        /// `SubscriptionDelta.epoch` (field 6), omitted when 0.
+        package var epoch: UInt32
+        /// Fields 2–4, as `DeltaWireEncoding.subscriptionDeltaBody` gives them (shared between clients).
+        package var body: [UInt8]
+        /// `SubscriptionDelta.replaced` (field 5).
+        package var replaced: Bool
+        /// `SubscriptionDelta.snapshot` (field 7).
+        package var snapshot: Bool
+
+        package init(subscriptionID: String, epoch: UInt32, body: [UInt8], replaced: Bool, snapshot: Bool) {
+            self.subscriptionID = subscriptionID
+            self.epoch = epoch
+            self.body = body
+            self.replaced = replaced
+            self.snapshot = snapshot
         }
+
+        /// The encoded size of the `SubscriptionDelta`.
+        var size: Int {
+            DeltaWireEncoding.fieldSize(self.subscriptionID.utf8.count) + self.body.count + (self.replaced ? 2 : 0)
+                + (self.epoch != 0 ? 1 + DeltaWireEncoding.varintSize(UInt64(self.epoch)) : 0)
+                + (self.snapshot ? 2 : 0)
+        }
+    }
+
+    /// The serialized `SyncResponse` whose `batch` has this `seq` and, per part, the `SubscriptionDelta` with field 1
+    /// `subscription_id` (always written), the shared `body` (fields 2–4), field 5 `replaced`, field 6 `epoch` and
+    /// field 7 `snapshot` when set — in field order, as swift-protobuf writes them — written in one pass into one
+    /// buffer of the exact size (every length is known beforehand), each body copied once.
+    package static func syncResponse(seq: Int64, parts: [Part]) -> [UInt8] {
         var batchSize = seq != 0 ? 1 + DeltaWireEncoding.varintSize(UInt64(bitPattern: seq)) : 0
-        for part in parts { batchSize += DeltaWireEncoding.fieldSize(deltaSize(part)) }
+        for part in parts { batchSize += DeltaWireEncoding.fieldSize(part.size) }
         var out: [UInt8] = []
         out.reserveCapacity(DeltaWireEncoding.fieldSize(batchSize))
         // SyncResponse: field 3 `batch`.
@@ -61,10 +85,15 @@ package enum SharedBatchEncoding {
         }
         for part in parts {
             out.append(0x12)
-            appendVarint(UInt64(deltaSize(part)), to: &out)
+            appendVarint(UInt64(part.size), to: &out)
             DeltaWireEncoding.appendString(field: 1, part.subscriptionID, to: &out, always: true)
             out.append(contentsOf: part.body)
             if part.replaced { out.append(contentsOf: [0x28, 0x01]) }
+            if part.epoch != 0 {
+                out.append(0x30)
+                appendVarint(UInt64(part.epoch), to: &out)
+            }
+            if part.snapshot { out.append(contentsOf: [0x38, 0x01]) }
         }
         return out
     }

@@ -86,6 +86,12 @@ package enum SyncResponseWireDecoding {
             case (5, 0):
                 guard let flag = reader.varint() else { return nil }
                 delta.replaced = flag != 0
+            case (6, 0):
+                guard let epoch = reader.varint() else { return nil }
+                delta.epoch = UInt32(truncatingIfNeeded: epoch)
+            case (7, 0):
+                guard let flag = reader.varint() else { return nil }
+                delta.snapshot = flag != 0
             default:
                 return nil
             }
@@ -117,6 +123,9 @@ package enum SyncResponseWireDecoding {
             case (6, 0):
                 guard let index = reader.varint() else { return nil }
                 chunk.chunkIndex = UInt32(truncatingIfNeeded: index)
+            case (7, 0):
+                guard let epoch = reader.varint() else { return nil }
+                chunk.epoch = UInt32(truncatingIfNeeded: epoch)
             default:
                 return nil
             }

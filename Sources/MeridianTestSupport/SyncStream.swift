@@ -23,12 +23,17 @@ package struct SyncStream: Sendable {
         self.requests.finish()
     }
 
-    /// Sends Hello.
-    package func hello(resumeFrom seq: Int64? = nil, maxBatchBytes: UInt32 = 0, name: String = "test") {
+    /// Sends Hello (speaking the current protocol version), re-adding `subscriptions` with it.
+    package func hello(
+        resumeFrom seq: Int64? = nil, maxBatchBytes: UInt32 = 0, name: String = "test",
+        subscriptions: [Meridian_V1_Subscribe] = [], protocolVersion: UInt32 = ProtocolVersion.current
+    ) {
         var hello = Meridian_V1_Hello()
         if let seq { hello.resumeFromSeq = seq }
         hello.clientName = name
         hello.maxBatchBytes = maxBatchBytes
+        hello.subscriptions = subscriptions
+        hello.protocolVersion = protocolVersion
         var request = Meridian_V1_SyncRequest()
         request.hello = hello
         self.send(request)

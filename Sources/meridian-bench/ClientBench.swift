@@ -125,6 +125,15 @@ enum ClientBenchmark {
             start = end
             index += 1
         } while start < rows
+        // A snapshot shows when a Batch names it (the protocol's one rule).
+        var ready = Meridian_V1_SubscriptionDelta()
+        ready.subscriptionID = subscriptionID
+        ready.epoch = 1
+        ready.snapshot = true
+        var readyBatch = Meridian_V1_SyncResponse()
+        readyBatch.batch.seq = 1
+        readyBatch.batch.deltas = [ready]
+        try await context.receive(readyBatch)
         let heapAfter = Self.heapInUse()
         precondition(controller.count == Self.expectedCount(rows), "the snapshot did not load")
 

@@ -190,6 +190,7 @@ enum ServerBenchmark {
             let (requests, continuation) = AsyncStream<Meridian_V1_SyncRequest>.makeStream()
             var hello = Meridian_V1_SyncRequest()
             hello.hello = Meridian_V1_Hello()
+            hello.hello.protocolVersion = ProtocolVersion.current
             continuation.yield(hello)
             var subscribe = Meridian_V1_SyncRequest()
             subscribe.subscribe.subscriptionID = "all"
@@ -204,10 +205,11 @@ enum ServerBenchmark {
                     var latencies: [Int64] = []
                     for try await message in response.messages {
                         switch message.kind {
-                        case .snapshotChunk(let chunk) where chunk.last: ready()
                         case .batch(let batch):
                             let now = self.now()
                             for delta in batch.deltas {
+                                // The snapshot (staged from its chunks, empty here) shows with this batch.
+                                if delta.snapshot { ready() }
                                 for row in delta.entered {
                                     rows[row.id] = row
                                     if case .intValue(let stamp) = row.values["stamp"]?.kind {

@@ -142,10 +142,9 @@ struct ControllerTests {
             if case .hello(let hello)? = message.kind { return hello } else { return nil }
         }
         #expect(hellos.count == 2 && hellos[1].hasResumeFromSeq)
-        let resumes = harness.server.received.compactMap { message -> Bool? in
-            if case .subscribe(let subscribe)? = message.kind { return subscribe.resume } else { return nil }
-        }
-        #expect(resumes == [false, true])
+        // Each Hello re-adds the subscription: fresh the first time, resumed the second.
+        #expect(hellos.map { $0.subscriptions.map(\.resume) } == [[false], [true]])
+        #expect(hellos.allSatisfy { $0.protocolVersion == ProtocolVersion.current })
     }
 
     @Test("typed models: a Codable struct end to end, typed predicates and sort keys")

@@ -66,7 +66,15 @@ struct BrokenServer: RegistrableRPCService {
                             response.welcome = Meridian_V1_Welcome()
                         case .subscribe(let subscribe) where subscribe.subscriptionID == "witness":
                             response.snapshotChunk.subscriptionID = "witness"
+                            response.snapshotChunk.epoch = 1
                             response.snapshotChunk.last = true
+                            try await writer.write(WireGenerator.encode(response))
+                            var ready = Meridian_V1_SubscriptionDelta()
+                            ready.subscriptionID = "witness"
+                            ready.epoch = 1
+                            ready.snapshot = true
+                            response = Meridian_V1_SyncResponse()
+                            response.batch.deltas = [ready]
                         default:
                             continue
                         }

@@ -52,11 +52,19 @@ import Testing
     func onePassEqualsBuilt(seq: Int64) throws {
         var deltas = [Self.delta("a", rows: 0), Self.delta("bb", rows: 3), Self.delta("c", rows: 200)]
         deltas[1].replaced = true
+        deltas[1].epoch = 300
+        deltas[2].epoch = 1
+        deltas[0].snapshot = true
+        deltas[2].snapshot = true
         let parts = try deltas.map { delta in
             var body = delta
             body.subscriptionID = ""
             body.replaced = false
-            return (subscriptionID: delta.subscriptionID, body: try body.serializedBytes() as [UInt8], replaced: delta.replaced)
+            body.epoch = 0
+            body.snapshot = false
+            return SharedBatchEncoding.Part(
+                subscriptionID: delta.subscriptionID, epoch: delta.epoch, body: try body.serializedBytes() as [UInt8],
+                replaced: delta.replaced, snapshot: delta.snapshot)
         }
         let bytes = SharedBatchEncoding.syncResponse(seq: seq, parts: parts)
         var built = Meridian_V1_SyncResponse()

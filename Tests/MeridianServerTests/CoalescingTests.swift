@@ -11,7 +11,7 @@ import Testing
 
     func part(entered: [Row] = [], left: [(String, Row?)] = [], updated: [(Row, [String])] = []) -> BatchPart {
         BatchPart(
-            subscriptionID: "s",
+            subscription: WireSubscription(id: "s", epoch: 1),
             delta: SharedDelta(
                 entered: entered.map { VersionedRow(row: $0, version: 1) },
                 left: left.map { (id: $0.0, before: $0.1) },
@@ -26,7 +26,7 @@ import Testing
         var merged = MergedDelta()
         merged.fold(self.part(left: [("a", before)]))
         merged.fold(self.part(entered: [after]))
-        let proto = merged.proto(subscriptionID: "s")
+        let proto = merged.proto(WireSubscription(id: "s", epoch: 1))
         #expect(proto.entered.isEmpty && proto.left.isEmpty)
         #expect(proto.updated.map(\.changed) == [["coordinate", "lat"]])
     }
@@ -37,12 +37,12 @@ import Testing
         var merged = MergedDelta()
         merged.fold(self.part(updated: [(row, ["coordinate", "lon"])]))
         merged.fold(self.part(updated: [(row, ["title"])]))
-        #expect(merged.proto(subscriptionID: "s").updated.map(\.changed) == [["coordinate", "lon", "title"]])
+        #expect(merged.proto(WireSubscription(id: "s", epoch: 1)).updated.map(\.changed) == [["coordinate", "lon", "title"]])
 
         var back = MergedDelta()
         back.fold(self.part(left: [("a", Row(id: "a", values: ["title": "A", "lat": 1.0, "lon": 2.0]))]))
         back.fold(self.part(entered: [row]))
-        #expect(back.proto(subscriptionID: "s").updated.map(\.changed) == [["title"]])
+        #expect(back.proto(WireSubscription(id: "s", epoch: 1)).updated.map(\.changed) == [["title"]])
     }
 
     @Test("an image unknown to the fold reports every attribute, derived ones included")
@@ -51,7 +51,7 @@ import Testing
         var merged = MergedDelta()
         merged.fold(self.part(left: [("a", nil)]))
         merged.fold(self.part(entered: [row]))
-        #expect(merged.proto(subscriptionID: "s").updated.map(\.changed) == [["coordinate", "lat", "lon", "title"]])
+        #expect(merged.proto(WireSubscription(id: "s", epoch: 1)).updated.map(\.changed) == [["coordinate", "lat", "lon", "title"]])
     }
 
     @Test("a merged batch's hand-written bytes decode to the message built from its merged deltas", arguments: [false, true])
@@ -63,11 +63,87 @@ import Testing
         first.replaced = replaced
         var batch = QueuedBatch(seq: 5, parts: [first])
         let second = self.part(entered: [Row(id: "d", values: ["title": "D"])], updated: [(a, ["title"]), (b, ["lon"])])
-        _ = batch.merge(seq: 300, parts: [second, BatchPart(subscriptionID: "t", delta: second.delta, replaced: false)])
+        _ = batch.merge(
+            seq: 300,
+            parts: [
+                second, BatchPart(subscription: WireSubscription(id: "t", epoch: 300), delta: second.delta, replaced: false),
+                .snapshotReady(WireSubscription(id: "u", epoch: 2)),
+            ])
         var expected = Meridian_V1_SyncResponse()
         expected.batch.seq = 300
-        expected.batch.deltas = try batch.mergedOrder.map { try #require(batch.merged[$0]).proto(subscriptionID: $0) }
-        #expect(expected.batch.deltas.count == 2)
+        expected.batch.deltas = try batch.mergedOrder.map { try #require(batch.merged[$0]).proto($0) }
+        #expect(expected.batch.deltas.map(\.epoch) == [1, 300, 2])
+        #expect(expected.batch.deltas.map(\.snapshot) == [false, false, true])
         #expect(try Meridian_V1_SyncResponse(serializedBytes: batch.encoded()) == expected)
+    }
+
+    @Test("a subscription's snapshot folded into a batch supersedes its earlier deltas; later ones apply after it")
+    func snapshotSupersedes() {
+        let a = Row(id: "a", values: ["title": "A"])
+        let b = Row(id: "b", values: ["title": "B"])
+        var merged = MergedDelta()
+        merged.fold(self.part(entered: [a]))
+        merged.fold(.snapshotReady(WireSubscription(id: "s", epoch: 1)))
+        merged.fold(self.part(entered: [b]))
+        let proto = merged.proto(WireSubscription(id: "s", epoch: 1))
+        #expect(proto.snapshot)
+        #expect(proto.entered.map(\.id) == ["b"])
+    }
+
+    @Test("the same id under two epochs stays two deltas in a merged batch (an old subscription and its successor)")
+    func epochsStayApart() throws {
+        let old = BatchPart(
+            subscription: WireSubscription(id: "r", epoch: 1),
+            delta: SharedDelta(entered: [VersionedRow(row: Row(id: "a", values: [:]), version: 1)], left: [], updated: []),
+            replaced: false)
+        var batch = QueuedBatch(seq: 1, parts: [old])
+        _ = batch.merge(seq: 2, parts: [.snapshotReady(WireSubscription(id: "r", epoch: 2))])
+        let decoded = try Meridian_V1_SyncResponse(serializedBytes: batch.encoded())
+        #expect(decoded.batch.deltas.map { "\($0.subscriptionID)@\($0.epoch)" } == ["r@1", "r@2"])
+        #expect(decoded.batch.deltas.map(\.snapshot) == [false, true])
+        #expect(decoded.batch.deltas.first?.entered.map(\.id) == ["a"])
+    }
+
+    @Test("a holding outbox merges batches into one, passes snapshots and messages on, and sends the batch at the end")
+    func holdingOutbox() async throws {
+        let outbox = ClientOutbox(limit: 1_000)
+        outbox.beginHold()
+        let row = VersionedRow(row: Row(id: "a", values: ["title": "A"]), version: 1)
+        let live = BatchPart(
+            subscription: WireSubscription(id: "live", epoch: 1),
+            delta: SharedDelta(entered: [row], left: [], updated: []), replaced: false)
+        #expect({ if case .queued = outbox.enqueueBatch(seq: 7, parts: [live]) { true } else { false } }())
+        outbox.enqueue(
+            QueuedSnapshot(subscriptionID: "new", epoch: 1, seq: 8, rows: [row], resnapshot: true))
+        #expect({
+            if case .queued = outbox.enqueueBatch(seq: 8, parts: [.snapshotReady(WireSubscription(id: "new", epoch: 1))]) {
+                true
+            } else {
+                false
+            }
+        }())
+        // The snapshot is sent; the batches wait.
+        guard case .snapshot(let snapshot)? = await outbox.next() else {
+            Issue.record("the snapshot did not pass a holding outbox")
+            return
+        }
+        #expect(snapshot.subscriptionID == "new")
+        // A heartbeat meanwhile repeats the last seq sent (none yet), not the hub's.
+        outbox.heartbeatIfIdle(interval: .zero, seq: 8)
+        guard case .message(let heartbeat)? = await outbox.next() else {
+            Issue.record("no heartbeat")
+            return
+        }
+        #expect(heartbeat.heartbeat.seq == 0)
+        outbox.endHold()
+        guard case .batch(let batch)? = await outbox.next() else {
+            Issue.record("the held batch was not sent when the hold ended")
+            return
+        }
+        let decoded = try Meridian_V1_SyncResponse(serializedBytes: batch.encoded())
+        #expect(decoded.batch.seq == 8)
+        #expect(decoded.batch.deltas.map(\.subscriptionID) == ["live", "new"])
+        #expect(decoded.batch.deltas.map(\.snapshot) == [false, true])
+        #expect(!outbox.isHolding)
     }
 }

@@ -193,7 +193,9 @@ struct ProcessTests {
         #expect(status == 0)
     }
 
-    @Test("a Python client generated from Protos/ subscribes, writes a row with Apply, and receives its change")
+    @Test(
+        "a Python client from Protos/ stays consistent applying each Batch: two subscriptions, a reconnection, a re-snapshot"
+    )
     func pythonClient() async throws {
         let directory = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -215,15 +217,15 @@ struct ProcessTests {
         let script = directory + "/client.py"
         try Self.pythonScript.write(toFile: script, atomically: true, encoding: .utf8)
 
+        let database = directory + "/store.sqlite"
         let server = try ServerProcess([
-            "--db", directory + "/store.sqlite", "--schema", Fixtures.demoSchemaPath, "--listen", "127.0.0.1:0",
-            "--log-level", "warning",
+            "--db", database, "--schema", Fixtures.demoSchemaPath, "--listen", "127.0.0.1:0", "--log-level", "warning",
         ])
         let line = await server.firstLine()
         let port = try #require(listeningPort(line), "first line: \(line ?? "nil")")
         let python = Process()
         python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        python.arguments = ["python3", script, directory, String(port)]
+        python.arguments = ["python3", script, directory, String(port), database]
         python.environment = ProcessInfo.processInfo.environment.merging(["PYTHONIOENCODING": "utf-8"]) { $1 }
         let output = Pipe()
         python.standardOutput = output
@@ -235,60 +237,207 @@ struct ProcessTests {
                 continuation.resume(returning: String(decoding: data, as: UTF8.self))
             }
         }
-        #expect(python.terminationStatus == 0)
+        #expect(python.terminationStatus == 0, "output: \(text)")
         let lines = text.split(separator: "\n").map(String.init)
-        #expect(lines.count == 4, "output: \(text)")
-        #expect(lines.first == "welcome \(try Fixtures.demoSchema().fingerprint)")
-        #expect(lines.dropFirst().first == "snapshot 0")
-        #expect(lines.dropFirst(2).first?.hasPrefix("applied result ") == true)
-        #expect(lines.dropFirst(3).first == "entered True Café 4 same-seq True")
+        #expect(
+            lines == [
+                "refused StatusCode.FAILED_PRECONDITION CODE_UNSUPPORTED_PROTOCOL",
+                "welcome \(try Fixtures.demoSchema().fingerprint) version 1",
+                "visible near,top",
+                "live consistent",
+                "resumed True",
+                "caught up in one batch: near delta, top snapshot",
+                "sql equal near,top",
+            ], "output: \(text)")
         server.process.terminate()
         let (status, _) = await server.wait()
         #expect(status == 0)
     }
 
+    /// A client written from docs/protocol.md alone, applying each Batch as it arrives (the protocol's one rule) and
+    /// checking after every Batch that each subscription it shows equals the query over the store's state at that
+    /// Batch's seq (the script makes every write, so it knows that state), and at the end equals SQL on the file.
     static let pythonScript = #"""
-        import queue, sys
+        import queue, sqlite3, sys
         sys.path.insert(0, sys.argv[1])
         import grpc
         from meridian.v1 import meridian_pb2 as m, meridian_pb2_grpc as rpc
 
         channel = grpc.insecure_channel("127.0.0.1:" + sys.argv[2])
         stub = rpc.MeridianStub(channel)
-        requests = queue.Queue()
 
-        def produce():
-            while True:
-                request = requests.get()
-                if request is None:
-                    return
-                yield request
+        def fail(message):
+            print("violation", message)
+            sys.exit(1)
 
-        requests.put(m.SyncRequest(hello=m.Hello(client_name="python")))
-        requests.put(m.SyncRequest(subscribe=m.Subscribe(
-            subscription_id="py", fetch=m.FetchRequest(entity="Point", predicate="category == 4"))))
-        responses = stub.Sync(produce())
-        written = None
-        applied = None
-        for response in responses:
+        # An old client (no protocol_version) is refused, not served a stream it would misread.
+        try:
+            for _ in stub.Sync(iter([m.SyncRequest(hello=m.Hello(client_name="old"))])):
+                fail("an old client was served")
+        except grpc.RpcError as e:
+            raw = dict(e.trailing_metadata() or ()).get("meridian-error-bin")
+            detail = m.ErrorDetail.FromString(raw)
+            print("refused", e.code(), m.ErrorDetail.Code.Name(detail.code))
+
+        # The store's states, by seq: the script makes every write, so it knows them.
+        states = {0: {}}
+        latest = 0
+
+        def apply(*operations):
+            global latest
+            response = stub.Apply(m.ApplyRequest(operations=list(operations)))
+            if response.HasField("error"):
+                fail("apply rejected: " + response.error.message)
+            state = dict(states[latest])
+            for operation, written in zip(operations, response.result.rows):
+                if operation.kind == m.Operation.KIND_DELETE:
+                    del state[written.id]
+                else:
+                    row = dict(state.get(written.id, {"category": 0}))
+                    row.update({k: v.string_value if v.HasField("string_value") else v.int_value
+                                for k, v in operation.values.items()})
+                    state[written.id] = row
+            latest = response.result.seq
+            states[latest] = state
+
+        def point(id, title, category):
+            return m.Operation(kind=m.Operation.KIND_UPSERT, entity="Point", id=id,
+                               values={"title": m.Value(string_value=title), "category": m.Value(int_value=category)})
+
+        def delete(id):
+            return m.Operation(kind=m.Operation.KIND_DELETE, entity="Point", id=id)
+
+        # Two subscriptions: every Point of category 4, and the first three by title (a limited window).
+        fetches = {
+            "near": m.FetchRequest(entity="Point", predicate="category == 4"),
+            "top": m.FetchRequest(entity="Point", sort=[m.SortKey(attribute="title")], limit=3),
+        }
+
+        def expected(name, state):
+            rows = sorted(state.items(), key=lambda kv: (kv[1]["title"].encode(), kv[0].encode()))
+            if name == "near":
+                return {id: row for id, row in rows if row["category"] == 4}
+            return dict(rows[:3])
+
+        # What the client shows, what it stages, and the seq it is at.
+        shown, staged, epochs, seq = {}, {}, {}, 0
+
+        def receive(response):
+            """Applies one message by the rule: a chunk is staged, a Batch is applied whole. Returns the Batch's
+            subscriptions as (name, snapshot) pairs, or None for any other message."""
+            global seq
             kind = response.WhichOneof("kind")
-            if kind == "welcome":
-                print("welcome", response.welcome.schema_fingerprint)
-            elif kind == "snapshot_chunk" and response.snapshot_chunk.last:
-                print("snapshot", len(response.snapshot_chunk.rows))
-                applied = stub.Apply(m.ApplyRequest(operations=[m.Operation(
-                    kind=m.Operation.KIND_INSERT, entity="Point",
-                    values={"title": m.Value(string_value="Café"), "category": m.Value(int_value=4)})]))
-                print("applied", applied.WhichOneof("outcome"), applied.result.seq)
-                written = applied.result.rows[0].id
-            elif kind == "batch":
-                for delta in response.batch.deltas:
-                    for row in delta.entered:
-                        print("entered", row.id == written, row.values["title"].string_value,
-                              row.values["category"].int_value, "same-seq", response.batch.seq == applied.result.seq)
-                requests.put(None)
-                responses.cancel()
+            if kind == "snapshot_chunk":
+                chunk = response.snapshot_chunk
+                if epochs.get(chunk.subscription_id) == chunk.epoch:
+                    rows = [] if chunk.chunk_index == 0 else staged[chunk.subscription_id]
+                    staged[chunk.subscription_id] = rows + list(chunk.rows)
+                return None
+            if kind == "subscription_error":
+                fail("subscription error " + response.subscription_error.error.message)
+            if kind != "batch":
+                return None
+            named = []
+            for delta in response.batch.deltas:
+                name = delta.subscription_id
+                if epochs.get(name) != delta.epoch:
+                    continue
+                if delta.snapshot:
+                    shown[name] = {row.id: row for row in staged.pop(name)}
+                rows = shown[name]
+                for id in delta.left:
+                    del rows[id]
+                for row in delta.entered:
+                    rows[row.id] = row
+                for update in delta.updated:
+                    rows[update.row.id] = update.row
+                named.append((name, delta.snapshot))
+            seq = response.batch.seq
+            for name, rows in shown.items():
+                want = expected(name, states[seq])
+                got = {id: {"title": row.values["title"].string_value, "category": row.values["category"].int_value}
+                       for id, row in rows.items()}
+                if got != want:
+                    fail("after the Batch at %d, %s shows %s, the store had %s" % (seq, name, got, want))
+            return named
+
+        def open_stream(resume_from=None):
+            requests = queue.Queue()
+            def produce():
+                while True:
+                    request = requests.get()
+                    if request is None:
+                        return
+                    yield request
+            hello = m.Hello(client_name="python", protocol_version=1)
+            if resume_from is not None:
+                hello.resume_from_seq = resume_from
+            for name, fetch in fetches.items():
+                hello.subscriptions.append(
+                    m.Subscribe(subscription_id=name, fetch=fetch, resume=resume_from is not None))
+                epochs[name] = 1
+            requests.put(m.SyncRequest(hello=hello))
+            return requests, stub.Sync(produce())
+
+        apply(point("a", "Apple", 4), point("b", "Banana", 1), point("c", "Cherry", 4), point("d", "Date", 2))
+        apply(point("e", "Elder", 4))
+
+        # First stream: both subscriptions become visible by Batches, then live commits arrive.
+        requests, responses = open_stream()
+        welcome = next(responses).welcome
+        print("welcome", welcome.schema_fingerprint, "version", welcome.protocol_version)
+        writes = [
+            lambda: apply(point("a", "Apple", 1)),                       # leaves near, stays in top
+            lambda: apply(point("f", "Avocado", 4), delete("b")),        # enters both; b leaves top
+            lambda: apply(point("c", "Aardvark", 4)),                    # moves into top, pushes another out
+        ]
+        for response in responses:
+            named = receive(response)
+            if named is None or len(shown) < 2:
+                continue
+            if len(writes) == 3:
+                print("visible", ",".join(sorted(shown)))
+            if writes:
+                writes.pop(0)()
+            elif seq >= latest:
+                print("live consistent")
                 break
+        requests.put(None)
+        responses.cancel()
+
+        # Writes the client misses while it is away.
+        apply(point("g", "Abacus", 4), point("d", "Date", 4))
+        apply(delete("e"))
+        apply(point("h", "Aaron", 3))
+
+        # Second stream: resume; the server answers both re-added subscriptions in one Batch.
+        requests, responses = open_stream(resume_from=seq)
+        print("resumed", next(responses).welcome.resumed)
+        for response in responses:
+            named = receive(response)
+            if named is None:
+                continue
+            kinds = dict(named)
+            if set(kinds) != {"near", "top"}:
+                fail("the catch-up Batch names only %s" % sorted(kinds))
+            print("caught up in one batch: near %s, top %s" % tuple(
+                "snapshot" if kinds[name] else "delta" for name in ("near", "top")))
+            if seq != latest:
+                fail("caught up at %d, the store is at %d" % (seq, latest))
+            break
+        requests.put(None)
+        responses.cancel()
         channel.close()
+
+        # At the end, equal to SQL on the store's file.
+        db = sqlite3.connect(sys.argv[3])
+        table = {id: {"title": title, "category": category}
+                 for id, title, category in db.execute('SELECT id, title, category FROM "Point"')}
+        for name in sorted(shown):
+            got = {id: {"title": row.values["title"].string_value, "category": row.values["category"].int_value}
+                   for id, row in shown[name].items()}
+            if got != expected(name, table):
+                fail("%s shows %s, SQL has %s" % (name, got, expected(name, table)))
+        print("sql equal", ",".join(sorted(shown)))
         """#
 }

@@ -83,11 +83,16 @@ func onWire(
 
 // MARK: - Mirror
 
-/// What a client holds: each subscription's rows by id, and the seq it is at. Checks that seq never decreases.
+/// What a client holds: each subscription's rows by id, and the seq it is at. Applies the stream by the protocol's
+/// one rule (a SnapshotChunk is staged, a Batch applies its deltas and the snapshots it names) and checks that the
+/// seq of batches never decreases and that every delta applies to what the subscription shows.
 struct Mirror {
     var seq: Int64 = 0
     var results: [String: [String: Meridian_V1_Row]] = [:]
+    /// Snapshots being received or received whole, not yet applied by a Batch.
     var chunks: [String: [Meridian_V1_Row]] = [:]
+    var complete: [String: Bool] = [:]
+    var resnapshotFlags: [String: Bool] = [:]
     var snapshotsReceived: [String: Int] = [:]
     var resnapshots = 0
     var batches = 0
@@ -98,23 +103,30 @@ struct Mirror {
     @discardableResult
     mutating func apply(_ response: Meridian_V1_SyncResponse) -> Meridian_V1_SyncResponse {
         switch response.kind {
-        case .welcome(let welcome):
-            self.seq = welcome.seq
+        case .welcome:
+            break
         case .snapshotChunk(let chunk):
-            #expect(chunk.seq >= self.seq, "a snapshot at \(chunk.seq) after seq \(self.seq)")
-            self.seq = max(self.seq, chunk.seq)
+            #expect(chunk.seq >= self.seq, "a snapshot at \(chunk.seq) after a batch at seq \(self.seq)")
+            if chunk.chunkIndex == 0 { self.chunks[chunk.subscriptionID] = [] }
             self.chunks[chunk.subscriptionID, default: []].append(contentsOf: chunk.rows)
-            if chunk.last {
-                let rows = self.chunks.removeValue(forKey: chunk.subscriptionID) ?? []
-                self.results[chunk.subscriptionID] = Dictionary(rows.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
-                self.snapshotsReceived[chunk.subscriptionID, default: 0] += 1
-                if chunk.resnapshot { self.resnapshots += 1 }
-            }
+            self.complete[chunk.subscriptionID] = chunk.last
+            self.resnapshotFlags[chunk.subscriptionID] = chunk.resnapshot
         case .batch(let batch):
             #expect(batch.seq >= self.seq, "a batch at \(batch.seq) after seq \(self.seq)")
             self.seq = max(self.seq, batch.seq)
             self.batches += 1
             for delta in batch.deltas {
+                if delta.snapshot {
+                    #expect(
+                        self.complete[delta.subscriptionID] == true,
+                        "a batch names the snapshot of \(delta.subscriptionID), which did not arrive whole")
+                    let rows = self.chunks.removeValue(forKey: delta.subscriptionID) ?? []
+                    self.complete[delta.subscriptionID] = nil
+                    self.results[delta.subscriptionID] = Dictionary(
+                        rows.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
+                    self.snapshotsReceived[delta.subscriptionID, default: 0] += 1
+                    if self.resnapshotFlags.removeValue(forKey: delta.subscriptionID) == true { self.resnapshots += 1 }
+                }
                 if delta.replaced { self.replaced.insert(delta.subscriptionID) }
                 var rows = self.results[delta.subscriptionID] ?? [:]
                 for id in delta.left {
@@ -143,14 +155,14 @@ struct Mirror {
         return response
     }
 
-    /// Reads and applies responses until the mirror is at `seq` or later with no snapshot half received.
+    /// Reads and applies responses until the mirror is at `seq` or later with no snapshot waiting for its batch.
     mutating func catchUp(_ stream: SyncStream, to seq: Int64) async throws {
         while self.seq < seq || !self.chunks.isEmpty {
             self.apply(try await stream.next())
         }
     }
 
-    /// Reads and applies responses until `id` has a complete snapshot (counting from `count`).
+    /// Reads and applies responses until a Batch has applied `id`'s snapshot (counting from `count`).
     mutating func awaitSnapshot(_ stream: SyncStream, _ id: String, count: Int = 1) async throws {
         while self.snapshotsReceived[id, default: 0] < count {
             self.apply(try await stream.next())

@@ -49,6 +49,16 @@ struct SyncTests {
                 }
                 #expect(chunkCount > 1, "2,000-byte chunks should cut 60 rows into several")
                 #expect(ordered == ordered.sorted { $0.utf8Compare($1) > 0 }, "sorted by title, descending")
+                // Chunks are staged: nothing shows until the Batch that names the snapshot.
+                #expect(mirror.results["list"] == nil)
+                let ready = mirror.apply(try await stream.nextMessage())
+                guard case .batch(let batch) = ready.kind else {
+                    Issue.record("expected the Batch that applies the snapshot, got \(ready)")
+                    return
+                }
+                #expect(batch.deltas.map(\.subscriptionID) == ["list"])
+                #expect(batch.deltas.first?.snapshot == true)
+                #expect(batch.deltas.first?.epoch == 1)
                 #expect(mirror.results["list"] == (try await directQuery(store, fetch)))
 
                 let seq = try await commit(

@@ -86,7 +86,7 @@ struct ServerConnection: Sendable {
             switch detail.code {
             case .validation, .conflict, .notFound, .alreadyExists, .schemaMismatch: .rejected
             case .badPredicate, .unknownEntity, .unknownAttribute, .malformedRequest, .messageTooLarge: .badInput
-            case .shuttingDown: .unreachable
+            case .shuttingDown, .unavailable: .unreachable
             default: .failure
             }
         var message = detail.message

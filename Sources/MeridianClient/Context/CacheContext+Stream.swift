@@ -1,8 +1,12 @@
 // MARK: - The Sync stream
 //
 // The context is fed decoded `SyncResponse`s in stream order (by the connection, or directly by tests) and answers
-// through `outbound`: Hello and Subscribe when a stream opens, Ack after each applied seq, Replace and Unsubscribe as
-// controllers ask. Every handler ends with at most one commit, so controllers only ever see whole seqs.
+// through `outbound`: Hello (re-adding every subscription) when a stream opens, Ack after each applied seq, Subscribe,
+// Replace and Unsubscribe as controllers ask. The protocol's one rule makes this simple: a SnapshotChunk is only
+// staged, and a Batch — its deltas and the staged snapshots it names — is applied as one commit at its seq, so
+// controllers only ever see whole seqs, also after a reconnection or an overflow (the server answers those in one
+// Batch). Messages about a subscription carry the epoch of the Subscribe that made it; those with another epoch were
+// sent for an earlier subscription under the same id, and are dropped.
 
 internal import Logging
 internal import MeridianCore
@@ -11,8 +15,9 @@ package import MeridianProto
 extension CacheContext {
     // MARK: - Opening and closing
 
-    /// A stream opened: sends `Hello` (resuming from the applied seq when the cache holds data) and re-adds every
-    /// subscription, with `resume` set for those whose rows are complete.
+    /// A stream opened: sends `Hello`, resuming from the applied seq when the cache holds data and re-adding every
+    /// subscription in it (with `resume` set for those whose rows are complete), so that the server answers them
+    /// all in one Batch.
     ///
     /// - Parameters:
     ///   - outbound: Where the stream's outgoing messages go.
@@ -23,37 +28,31 @@ extension CacheContext {
     ) {
         self.outbound = outbound
         self.ackedSeq = 0
-        self.wireIDs = [:]
-        self.usedWireIDs = []
+        self.epochs = [:]
         var hello = Meridian_V1_Hello()
+        hello.protocolVersion = ProtocolVersion.current
         hello.clientName = clientName
         let resumable = self.subscriptions.values.contains { $0.hasData }
         if resumable || self.appliedSeq > 0 { hello.resumeFromSeq = self.appliedSeq }
         if let schema { hello.schemaFingerprint = schema.fingerprint }
-        self.send(.hello(hello))
-        var readded: Set<String> = []
         for id in self.subscriptions.keys.sorted() {
-            self.sendSubscribe(id, resume: self.subscriptions[id]!.hasData)
-            if case .failed = self.subscriptions[id]!.phase {} else { readded.insert(id) }
+            if let subscribe = self.subscribeMessage(id, resume: self.subscriptions[id]!.hasData) {
+                hello.subscriptions.append(subscribe)
+            }
         }
-        // Each subscription catches up on its own (a batch of what it missed, or a snapshot — also for one replaced
-        // offline — at its own seq): hold them until all have, so that no controller shows a mix of old and new.
-        self.beginCatchUp(waitingFor: readded)
+        self.send(.hello(hello))
     }
 
-    /// The stream ended: partial snapshots are dropped, Replaces in flight are adopted as offline replaces (their
+    /// The stream ended: staged snapshots are dropped, Replaces in flight are adopted as offline replaces (their
     /// subscriptions are subscribed afresh next time), and transactions in flight go back to the queue.
     package func connectionClosed() {
         self.outbound?.finish()
         self.outbound = nil
-        // Held messages were never applied: the cache is still at the applied seq, which the next Hello resumes.
-        self.catchUp = nil
+        self.epochs = [:]
         var work = CommitWork()
-        self.wireIDs = [:]
-        self.usedWireIDs = []
         for id in self.subscriptions.keys {
             self.subscriptions[id]!.snapshot = nil
-            self.subscriptions[id]!.wireID = nil
+            self.subscriptions[id]!.epoch = nil
             if case .failed = self.subscriptions[id]!.phase {} else { self.subscriptions[id]!.phase = .idle }
             if let replace = self.subscriptions[id]!.pendingReplace {
                 let entity = self.subscriptions[id]!.entity
@@ -77,36 +76,35 @@ extension CacheContext {
 
     /// Subscribes on the open stream.
     func sendSubscribe(_ id: String, resume: Bool) {
-        guard var subscription = self.subscriptions[id] else { return }
-        if case .failed = subscription.phase { return }
-        if let old = subscription.wireID { self.wireIDs[old] = nil }
-        var wireID = id
-        while self.usedWireIDs.contains(wireID) {
-            wireID = "\(id)~\(self.nextWireGeneration)"
-            self.nextWireGeneration += 1
-        }
-        self.usedWireIDs.insert(wireID)
-        self.wireIDs[wireID] = id
-        subscription.wireID = wireID
-        var subscribe = Meridian_V1_Subscribe()
-        subscribe.subscriptionID = wireID
-        subscribe.fetch = Meridian_V1_FetchRequest(subscription.request)
-        subscribe.resume = resume
-        subscription.phase = resume ? .live : .awaitingSnapshot
-        subscription.snapshot = nil
-        self.subscriptions[id] = subscription
+        guard let subscribe = self.subscribeMessage(id, resume: resume) else { return }
         self.send(.subscribe(subscribe))
     }
 
-    /// Unsubscribes on the open stream; whatever the server still sends for it is ignored.
+    /// The Subscribe for a subscription, counted as the stream's next one for its id (its epoch), or `nil` for a
+    /// subscription the server rejected.
+    private func subscribeMessage(_ id: String, resume: Bool) -> Meridian_V1_Subscribe? {
+        guard let subscription = self.subscriptions[id] else { return nil }
+        if case .failed = subscription.phase { return nil }
+        let epoch = (self.epochs[id] ?? 0) &+ 1
+        self.epochs[id] = epoch
+        self.subscriptions[id]!.epoch = epoch
+        self.subscriptions[id]!.phase = resume ? .live : .awaitingSnapshot
+        self.subscriptions[id]!.snapshot = nil
+        var subscribe = Meridian_V1_Subscribe()
+        subscribe.subscriptionID = id
+        subscribe.fetch = Meridian_V1_FetchRequest(subscription.request)
+        subscribe.resume = resume
+        return subscribe
+    }
+
+    /// Unsubscribes on the open stream; whatever the server still sends for it carries its epoch and is dropped.
     func sendUnsubscribe(_ subscription: SubscriptionState) {
-        guard let wireID = subscription.wireID else { return }
-        self.wireIDs[wireID] = nil
-        if let current = self.subscriptions[subscription.id], current.wireID == wireID {
-            self.subscriptions[subscription.id]!.wireID = nil
+        guard subscription.epoch != nil else { return }
+        if self.subscriptions[subscription.id]?.epoch == subscription.epoch {
+            self.subscriptions[subscription.id]!.epoch = nil
         }
         var unsubscribe = Meridian_V1_Unsubscribe()
-        unsubscribe.subscriptionID = wireID
+        unsubscribe.subscriptionID = subscription.id
         self.send(.unsubscribe(unsubscribe))
     }
 
@@ -128,59 +126,12 @@ extension CacheContext {
 
     // MARK: - Receiving
 
-    /// Applies one message from the server, in stream order.
+    /// Applies one message from the server, in stream order: a Batch as one commit, a SnapshotChunk staged.
     ///
     /// - Throws: ``ClientError`` when the message breaks the protocol badly enough that the stream must be dropped
-    ///   (a row that does not decode); the connection then reconnects and resumes.
+    ///   (a row that does not decode, a Batch naming a snapshot that did not arrive whole); the connection then
+    ///   reconnects and resumes.
     package func receive(_ response: Meridian_V1_SyncResponse) throws(ClientError) {
-        guard let local = self.localized(response) else { return }
-        // Held as received (with wire ids): a subscription subscribed again while they wait no longer owns them.
-        if try self.holdForCatchUp(local, received: response) { return }
-        try self.apply(local)
-    }
-
-    /// The message with wire ids turned into subscription ids, and without what it says about subscriptions no
-    /// longer subscribed under those ids (sent before the server read an Unsubscribe); nil when nothing is left.
-    func localized(_ response: Meridian_V1_SyncResponse) -> Meridian_V1_SyncResponse? {
-        var response = response
-        switch response.kind {
-        case .snapshotChunk(var chunk):
-            guard let id = self.wireIDs[chunk.subscriptionID] else { return self.ignoring(chunk.subscriptionID) }
-            if id != chunk.subscriptionID {
-                chunk.subscriptionID = id
-                response.kind = .snapshotChunk(chunk)
-            }
-        case .subscriptionError(var failure):
-            guard let id = self.wireIDs[failure.subscriptionID] else { return self.ignoring(failure.subscriptionID) }
-            if id != failure.subscriptionID {
-                failure.subscriptionID = id
-                response.kind = .subscriptionError(failure)
-            }
-        case .batch(var batch):
-            let current = batch.deltas.allSatisfy { self.wireIDs[$0.subscriptionID] == $0.subscriptionID }
-            guard !current else { break }
-            batch.deltas = batch.deltas.compactMap { delta in
-                guard let id = self.wireIDs[delta.subscriptionID] else { return nil }
-                var delta = delta
-                delta.subscriptionID = id
-                return delta
-            }
-            // Kept even with no delta left: its seq still moves the applied seq.
-            response.kind = .batch(batch)
-        case .welcome, .heartbeat, .goodbye, nil:
-            break
-        }
-        return response
-    }
-
-    private func ignoring(_ wireID: String) -> Meridian_V1_SyncResponse? {
-        self.logger.debug(
-            "ignoring a message for a closed subscription", metadata: ["meridian.subscription.id": "\(wireID)"])
-        return nil
-    }
-
-    /// Applies one message (held ones included).
-    func apply(_ response: Meridian_V1_SyncResponse) throws(ClientError) {
         switch response.kind {
         case .welcome(let welcome):
             self.heartbeatIntervalMilliseconds = welcome.heartbeatIntervalMs
@@ -189,12 +140,14 @@ extension CacheContext {
                 "welcome",
                 metadata: ["meridian.seq": "\(welcome.seq)", "meridian.resumed": "\(welcome.resumed)"])
         case .snapshotChunk(let chunk):
-            try self.receiveSnapshotChunk(chunk)
+            guard self.isCurrent(chunk.subscriptionID, chunk.epoch) else { return }
+            try self.stageSnapshotChunk(chunk)
         case .batch(let batch):
             try self.receiveBatch(batch)
         case .heartbeat(let heartbeat):
             self.advance(to: heartbeat.seq, work: CommitWork())
         case .subscriptionError(let failure):
+            guard self.isCurrent(failure.subscriptionID, failure.epoch) else { return }
             self.receiveSubscriptionError(failure)
         case .goodbye(let goodbye):
             self.logger.info("server said goodbye", metadata: ["meridian.reason": "\(goodbye.reason)"])
@@ -203,12 +156,22 @@ extension CacheContext {
         }
     }
 
-    private func receiveSnapshotChunk(_ chunk: Meridian_V1_SnapshotChunk) throws(ClientError) {
+    /// Whether a message about `id` at `epoch` is about the subscription the context holds under that id (and not
+    /// about one it unsubscribed, whose messages may still be on their way).
+    private func isCurrent(_ id: String, _ epoch: UInt32) -> Bool {
+        if let current = self.subscriptions[id]?.epoch, current == epoch { return true }
+        self.logger.debug(
+            "ignoring a message for a closed subscription",
+            metadata: ["meridian.subscription.id": "\(id)", "meridian.epoch": "\(epoch)"])
+        return false
+    }
+
+    /// Stages a chunk of a subscription's snapshot; nothing changes until a Batch names it.
+    private func stageSnapshotChunk(_ chunk: Meridian_V1_SnapshotChunk) throws(ClientError) {
         let id = chunk.subscriptionID
-        guard self.subscriptions[id] != nil else { return }
-        // In place throughout: a local copy of the subscription would copy its rows or members on every change.
+        // In place throughout: a local copy of the subscription would copy its rows on every chunk.
         if chunk.chunkIndex == 0 || self.subscriptions[id]!.snapshot == nil {
-            self.subscriptions[id]!.snapshot = SnapshotBuffer(seq: chunk.seq)
+            self.subscriptions[id]!.snapshot = SnapshotBuffer(seq: chunk.seq, resnapshot: chunk.resnapshot)
         }
         for proto in chunk.rows {
             do {
@@ -217,49 +180,25 @@ extension CacheContext {
                 throw ClientError(.malformedRequest, "snapshot row does not decode: \(error)", cause: error)
             }
         }
-        guard chunk.last else { return }
-        let buffer = self.subscriptions[id]!.snapshot!
-        self.subscriptions[id]!.snapshot = nil
-        self.logger.debug(
-            "snapshot complete",
-            metadata: [
-                "meridian.subscription.id": "\(id)", "meridian.seq": "\(buffer.seq)",
-                "meridian.rows": "\(buffer.rows.count)", "meridian.resnapshot": "\(chunk.resnapshot)",
-            ])
-        var cause = ResultsChangeCause.snapshot
-        if let replace = self.subscriptions[id]!.pendingReplace {
-            // A Replace answered by a snapshot: the new request is in force from here.
-            self.subscriptions[id]!.request = replace.request
-            self.subscriptions[id]!.bound = replace.bound
-            self.subscriptions[id]!.pendingReplace = nil
-            cause = .replaced
-        }
-        let waiters = self.subscriptions[id]!.replaceWaiters
-        self.subscriptions[id]!.replaceWaiters = []
-        self.subscriptions[id]!.phase = .live
-        self.subscriptions[id]!.hasData = true
-        self.recordSubscription(id)
-
-        var work = CommitWork()
-        let incoming = Set(buffer.rows.map(\.row.id))
-        let stale = self.subscriptions[id]!.members.filter { !incoming.contains($0) }
-        for member in stale { self.dropMember(member, from: id, work: &work) }
-        for (row, version) in buffer.rows {
-            self.storeRow(row, version: version, in: id, work: &work)
-        }
-        work.resets.insert(id)
-        self.advance(to: max(self.appliedSeq, buffer.seq), work: work, cause: cause)
-        self.resumeAfterPublishing(waiters)
+        if chunk.last { self.subscriptions[id]!.snapshot!.isComplete = true }
     }
 
+    /// Applies one Batch as one commit: for each subscription it names, its staged snapshot (when flagged), then its
+    /// delta; then the seq moves to the batch's.
     private func receiveBatch(_ batch: Meridian_V1_Batch) throws(ClientError) {
         var work = CommitWork()
         var cause = ResultsChangeCause.remote
         var answered: [CheckedContinuation<Void, any Error>] = []
         for delta in batch.deltas {
             let id = delta.subscriptionID
+            guard self.isCurrent(id, delta.epoch) else { continue }
+            if delta.snapshot {
+                let (snapshotCause, waiters) = try self.applyStagedSnapshot(id, work: &work)
+                cause = Self.stronger(cause, snapshotCause)
+                answered += waiters
+            }
             // In place throughout: a local copy of the subscription would copy its members on every change.
-            guard let phase = self.subscriptions[id]?.phase, phase == .live else { continue }
+            guard self.subscriptions[id]!.phase == .live else { continue }
             if delta.replaced, let replace = self.subscriptions[id]!.pendingReplace {
                 if replace.request.entity != self.subscriptions[id]!.entity {
                     for member in self.subscriptions[id]!.members { self.dropMember(member, from: id, work: &work) }
@@ -270,7 +209,7 @@ extension CacheContext {
                 answered += self.subscriptions[id]!.replaceWaiters
                 self.subscriptions[id]!.replaceWaiters = []
                 self.recordSubscription(id)
-                cause = .replaced
+                cause = Self.stronger(cause, .replaced)
             }
             for left in delta.left {
                 self.dropMember(left, from: id, work: &work)
@@ -288,7 +227,65 @@ extension CacheContext {
             }
         }
         self.advance(to: batch.seq, work: work, cause: cause)
-        self.resumeAfterPublishing(answered)
+        for waiter in answered { waiter.resume() }
+    }
+
+    /// Makes a subscription's staged snapshot its result (diffed against what it held, into `work`).
+    ///
+    /// - Returns: The commit's cause (`replaced` when the snapshot answers a Replace) and the Replace's waiters.
+    /// - Throws: ``ClientError`` `malformedRequest` when the snapshot did not arrive whole.
+    private func applyStagedSnapshot(
+        _ id: String, work: inout CommitWork
+    ) throws(ClientError) -> (ResultsChangeCause, [CheckedContinuation<Void, any Error>]) {
+        guard let buffer = self.subscriptions[id]!.snapshot, buffer.isComplete else {
+            throw ClientError(
+                .malformedRequest, "a Batch names the snapshot of '\(id)', whose last chunk did not arrive")
+        }
+        self.subscriptions[id]!.snapshot = nil
+        self.logger.debug(
+            "snapshot applied",
+            metadata: [
+                "meridian.subscription.id": "\(id)", "meridian.seq": "\(buffer.seq)",
+                "meridian.rows": "\(buffer.rows.count)", "meridian.resnapshot": "\(buffer.resnapshot)",
+            ])
+        var cause = ResultsChangeCause.snapshot
+        if let replace = self.subscriptions[id]!.pendingReplace {
+            // A Replace answered by a snapshot: the new request is in force from here.
+            if replace.request.entity != self.subscriptions[id]!.entity {
+                for member in self.subscriptions[id]!.members { self.dropMember(member, from: id, work: &work) }
+            }
+            self.subscriptions[id]!.request = replace.request
+            self.subscriptions[id]!.bound = replace.bound
+            self.subscriptions[id]!.pendingReplace = nil
+            cause = .replaced
+        }
+        let waiters = self.subscriptions[id]!.replaceWaiters
+        self.subscriptions[id]!.replaceWaiters = []
+        self.subscriptions[id]!.phase = .live
+        self.subscriptions[id]!.hasData = true
+        self.recordSubscription(id)
+
+        let incoming = Set(buffer.rows.map(\.row.id))
+        let stale = self.subscriptions[id]!.members.filter { !incoming.contains($0) }
+        for member in stale { self.dropMember(member, from: id, work: &work) }
+        for (row, version) in buffer.rows {
+            self.storeRow(row, version: version, in: id, work: &work)
+        }
+        work.resets.insert(id)
+        return (cause, waiters)
+    }
+
+    /// Which cause names a commit that has several: a replacement over a snapshot over the rest.
+    private static func stronger(_ a: ResultsChangeCause, _ b: ResultsChangeCause) -> ResultsChangeCause {
+        func rank(_ cause: ResultsChangeCause) -> Int {
+            switch cause {
+            case .replaced: 3
+            case .snapshot: 2
+            case .remote: 1
+            default: 0
+            }
+        }
+        return rank(b) > rank(a) ? b : a
     }
 
     private func receiveSubscriptionError(_ failure: Meridian_V1_SubscriptionError) {
@@ -314,11 +311,6 @@ extension CacheContext {
 
     /// Moves the applied seq forward, confirms the transactions it covers, commits, persists and acknowledges.
     func advance(to seq: Int64, work: CommitWork, cause: ResultsChangeCause = .remote) {
-        if self.drain != nil {
-            self.drain!.seq = max(self.drain!.seq, seq)
-            self.drain!.merge(work, cause: cause, error: nil)
-            return
-        }
         var work = work
         let moved = seq > self.appliedSeq
         if moved {

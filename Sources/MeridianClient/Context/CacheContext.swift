@@ -56,18 +56,10 @@ public actor CacheContext {
     package internal(set) var heartbeatIntervalMilliseconds: UInt32 = 0
     /// The server's schema fingerprint from the last Welcome.
     package internal(set) var serverFingerprint: String?
-    /// Set while subscriptions catch up after a reconnection or an overflow re-snapshot: messages are held until
-    /// every subscription has caught up, then applied as one commit (see `CacheContext+CatchUp.swift`).
-    var catchUp: CatchUp?
-    /// Set while held messages are applied: their commits merge into one.
-    var drain: Drain?
-    /// The subscription each id subscribed on the open stream stands for. A subscription subscribed again on the
-    /// same stream (a region moved before its snapshot arrived, a shared request closed and reopened) gets a fresh
-    /// id on the wire, so that what the server sent for the old one, still in flight, is not taken for the new one.
-    var wireIDs: [String: String] = [:]
-    /// Every id subscribed on the open stream (none may be used twice on one stream).
-    var usedWireIDs: Set<String> = []
-    var nextWireGeneration = 1
+    /// The number of Subscribes sent per id on the open stream: the epoch the server puts on every message about
+    /// the subscription (a subscription subscribed again under the same id — a region moved before its snapshot
+    /// arrived, a shared request closed and reopened — drops what was sent for the old one by its epoch).
+    var epochs: [String: UInt32] = [:]
 
     // MARK: Rows and subscriptions
 
@@ -264,7 +256,6 @@ public actor CacheContext {
     /// Unsubscribes and forgets a subscription and its rows.
     func removeSubscription(_ id: String) {
         guard let subscription = self.subscriptions.removeValue(forKey: id) else { return }
-        defer { self.subscriptionLeftCatchUp(id) }
         if self.outbound != nil, subscription.phase != .idle { self.sendUnsubscribe(subscription) }
         for rowID in subscription.members { self.releaseRow(subscription.entity, rowID) }
         for waiter in subscription.replaceWaiters {
@@ -308,8 +299,8 @@ public actor CacheContext {
             self.dropMembers(of: id, where: { !bound.matches($0) }, entity: entity, work: &work)
             self.recordSubscription(id)
             if self.outbound != nil, wasSubscribed {
-                // Subscribed but its snapshot has not completed: subscribe again under the new request (and under a
-                // new wire id: the old request's snapshot may be on its way).
+                // Subscribed but its snapshot has not completed: subscribe again under the new request (a new epoch:
+                // the old request's snapshot may be on its way).
                 self.sendUnsubscribe(old)
                 self.subscriptions[id]?.snapshot = nil
                 self.sendSubscribe(id, resume: false)
@@ -321,7 +312,7 @@ public actor CacheContext {
         subscription.pendingReplace = PendingReplace(request: request, bound: bound)
         self.subscriptions[record.subscriptionID] = subscription
         var replace = Meridian_V1_Replace()
-        replace.subscriptionID = subscription.wireID ?? record.subscriptionID
+        replace.subscriptionID = record.subscriptionID
         replace.fetch = Meridian_V1_FetchRequest(request)
         self.send(.replace(replace))
         do {
@@ -460,10 +451,6 @@ public actor CacheContext {
     ///   - cause: Why.
     ///   - error: For a revert, the server's reason.
     func commit(_ work: CommitWork, cause: ResultsChangeCause, error: ClientError? = nil) {
-        if self.drain != nil {
-            self.drain!.merge(work, cause: cause, error: error)
-            return
-        }
         enum Action {
             case apply([RowMutation])
             case reset([Row])
@@ -599,7 +586,7 @@ struct CachedRow {
 enum SubscriptionPhase: Equatable {
     /// Not subscribed on the current stream (offline, or not sent yet).
     case idle
-    /// Subscribed; its snapshot has not completed.
+    /// Subscribed; no Batch has applied its snapshot yet.
     case awaitingSnapshot
     /// Receiving deltas.
     case live
@@ -620,11 +607,13 @@ struct PendingReplace {
     var bound: BoundFetchRequest
 }
 
-/// A snapshot being received.
+/// A snapshot being received, staged until a Batch makes it the subscription's result.
 struct SnapshotBuffer {
     var seq: Int64
+    var resnapshot: Bool
     var rows: [(row: Row, version: Int64)] = []
-    var nextChunk: UInt32 = 0
+    /// Whether its last chunk arrived.
+    var isComplete = false
 }
 
 /// One subscription: its request, its members, and where it stands.
@@ -639,8 +628,8 @@ struct SubscriptionState {
     var phase = SubscriptionPhase.idle
     var snapshot: SnapshotBuffer?
     var pendingReplace: PendingReplace?
-    /// The id it is subscribed under on the open stream (see `CacheContext.wireIDs`); nil when not subscribed.
-    var wireID: String?
+    /// The epoch of its Subscribe on the open stream (see `CacheContext.epochs`); nil when not subscribed.
+    var epoch: UInt32?
     var replaceWaiters: [CheckedContinuation<Void, any Error>] = []
     var controllerCount = 0
 

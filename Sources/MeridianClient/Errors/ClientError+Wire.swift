@@ -20,6 +20,8 @@ extension ClientError {
             case .messageTooLarge: .messageTooLarge
             case .schemaMismatch: .schemaMismatch
             case .shuttingDown: .shuttingDown
+            case .unsupportedProtocol: .unsupportedProtocol
+            case .unavailable: .unavailable
             case .internal, .unspecified, .UNRECOGNIZED: .internal
             }
         self.init(

@@ -20,6 +20,7 @@ public struct ClientError: Error, Sendable, CustomStringConvertible {
         enum Wrapped: String, Sendable, Hashable {
             case validation, conflict, notFound, alreadyExists, badPredicate, unknownEntity, unknownAttribute
             case tooManySubscriptions, malformedRequest, messageTooLarge, schemaMismatch, shuttingDown, `internal`
+            case unsupportedProtocol
             case unavailable, cancelled, modelMismatch, cacheFailure, notSubscribed, closed
         }
 
@@ -50,6 +51,9 @@ public struct ClientError: Error, Sendable, CustomStringConvertible {
         public static let schemaMismatch = Code(.schemaMismatch)
         /// The server is shutting down.
         public static let shuttingDown = Code(.shuttingDown)
+        /// The server does not serve the protocol version this library speaks (it is older or newer than the
+        /// versions the server supports).
+        public static let unsupportedProtocol = Code(.unsupportedProtocol)
         /// A fault in the server or in this library.
         public static let `internal` = Code(.internal)
         /// The server could not be reached.

@@ -140,8 +140,9 @@ struct WireExecutor<Transport: ClientTransport> {
                         )
                     }
                     answered.insert(error.subscriptionID)
-                case .snapshotChunk(let chunk) where chunk.last:
-                    answered.insert(chunk.subscriptionID)
+                case .batch(let batch):
+                    // A snapshot is answered when a Batch makes it visible.
+                    for delta in batch.deltas where delta.snapshot { answered.insert(delta.subscriptionID) }
                 case .goodbye(let goodbye):
                     return .failure("the server said Goodbye (\(goodbye.reason)) to a fuzz stream")
                 case nil:

@@ -65,6 +65,7 @@ final class Witness: Sendable {
             }
             var hello = Meridian_V1_SyncRequest()
             hello.hello.clientName = "fuzz-witness"
+            hello.hello.protocolVersion = ProtocolVersion.current
             requestContinuation.yield(hello)
             var subscribe = Meridian_V1_SyncRequest()
             subscribe.subscribe.subscriptionID = "witness"
@@ -75,12 +76,13 @@ final class Witness: Sendable {
                 guard case .response(let response) = event else { continue }
                 switch response.kind {
                 case .welcome(let welcome): maxRequestBytes = Int(welcome.maxRequestBytes)
-                case .snapshotChunk(let chunk) where chunk.last: break
+                case .batch(let batch) where batch.deltas.contains(where: \.snapshot): break
                 case .subscriptionError(let error):
                     throw FuzzSetupError("the witness could not subscribe: \(error.error.message)")
                 default: continue
                 }
-                if case .snapshotChunk = response.kind { break }
+                // The Batch that makes the witness's snapshot visible: it is live from here.
+                if case .batch = response.kind { break }
             }
             let witness = Witness(
                 meridian: meridian, entity: entity, timeout: timeout, events: events, continuation: continuation,

@@ -503,8 +503,9 @@ package nonisolated struct Meridian_V1_FetchRequest: Sendable {
 /// `meridian-error-bin` (the status message repeats `message`). The status code then follows the error code:
 /// VALIDATION, BAD_PREDICATE, UNKNOWN_ENTITY, UNKNOWN_ATTRIBUTE, MALFORMED_REQUEST, UNKNOWN_SUBSCRIPTION and
 /// DUPLICATE_SUBSCRIPTION → INVALID_ARGUMENT; CONFLICT → ABORTED; NOT_FOUND → NOT_FOUND; ALREADY_EXISTS →
-/// ALREADY_EXISTS; TOO_MANY_SUBSCRIPTIONS and MESSAGE_TOO_LARGE → RESOURCE_EXHAUSTED; SCHEMA_MISMATCH →
-/// FAILED_PRECONDITION; SHUTTING_DOWN → UNAVAILABLE; INTERNAL and UNSPECIFIED → INTERNAL.
+/// ALREADY_EXISTS; TOO_MANY_SUBSCRIPTIONS and MESSAGE_TOO_LARGE → RESOURCE_EXHAUSTED; SCHEMA_MISMATCH and
+/// UNSUPPORTED_PROTOCOL → FAILED_PRECONDITION; SHUTTING_DOWN and UNAVAILABLE → UNAVAILABLE; INTERNAL and UNSPECIFIED
+/// → INTERNAL.
 package nonisolated struct Meridian_V1_ErrorDetail: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -624,6 +625,14 @@ package nonisolated struct Meridian_V1_ErrorDetail: Sendable {
 
     /// A fault in the server; the message says what.
     case `internal` // = 15
+
+    /// The client speaks a protocol version the server no longer serves (Hello.protocol_version below the server's
+    /// minimum); the message names both versions.
+    case unsupportedProtocol // = 16
+
+    /// The server cannot serve the request now, for a reason that is not the request's (its fan-out stopped on a
+    /// read or decode error); the message says what, without the server's internals. Retry later.
+    case unavailable // = 17
     case UNRECOGNIZED(Int)
 
     package init() {
@@ -648,6 +657,8 @@ package nonisolated struct Meridian_V1_ErrorDetail: Sendable {
       case 13: self = .schemaMismatch
       case 14: self = .shuttingDown
       case 15: self = .internal
+      case 16: self = .unsupportedProtocol
+      case 17: self = .unavailable
       default: self = .UNRECOGNIZED(rawValue)
       }
     }
@@ -670,6 +681,8 @@ package nonisolated struct Meridian_V1_ErrorDetail: Sendable {
       case .schemaMismatch: return 13
       case .shuttingDown: return 14
       case .internal: return 15
+      case .unsupportedProtocol: return 16
+      case .unavailable: return 17
       case .UNRECOGNIZED(let i): return i
       }
     }
@@ -692,6 +705,8 @@ package nonisolated struct Meridian_V1_ErrorDetail: Sendable {
       .schemaMismatch,
       .shuttingDown,
       .internal,
+      .unsupportedProtocol,
+      .unavailable,
     ]
 
   }
@@ -811,6 +826,18 @@ package nonisolated struct Meridian_V1_Hello: Sendable {
   /// Clears the value of `schemaFingerprint`. Subsequent reads from it will return its default value.
   package mutating func clearSchemaFingerprint() {self._schemaFingerprint = nil}
 
+  /// The minor version of `meridian.v1` the client speaks. This server speaks 1 (the apply-on-Batch rule: a
+  /// SnapshotChunk never changes what a client shows, a Batch does) and refuses anything lower — 0, the value of a
+  /// client written before this field existed — with UNSUPPORTED_PROTOCOL (gRPC FAILED_PRECONDITION). A client
+  /// announcing a later minor version is served at the server's (`Welcome.protocol_version`).
+  package var protocolVersion: UInt32 = 0
+
+  /// The subscriptions the client holds, re-added with the stream (each as a Subscribe message would add it, usually
+  /// with `resume` set). They are registered together, and the server answers all of them in one Batch: after it
+  /// every subscription of the stream is at that Batch's seq. (Subscribe messages sent after Hello are answered
+  /// each on its own.)
+  package var subscriptions: [Meridian_V1_Subscribe] = []
+
   package var unknownFields = SwiftProtobuf.UnknownStorage()
 
   package init() {}
@@ -819,14 +846,19 @@ package nonisolated struct Meridian_V1_Hello: Sendable {
   fileprivate var _schemaFingerprint: String? = nil
 }
 
-/// Adds a subscription. The server answers with its snapshot (SnapshotChunk, one or more), then sends its deltas in
-/// every Batch, or with a SubscriptionError.
+/// Adds a subscription. The server answers with its snapshot (SnapshotChunk, one or more), staged by the client until
+/// a Batch names it (`SubscriptionDelta.snapshot`), then sends its deltas in every Batch; or with a SubscriptionError.
+///
+/// Every message the server sends about a subscription carries its `epoch`: the number of Subscribe messages with
+/// this id that the server has read on the stream (those in Hello included), counting from 1. The client counts the
+/// same way and drops what carries an older epoch (sent for an earlier subscription under the same id, before the
+/// server read its Unsubscribe), so ids may be reused freely.
 package nonisolated struct Meridian_V1_Subscribe: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  /// An id the client chooses, unique on this stream (a client may reuse an id after unsubscribing it).
+  /// An id the client chooses, unique among the subscriptions the stream holds (it may be reused after unsubscribing).
   package var subscriptionID: String = String()
 
   /// What the subscription selects.
@@ -840,7 +872,9 @@ package nonisolated struct Meridian_V1_Subscribe: Sendable {
   package mutating func clearFetch() {self._fetch = nil}
 
   /// The client already holds this subscription's result as of `Hello.resume_from_seq`: send only its missed
-  /// deltas (as Batches) if the change log still has them, else a snapshot flagged `resnapshot`.
+  /// deltas (in one Batch) if the change log still has them, else a snapshot flagged `resnapshot`. Until that
+  /// answer, the server sends the stream no Batch (it coalesces them into the answer's), so that the client never
+  /// shows this subscription at the old seq next to others at a newer one.
   package var resume: Bool = false
 
   package var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -1023,13 +1057,18 @@ package nonisolated struct Meridian_V1_Welcome: Sendable {
   /// The largest message the server accepts from the client, in bytes (0: the transport's default).
   package var maxRequestBytes: UInt32 = 0
 
+  /// The minor version of `meridian.v1` the server serves on this stream (see Hello.protocol_version).
+  package var protocolVersion: UInt32 = 0
+
   package var unknownFields = SwiftProtobuf.UnknownStorage()
 
   package init() {}
 }
 
 /// Part of a subscription's snapshot: its result at `seq`, in the subscription's sort order. A snapshot is one or more
-/// chunks with the same seq, in order; the concatenated rows are the whole result. Apply it when `last` arrives.
+/// chunks with the same seq, in order; the concatenated rows are the whole result. A chunk never changes what the
+/// client shows: the client stages the rows, and applies them in the Batch whose delta for this subscription has
+/// `snapshot` set (a later chunk with `chunk_index` 0 starts a new snapshot, replacing a staged one).
 package nonisolated struct Meridian_V1_SnapshotChunk: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -1055,14 +1094,18 @@ package nonisolated struct Meridian_V1_SnapshotChunk: Sendable {
   /// The 0-based index of this chunk within its snapshot.
   package var chunkIndex: UInt32 = 0
 
+  /// The subscription's epoch (see Subscribe): drop a chunk whose epoch is not the subscription's current one.
+  package var epoch: UInt32 = 0
+
   package var unknownFields = SwiftProtobuf.UnknownStorage()
 
   package init() {}
 }
 
-/// Every change of one commit boundary, for every subscription on the stream that it affects. When the client is
-/// behind, several commits may be coalesced into one Batch (consecutive changes to one row folded into one); the
-/// state after applying it is still the store's state at `seq`.
+/// Every change of one commit boundary, for every subscription on the stream that it affects, and the snapshots that
+/// become visible there. Apply it whole, as one step: after it, every subscription the client shows is at `seq`.
+/// When the client is behind, several commits may be coalesced into one Batch (consecutive changes to one row folded
+/// into one); the state after applying it is still the store's state at `seq`.
 package nonisolated struct Meridian_V1_Batch: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -1099,6 +1142,14 @@ package nonisolated struct Meridian_V1_SubscriptionDelta: Sendable {
 
   /// This delta answers a Replace: from this batch on, the subscription is the new fetch request.
   package var replaced: Bool = false
+
+  /// The subscription's epoch (see Subscribe): drop a delta whose epoch is not the subscription's current one.
+  package var epoch: UInt32 = 0
+
+  /// The subscription's staged snapshot (its SnapshotChunks with this epoch, the last one received) becomes its
+  /// result here: apply it first — it replaces what the client held for the subscription, which it diffs into a
+  /// change set — then this delta's `left`, `entered` and `updated`.
+  package var snapshot: Bool = false
 
   package var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1140,6 +1191,9 @@ package nonisolated struct Meridian_V1_SubscriptionError: Sendable {
   package var hasError: Bool {self._error != nil}
   /// Clears the value of `error`. Subsequent reads from it will return its default value.
   package mutating func clearError() {self._error = nil}
+
+  /// The epoch of the Subscribe, Replace or Unsubscribe it answers (see Subscribe).
+  package var epoch: UInt32 = 0
 
   package var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -2085,7 +2139,7 @@ nonisolated extension Meridian_V1_ErrorDetail: SwiftProtobuf.Message, SwiftProto
 }
 
 nonisolated extension Meridian_V1_ErrorDetail.Code: SwiftProtobuf._ProtoNameProviding {
-  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CODE_UNSPECIFIED\0\u{1}CODE_VALIDATION\0\u{1}CODE_CONFLICT\0\u{1}CODE_NOT_FOUND\0\u{1}CODE_ALREADY_EXISTS\0\u{1}CODE_BAD_PREDICATE\0\u{1}CODE_UNKNOWN_ENTITY\0\u{1}CODE_UNKNOWN_ATTRIBUTE\0\u{1}CODE_TOO_MANY_SUBSCRIPTIONS\0\u{1}CODE_MALFORMED_REQUEST\0\u{1}CODE_MESSAGE_TOO_LARGE\0\u{1}CODE_UNKNOWN_SUBSCRIPTION\0\u{1}CODE_DUPLICATE_SUBSCRIPTION\0\u{1}CODE_SCHEMA_MISMATCH\0\u{1}CODE_SHUTTING_DOWN\0\u{1}CODE_INTERNAL\0")
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CODE_UNSPECIFIED\0\u{1}CODE_VALIDATION\0\u{1}CODE_CONFLICT\0\u{1}CODE_NOT_FOUND\0\u{1}CODE_ALREADY_EXISTS\0\u{1}CODE_BAD_PREDICATE\0\u{1}CODE_UNKNOWN_ENTITY\0\u{1}CODE_UNKNOWN_ATTRIBUTE\0\u{1}CODE_TOO_MANY_SUBSCRIPTIONS\0\u{1}CODE_MALFORMED_REQUEST\0\u{1}CODE_MESSAGE_TOO_LARGE\0\u{1}CODE_UNKNOWN_SUBSCRIPTION\0\u{1}CODE_DUPLICATE_SUBSCRIPTION\0\u{1}CODE_SCHEMA_MISMATCH\0\u{1}CODE_SHUTTING_DOWN\0\u{1}CODE_INTERNAL\0\u{1}CODE_UNSUPPORTED_PROTOCOL\0\u{1}CODE_UNAVAILABLE\0")
 }
 
 nonisolated extension Meridian_V1_SyncRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -2208,7 +2262,7 @@ nonisolated extension Meridian_V1_SyncRequest: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Meridian_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   package static let protoMessageName: String = _protobuf_package + ".Hello"
-  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}resume_from_seq\0\u{3}client_name\0\u{3}max_batch_bytes\0\u{3}schema_fingerprint\0")
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}resume_from_seq\0\u{3}client_name\0\u{3}max_batch_bytes\0\u{3}schema_fingerprint\0\u{3}protocol_version\0\u{1}subscriptions\0")
 
   package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2220,6 +2274,8 @@ nonisolated extension Meridian_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._M
       case 2: try { try decoder.decodeSingularStringField(value: &self.clientName) }()
       case 3: try { try decoder.decodeSingularUInt32Field(value: &self.maxBatchBytes) }()
       case 4: try { try decoder.decodeSingularStringField(value: &self._schemaFingerprint) }()
+      case 5: try { try decoder.decodeSingularUInt32Field(value: &self.protocolVersion) }()
+      case 6: try { try decoder.decodeRepeatedMessageField(value: &self.subscriptions) }()
       default: break
       }
     }
@@ -2242,6 +2298,12 @@ nonisolated extension Meridian_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._M
     try { if let v = self._schemaFingerprint {
       try visitor.visitSingularStringField(value: v, fieldNumber: 4)
     } }()
+    if self.protocolVersion != 0 {
+      try visitor.visitSingularUInt32Field(value: self.protocolVersion, fieldNumber: 5)
+    }
+    if !self.subscriptions.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.subscriptions, fieldNumber: 6)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2250,6 +2312,8 @@ nonisolated extension Meridian_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._M
     if lhs.clientName != rhs.clientName {return false}
     if lhs.maxBatchBytes != rhs.maxBatchBytes {return false}
     if lhs._schemaFingerprint != rhs._schemaFingerprint {return false}
+    if lhs.protocolVersion != rhs.protocolVersion {return false}
+    if lhs.subscriptions != rhs.subscriptions {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2535,7 +2599,7 @@ nonisolated extension Meridian_V1_SyncResponse: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Meridian_V1_Welcome: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   package static let protoMessageName: String = _protobuf_package + ".Welcome"
-  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}seq\0\u{3}schema_fingerprint\0\u{3}schema_version\0\u{3}heartbeat_interval_ms\0\u{1}resumed\0\u{3}max_subscriptions\0\u{3}max_request_bytes\0")
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}seq\0\u{3}schema_fingerprint\0\u{3}schema_version\0\u{3}heartbeat_interval_ms\0\u{1}resumed\0\u{3}max_subscriptions\0\u{3}max_request_bytes\0\u{3}protocol_version\0")
 
   package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2550,6 +2614,7 @@ nonisolated extension Meridian_V1_Welcome: SwiftProtobuf.Message, SwiftProtobuf.
       case 5: try { try decoder.decodeSingularBoolField(value: &self.resumed) }()
       case 6: try { try decoder.decodeSingularUInt32Field(value: &self.maxSubscriptions) }()
       case 7: try { try decoder.decodeSingularUInt32Field(value: &self.maxRequestBytes) }()
+      case 8: try { try decoder.decodeSingularUInt32Field(value: &self.protocolVersion) }()
       default: break
       }
     }
@@ -2577,6 +2642,9 @@ nonisolated extension Meridian_V1_Welcome: SwiftProtobuf.Message, SwiftProtobuf.
     if self.maxRequestBytes != 0 {
       try visitor.visitSingularUInt32Field(value: self.maxRequestBytes, fieldNumber: 7)
     }
+    if self.protocolVersion != 0 {
+      try visitor.visitSingularUInt32Field(value: self.protocolVersion, fieldNumber: 8)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2588,6 +2656,7 @@ nonisolated extension Meridian_V1_Welcome: SwiftProtobuf.Message, SwiftProtobuf.
     if lhs.resumed != rhs.resumed {return false}
     if lhs.maxSubscriptions != rhs.maxSubscriptions {return false}
     if lhs.maxRequestBytes != rhs.maxRequestBytes {return false}
+    if lhs.protocolVersion != rhs.protocolVersion {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2595,7 +2664,7 @@ nonisolated extension Meridian_V1_Welcome: SwiftProtobuf.Message, SwiftProtobuf.
 
 nonisolated extension Meridian_V1_SnapshotChunk: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   package static let protoMessageName: String = _protobuf_package + ".SnapshotChunk"
-  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}subscription_id\0\u{1}seq\0\u{1}rows\0\u{1}last\0\u{1}resnapshot\0\u{3}chunk_index\0")
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}subscription_id\0\u{1}seq\0\u{1}rows\0\u{1}last\0\u{1}resnapshot\0\u{3}chunk_index\0\u{1}epoch\0")
 
   package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2609,6 +2678,7 @@ nonisolated extension Meridian_V1_SnapshotChunk: SwiftProtobuf.Message, SwiftPro
       case 4: try { try decoder.decodeSingularBoolField(value: &self.last) }()
       case 5: try { try decoder.decodeSingularBoolField(value: &self.resnapshot) }()
       case 6: try { try decoder.decodeSingularUInt32Field(value: &self.chunkIndex) }()
+      case 7: try { try decoder.decodeSingularUInt32Field(value: &self.epoch) }()
       default: break
       }
     }
@@ -2633,6 +2703,9 @@ nonisolated extension Meridian_V1_SnapshotChunk: SwiftProtobuf.Message, SwiftPro
     if self.chunkIndex != 0 {
       try visitor.visitSingularUInt32Field(value: self.chunkIndex, fieldNumber: 6)
     }
+    if self.epoch != 0 {
+      try visitor.visitSingularUInt32Field(value: self.epoch, fieldNumber: 7)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2643,6 +2716,7 @@ nonisolated extension Meridian_V1_SnapshotChunk: SwiftProtobuf.Message, SwiftPro
     if lhs.last != rhs.last {return false}
     if lhs.resnapshot != rhs.resnapshot {return false}
     if lhs.chunkIndex != rhs.chunkIndex {return false}
+    if lhs.epoch != rhs.epoch {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2685,7 +2759,7 @@ nonisolated extension Meridian_V1_Batch: SwiftProtobuf.Message, SwiftProtobuf._M
 
 nonisolated extension Meridian_V1_SubscriptionDelta: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   package static let protoMessageName: String = _protobuf_package + ".SubscriptionDelta"
-  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}subscription_id\0\u{1}entered\0\u{1}left\0\u{1}updated\0\u{1}replaced\0")
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}subscription_id\0\u{1}entered\0\u{1}left\0\u{1}updated\0\u{1}replaced\0\u{1}epoch\0\u{1}snapshot\0")
 
   package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2698,6 +2772,8 @@ nonisolated extension Meridian_V1_SubscriptionDelta: SwiftProtobuf.Message, Swif
       case 3: try { try decoder.decodeRepeatedStringField(value: &self.left) }()
       case 4: try { try decoder.decodeRepeatedMessageField(value: &self.updated) }()
       case 5: try { try decoder.decodeSingularBoolField(value: &self.replaced) }()
+      case 6: try { try decoder.decodeSingularUInt32Field(value: &self.epoch) }()
+      case 7: try { try decoder.decodeSingularBoolField(value: &self.snapshot) }()
       default: break
       }
     }
@@ -2719,6 +2795,12 @@ nonisolated extension Meridian_V1_SubscriptionDelta: SwiftProtobuf.Message, Swif
     if self.replaced != false {
       try visitor.visitSingularBoolField(value: self.replaced, fieldNumber: 5)
     }
+    if self.epoch != 0 {
+      try visitor.visitSingularUInt32Field(value: self.epoch, fieldNumber: 6)
+    }
+    if self.snapshot != false {
+      try visitor.visitSingularBoolField(value: self.snapshot, fieldNumber: 7)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2728,6 +2810,8 @@ nonisolated extension Meridian_V1_SubscriptionDelta: SwiftProtobuf.Message, Swif
     if lhs.left != rhs.left {return false}
     if lhs.updated != rhs.updated {return false}
     if lhs.replaced != rhs.replaced {return false}
+    if lhs.epoch != rhs.epoch {return false}
+    if lhs.snapshot != rhs.snapshot {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2765,7 +2849,7 @@ nonisolated extension Meridian_V1_Heartbeat: SwiftProtobuf.Message, SwiftProtobu
 
 nonisolated extension Meridian_V1_SubscriptionError: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   package static let protoMessageName: String = _protobuf_package + ".SubscriptionError"
-  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}subscription_id\0\u{1}error\0")
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}subscription_id\0\u{1}error\0\u{1}epoch\0")
 
   package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2775,6 +2859,7 @@ nonisolated extension Meridian_V1_SubscriptionError: SwiftProtobuf.Message, Swif
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularStringField(value: &self.subscriptionID) }()
       case 2: try { try decoder.decodeSingularMessageField(value: &self._error) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.epoch) }()
       default: break
       }
     }
@@ -2791,12 +2876,16 @@ nonisolated extension Meridian_V1_SubscriptionError: SwiftProtobuf.Message, Swif
     try { if let v = self._error {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
     } }()
+    if self.epoch != 0 {
+      try visitor.visitSingularUInt32Field(value: self.epoch, fieldNumber: 3)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   package static func ==(lhs: Meridian_V1_SubscriptionError, rhs: Meridian_V1_SubscriptionError) -> Bool {
     if lhs.subscriptionID != rhs.subscriptionID {return false}
     if lhs._error != rhs._error {return false}
+    if lhs.epoch != rhs.epoch {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

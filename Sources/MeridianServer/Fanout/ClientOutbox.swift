@@ -8,6 +8,7 @@
 // rows waiting pass `limit`, the queued batches and snapshots are dropped and the hub re-snapshots every subscription
 // of the client (`resnapshot`), which bounds the server's memory per client.
 
+internal import GRPCCore
 internal import MeridianCore
 internal import MeridianProto
 internal import SwiftProtobuf
@@ -20,21 +21,50 @@ enum OutboxItem: Sendable {
     case snapshot(QueuedSnapshot)
 }
 
-/// A subscription's snapshot waiting to be sent, at `seq`.
+/// A subscription's snapshot waiting to be sent, at `seq`. The client stages it; the batch part flagged `snapshot`
+/// that follows it makes it visible.
 struct QueuedSnapshot: Sendable {
     var subscriptionID: String
+    var epoch: UInt32
     var seq: Int64
     var rows: [VersionedRow]
     var resnapshot: Bool
 }
 
-/// One subscription's part of a batch: the shared delta, the client's id for it, and whether it answers a Replace.
+/// A client subscription as the wire names it: its id and the epoch of the Subscribe that made it.
+struct WireSubscription: Hashable, Sendable {
+    var id: String
+    var epoch: UInt32
+}
+
+/// One subscription's part of a batch: the shared delta, the client's id for it, whether it answers a Replace, and
+/// whether the subscription's staged snapshot becomes visible with it.
 struct BatchPart: Sendable {
-    var subscriptionID: String
+    var subscription: WireSubscription
     var delta: SharedDelta
     var replaced: Bool
+    /// The subscription's snapshot (queued before this batch) is applied first, then `delta`.
+    var snapshot = false
     /// The entity's derived attributes, named in `changed` when coalescing finds one of their dependencies changed.
     var derived: [DerivedAttribute] = []
+
+    init(
+        subscription: WireSubscription, delta: SharedDelta, replaced: Bool, snapshot: Bool = false,
+        derived: [DerivedAttribute] = []
+    ) {
+        self.subscription = subscription
+        self.delta = delta
+        self.replaced = replaced
+        self.snapshot = snapshot
+        self.derived = derived
+    }
+
+    /// The part that makes a subscription's staged snapshot visible, with nothing else.
+    static func snapshotReady(_ subscription: WireSubscription) -> BatchPart {
+        BatchPart(
+            subscription: subscription, delta: SharedDelta(entered: [], left: [], updated: []), replaced: false,
+            snapshot: true)
+    }
 }
 
 /// A batch waiting for the client: either one hub batch as shared parts (sent without re-encoding), or several
@@ -44,9 +74,9 @@ struct QueuedBatch: Sendable {
     /// The parts of a single hub batch, while nothing was merged into it.
     var shared: [BatchPart]?
     /// The merged changes by subscription, once a second batch was merged in.
-    var merged: [String: MergedDelta] = [:]
-    /// Subscription ids in first-appearance order (for a stable encoding).
-    var mergedOrder: [String] = []
+    var merged: [WireSubscription: MergedDelta] = [:]
+    /// Subscriptions in first-appearance order (for a stable encoding).
+    var mergedOrder: [WireSubscription] = []
     var rowCount: Int
 
     init(seq: Int64, parts: [BatchPart]) {
@@ -69,27 +99,36 @@ struct QueuedBatch: Sendable {
     }
 
     private mutating func fold(_ part: BatchPart) {
-        if self.merged[part.subscriptionID] == nil {
-            self.merged[part.subscriptionID] = MergedDelta()
-            self.mergedOrder.append(part.subscriptionID)
+        let key = part.subscription
+        if self.merged[key] == nil {
+            self.merged[key] = MergedDelta()
+            self.mergedOrder.append(key)
         }
-        let old = self.merged[part.subscriptionID]!.count
-        self.merged[part.subscriptionID]!.fold(part)
-        self.rowCount += self.merged[part.subscriptionID]!.count - old
+        let old = self.merged[key]!.count
+        self.merged[key]!.fold(part)
+        self.rowCount += self.merged[key]!.count - old
     }
 
     /// The serialized `SyncResponse{batch}`.
     func encoded() -> [UInt8] {
         if let shared {
             return SharedBatchEncoding.syncResponse(
-                seq: self.seq, parts: shared.map { ($0.subscriptionID, $0.delta.body, $0.replaced) })
+                seq: self.seq,
+                parts: shared.map {
+                    SharedBatchEncoding.Part(
+                        subscriptionID: $0.subscription.id, epoch: $0.subscription.epoch, body: $0.delta.body,
+                        replaced: $0.replaced, snapshot: $0.snapshot)
+                })
         }
         // Merged batches are written by hand too (no Meridian_V1_Row dictionaries): a client that fell behind is the
         // moment the server can least afford the generic encoder.
-        var parts: [(subscriptionID: String, body: [UInt8], replaced: Bool)] = []
-        for id in self.mergedOrder {
-            guard let merged = self.merged[id] else { continue }
-            parts.append((id, merged.body(), merged.replaced))
+        var parts: [SharedBatchEncoding.Part] = []
+        for key in self.mergedOrder {
+            guard let merged = self.merged[key] else { continue }
+            parts.append(
+                SharedBatchEncoding.Part(
+                    subscriptionID: key.id, epoch: key.epoch, body: merged.body(), replaced: merged.replaced,
+                    snapshot: merged.snapshot))
         }
         return SharedBatchEncoding.syncResponse(seq: self.seq, parts: parts)
     }
@@ -100,10 +139,18 @@ struct MergedDelta: Sendable {
     var rows: [String: RowDelta] = [:]
     var order: [String] = []
     var replaced = false
+    /// The subscription's staged snapshot is applied before the rows.
+    var snapshot = false
 
     var count: Int { self.rows.count }
 
     mutating func fold(_ part: BatchPart) {
+        if part.snapshot {
+            // The snapshot is the subscription's whole result at its seq: what was folded before it is superseded.
+            self.rows = [:]
+            self.order = []
+            self.snapshot = true
+        }
         if part.replaced { self.replaced = true }
         for (id, delta) in part.delta.rowDeltas {
             guard let existing = self.rows[id] else {
@@ -137,7 +184,7 @@ struct MergedDelta: Sendable {
         }
     }
 
-    /// `SubscriptionDelta` fields 2–4, in row order within each field: the bytes of ``proto(subscriptionID:)``
+    /// `SubscriptionDelta` fields 2–4, in row order within each field: the bytes of ``proto(_:)``
     /// without the id and `replaced`.
     func body() -> [UInt8] {
         var entered: [(row: Row, version: Int64)] = []
@@ -155,10 +202,12 @@ struct MergedDelta: Sendable {
     }
 
     /// The merged changes as a message (what ``body()`` encodes, with the id and `replaced`).
-    func proto(subscriptionID: String) -> Meridian_V1_SubscriptionDelta {
+    func proto(_ subscription: WireSubscription) -> Meridian_V1_SubscriptionDelta {
         var delta = Meridian_V1_SubscriptionDelta()
-        delta.subscriptionID = subscriptionID
+        delta.subscriptionID = subscription.id
+        delta.epoch = subscription.epoch
         delta.replaced = self.replaced
+        delta.snapshot = self.snapshot
         for id in self.order {
             switch self.rows[id] {
             case .entered(let row): delta.entered.append(Meridian_V1_Row(row.row, version: row.version))
@@ -194,6 +243,12 @@ final class ClientOutbox: Sendable {
         var finished = false
         var lastSentSeq: Int64 = 0
         var lastActivity = ContinuousClock.now
+        /// While the hub answers a group of subscriptions the client already shows (a reconnection's, an overflow's),
+        /// its batches are merged here instead of being queued, and sent as one batch when the last one is answered.
+        var holding = false
+        var held: QueuedBatch?
+        /// Set when the stream must end with an error (the fan-out stopped): the writer throws it.
+        var failure: RPCError?
 
         var isEmpty: Bool { self.head == self.items.count }
 
@@ -208,11 +263,10 @@ final class ClientOutbox: Sendable {
                 self.items.removeFirst(self.head)
                 self.head = 0
             }
+            // Only batches move what the client shows (a snapshot is staged until a batch names it).
             if case .batch(let batch) = item {
                 self.queuedRows -= batch.rowCount
                 self.lastSentSeq = max(self.lastSentSeq, batch.seq)
-            } else if case .snapshot(let snapshot) = item {
-                self.lastSentSeq = max(self.lastSentSeq, snapshot.seq)
             }
             self.lastActivity = .now
             return item
@@ -223,7 +277,6 @@ final class ClientOutbox: Sendable {
             if let waiter = self.waiter, self.isEmpty {
                 self.waiter = nil
                 if case .batch(let batch) = item { self.lastSentSeq = max(self.lastSentSeq, batch.seq) }
-                if case .snapshot(let snapshot) = item { self.lastSentSeq = max(self.lastSentSeq, snapshot.seq) }
                 self.lastActivity = .now
                 return waiter
             }
@@ -251,11 +304,33 @@ final class ClientOutbox: Sendable {
         self.deliver(.snapshot(snapshot))
     }
 
-    /// Queues one hub batch's parts for this client at `seq`, merging into the last queued batch when there is one.
+    /// Queues one hub batch's parts for this client at `seq`, merging into the last queued batch when there is one
+    /// (or into the held batch while the outbox holds).
     func enqueueBatch(seq: Int64, parts: [BatchPart]) -> EnqueueResult {
         let (waiter, item, result): (CheckedContinuation<OutboxItem?, Never>?, OutboxItem?, EnqueueResult) =
             self.state.withLock { state in
                 if state.finished { return (nil, nil, .closed) }
+                if state.holding {
+                    if var held = state.held {
+                        state.queuedRows -= held.rowCount
+                        let coalesced = held.merge(seq: seq, parts: parts)
+                        state.queuedRows += held.rowCount
+                        state.held = held
+                        if state.queuedRows > self.limit {
+                            Self.drop(&state)
+                            return (nil, nil, .overflowed)
+                        }
+                        return (nil, nil, .queued(coalesced: coalesced))
+                    }
+                    let held = QueuedBatch(seq: seq, parts: parts)
+                    state.held = held
+                    state.queuedRows += held.rowCount
+                    if state.queuedRows > self.limit {
+                        Self.drop(&state)
+                        return (nil, nil, .overflowed)
+                    }
+                    return (nil, nil, .queued(coalesced: 0))
+                }
                 if !state.isEmpty, case .batch(var last) = state.items[state.items.count - 1] {
                     state.queuedRows -= last.rowCount
                     let coalesced = last.merge(seq: seq, parts: parts)
@@ -279,7 +354,7 @@ final class ClientOutbox: Sendable {
         return result
     }
 
-    /// Drops every queued batch and snapshot (the hub re-snapshots the client); messages stay.
+    /// Drops every queued batch and snapshot, and the held batch (the hub re-snapshots the client); messages stay.
     private static func drop(_ state: inout State) {
         state.items = state.items[state.head...].filter {
             if case .message = $0 { return true }
@@ -287,7 +362,40 @@ final class ClientOutbox: Sendable {
         }
         state.head = 0
         state.queuedRows = 0
+        state.held = nil
     }
+
+    /// Drops everything queued but messages, and holds batches from now on (the hub re-snapshots every subscription
+    /// of the client and answers them together).
+    func dropAndHold() {
+        self.state.withLock { state in
+            Self.drop(&state)
+            state.holding = true
+        }
+    }
+
+    /// Holds batches from now on: they are merged into one, sent by ``endHold()``.
+    func beginHold() {
+        self.state.withLock { $0.holding = true }
+    }
+
+    /// Stops holding: the held batch, if any, is queued after everything queued meanwhile (snapshots, messages).
+    func endHold() {
+        let waiter = self.state.withLock { state -> (CheckedContinuation<OutboxItem?, Never>, OutboxItem)? in
+            guard state.holding else { return nil }
+            state.holding = false
+            guard let held = state.held, !state.finished else { return nil }
+            state.held = nil
+            // Counted in queuedRows already: push counts batches it queues, so take the held rows out first.
+            state.queuedRows -= held.rowCount
+            let item = OutboxItem.batch(held)
+            return state.push(item).map { ($0, item) }
+        }
+        if let (continuation, item) = waiter { continuation.resume(returning: item) }
+    }
+
+    /// Whether the outbox holds batches (for tests).
+    var isHolding: Bool { self.state.withLock { $0.holding } }
 
     private func deliver(_ item: OutboxItem) {
         let waiter = self.state.withLock { state -> CheckedContinuation<OutboxItem?, Never>? in
@@ -312,6 +420,26 @@ final class ClientOutbox: Sendable {
         }
         if let waiter, let message { waiter.resume(returning: .message(message)) }
     }
+
+    /// Ends the queue with an error: what is queued is dropped, and the writer, finding nothing more, ends the stream
+    /// with `error` (see ``failure``).
+    func fail(with error: RPCError) {
+        let waiter = self.state.withLock { state -> CheckedContinuation<OutboxItem?, Never>? in
+            if state.finished { return nil }
+            state.finished = true
+            state.failure = error
+            state.items = []
+            state.head = 0
+            state.held = nil
+            state.queuedRows = 0
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: nil)
+    }
+
+    /// The error the stream must end with, once ``next()`` returned `nil` after ``fail(with:)``.
+    var failure: RPCError? { self.state.withLock { $0.failure } }
 
     /// The next item to write, waiting for one; `nil` once the queue is finished and empty (or the task cancelled).
     func next() async -> OutboxItem? {
@@ -344,7 +472,9 @@ final class ClientOutbox: Sendable {
             }
             var response = Meridian_V1_SyncResponse()
             var heartbeat = Meridian_V1_Heartbeat()
-            heartbeat.seq = max(seq, state.lastSentSeq)
+            // While holding, the client shows an older state than the hub's seq: tell it nothing new.
+            heartbeat.seq = state.holding ? state.lastSentSeq : max(seq, state.lastSentSeq)
+            state.lastSentSeq = heartbeat.seq
             response.heartbeat = heartbeat
             let item = OutboxItem.message(response)
             state.lastActivity = .now

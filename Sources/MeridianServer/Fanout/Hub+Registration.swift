@@ -12,21 +12,65 @@ internal import Synchronization
 extension Hub {
     // MARK: - Clients
 
-    /// Registers a `Sync` stream; `resumeFrom` is set when its Welcome says `resumed`.
+    /// A subscription a stream asks for: in Hello (re-added with the stream) or in a Subscribe.
+    struct SubscriptionRequest {
+        var id: String
+        var epoch: UInt32
+        var request: BoundFetchRequest
+        /// The client already shows its result (as of the resume point).
+        var resume: Bool
+    }
+
+    /// A subscription a stream asked for that is refused, with the epoch its error carries.
+    struct RefusedSubscription: Error {
+        var id: String
+        var epoch: UInt32
+        var error: DetailError
+    }
+
+    /// Registers a `Sync` stream and the subscriptions its Hello re-adds, all at once; `resumeFrom` is set when its
+    /// Welcome says `resumed`. Queues the Welcome (`welcome` builds it from the seq it carries) and the refusals of
+    /// re-added subscriptions first, so that no answer can overtake them. The re-added subscriptions the client
+    /// already shows form one group: the client's batches are held until every one of them is answered, then sent
+    /// as one.
     ///
-    /// - Returns: The client's id and the seq its Welcome carries, or `nil` when the server is shutting down.
+    /// - Returns: The client's id and the seq its Welcome carries.
+    /// - Throws: ``DetailError`` `SHUTTING_DOWN` when the server is shutting down, `UNAVAILABLE` when the fan-out
+    ///   stopped.
     func connect(
-        outbox: ClientOutbox, jobs: AsyncStream<Int>.Continuation, name: String, resumeFrom: Int64?
-    ) -> (id: Int, seq: Int64)? {
-        let result = self.state.withLock { state -> (id: Int, seq: Int64)? in
-            guard !state.shuttingDown else { return nil }
+        outbox: ClientOutbox, jobs: AsyncStream<Int>.Continuation, name: String, resumeFrom: Int64?,
+        subscriptions: [Result<SubscriptionRequest, RefusedSubscription>] = [],
+        welcome: (Int64) -> Meridian_V1_SyncResponse
+    ) throws(DetailError) -> (id: Int, seq: Int64) {
+        let result = self.state.withLock { state -> Result<(id: Int, seq: Int64), DetailError> in
+            if let failure = state.failure { return .failure(DetailError(failure)) }
+            guard !state.shuttingDown else {
+                return .failure(DetailError(.shuttingDown, "the server is shutting down"))
+            }
             let id = state.nextID
             state.nextID += 1
             state.clients[id] = Client(outbox: outbox, jobs: jobs, name: name, resumeFrom: resumeFrom)
-            return (id, state.processedSeq)
+            outbox.enqueue(welcome(state.processedSeq))
+            // Held from the first re-added subscription on, also one answered at once (a limited subscription the
+            // hub maintains), so that none of the group's answers leaves before the others.
+            let grouped = subscriptions.contains { (try? $0.get())?.resume == true }
+            if grouped { outbox.beginHold() }
+            defer { if grouped, state.clients[id]!.group.isEmpty { outbox.endHold() } }
+            for subscription in subscriptions {
+                do throws(RefusedSubscription) {
+                    let subscription = try subscription.get()
+                    if let error = self.register(id, subscription, &state) {
+                        throw RefusedSubscription(id: subscription.id, epoch: subscription.epoch, error: error)
+                    }
+                } catch {
+                    outbox.enqueue(SyncSession.subscriptionError(error.id, epoch: error.epoch, error.error.detail))
+                }
+            }
+            return .success((id, state.processedSeq))
         }
-        if result != nil { self.metrics.subscribers.increment() }
-        return result
+        let connected = try result.get()
+        self.metrics.subscribers.increment()
+        return connected
     }
 
     /// Removes a client and everything it held.
@@ -47,45 +91,53 @@ extension Hub {
     // MARK: - Requests from the client
 
     /// Adds a subscription: registers it pending and queues its read, or answers at once from a limited
-    /// subscription the hub already maintains.
+    /// subscription the hub already maintains. A resumed subscription is answered before any other batch reaches
+    /// the client.
     ///
     /// - Throws: ``DetailError`` `DUPLICATE_SUBSCRIPTION` or `TOO_MANY_SUBSCRIPTIONS`.
-    func subscribe(_ clientID: Int, id: String, request: BoundFetchRequest, resume: Bool) throws(DetailError) {
+    func subscribe(_ clientID: Int, _ subscription: SubscriptionRequest) throws(DetailError) {
+        let error = self.state.withLock { state in self.register(clientID, subscription, &state) }
+        if let error { throw error }
+    }
+
+    /// Registers one subscription under the lock; returns why it is refused, if it is.
+    private func register(_ clientID: Int, _ subscription: SubscriptionRequest, _ state: inout State) -> DetailError? {
         let maxSubscriptions = self.configuration.maxSubscriptionsPerStream
-        let result: Result<Void, DetailError> = self.state.withLock { state in
-            guard let client = state.clients[clientID] else { return .success(()) }
-            if client.subscriptions[id] != nil {
-                return .failure(
-                    DetailError(.duplicateSubscription, "the stream already holds a subscription '\(id)'"))
-            }
-            if maxSubscriptions > 0, client.subscriptions.count >= maxSubscriptions {
-                return .failure(
-                    DetailError(
-                        .tooManySubscriptions,
-                        "the stream already holds \(client.subscriptions.count) subscriptions, the most allowed"))
-            }
-            state.clients[clientID]!.subscriptions[id] = ClientSubscription(request: request)
-            let kind: PendingKind
-            if resume, let from = client.resumeFrom, request.limit == nil {
-                kind = .resume(from: from)
-            } else {
-                kind = .snapshot(resnapshot: resume)
-                if resume { self.metrics.resnapshots.increment() }
-            }
-            if case .snapshot(let resnapshot) = kind, let distinct = state.distinct[SubscriptionKey(request)],
-                let live = distinct.live
-            {
-                // A limited subscription the hub maintains: its rows at the processed seq are at hand.
-                let rows = live.rows.map { VersionedRow(row: $0, version: distinct.versions[$0.id] ?? 0) }
-                self.activate(clientID, id, request, &state)
-                client.outbox.enqueue(
-                    QueuedSnapshot(subscriptionID: id, seq: state.processedSeq, rows: rows, resnapshot: resnapshot))
-                return .success(())
-            }
-            self.addPending(clientID, id, request, kind, &state)
-            return .success(())
+        let id = subscription.id
+        let request = subscription.request
+        let resume = subscription.resume
+        guard let client = state.clients[clientID] else { return nil }
+        if client.subscriptions[id] != nil {
+            return DetailError(.duplicateSubscription, "the stream already holds a subscription '\(id)'")
         }
-        try result.get()
+        if maxSubscriptions > 0, client.subscriptions.count >= maxSubscriptions {
+            return DetailError(
+                .tooManySubscriptions,
+                "the stream already holds \(client.subscriptions.count) subscriptions, the most allowed")
+        }
+        state.clients[clientID]!.subscriptions[id] = ClientSubscription(epoch: subscription.epoch, request: request)
+        let kind: PendingKind
+        if resume, let from = client.resumeFrom, request.limit == nil {
+            kind = .resume(from: from)
+        } else {
+            kind = .snapshot(resnapshot: resume)
+            if resume { self.metrics.resnapshots.increment() }
+        }
+        if case .snapshot(let resnapshot) = kind, let distinct = state.distinct[SubscriptionKey(request)],
+            let live = distinct.live
+        {
+            // A limited subscription the hub maintains: its rows at the processed seq are at hand.
+            let rows = live.rows.map { VersionedRow(row: $0, version: distinct.versions[$0.id] ?? 0) }
+            self.activate(clientID, id, request, &state)
+            let wire = WireSubscription(id: id, epoch: subscription.epoch)
+            client.outbox.enqueue(
+                QueuedSnapshot(
+                    subscriptionID: id, epoch: wire.epoch, seq: state.processedSeq, rows: rows, resnapshot: resnapshot))
+            self.enqueue(clientID, state.processedSeq, [.snapshotReady(wire)], &state)
+            return nil
+        }
+        self.addPending(clientID, id, request, kind, grouped: resume, &state)
+        return nil
     }
 
     /// Changes a subscription's request; the previous request stays in force until the replacement is released.
@@ -97,14 +149,19 @@ extension Hub {
             guard let subscription = client.subscriptions[id] else {
                 return .failure(DetailError(.unknownSubscription, "the stream holds no subscription '\(id)'"))
             }
-            if let pending = subscription.pending { state.pendings[pending] = nil }
+            // A subscription still being answered as part of a group stays in it under its new request.
+            var grouped = false
+            if let pending = subscription.pending {
+                grouped = state.clients[clientID]!.group.remove(pending) != nil
+                state.pendings[pending] = nil
+            }
             state.clients[clientID]!.subscriptions[id]!.pending = nil
             state.clients[clientID]!.subscriptions[id]!.request = request
             if let old = subscription.activeRequest {
-                self.addPending(clientID, id, request, .replace(old: old), &state)
+                self.addPending(clientID, id, request, .replace(old: old), grouped: grouped, &state)
             } else {
                 // Its first snapshot was not sent yet: the snapshot of the new request answers both.
-                self.addPending(clientID, id, request, .snapshot(resnapshot: false), &state)
+                self.addPending(clientID, id, request, .snapshot(resnapshot: false), grouped: grouped, &state)
             }
             return .success(())
         }
@@ -120,7 +177,7 @@ extension Hub {
             guard let subscription = state.clients[clientID]!.subscriptions.removeValue(forKey: id) else {
                 return .failure(DetailError(.unknownSubscription, "the stream holds no subscription '\(id)'"))
             }
-            if let pending = subscription.pending { state.pendings[pending] = nil }
+            if let pending = subscription.pending { self.dropPending(pending, &state) }
             if let key = subscription.active { self.removeHolder(key, clientID, id, &state) }
             return .success(())
         }
@@ -162,17 +219,24 @@ extension Hub {
             self.logger.info(
                 "cannot read a subscription's base: \(error)",
                 metadata: ["meridian.subscription.id": "\(pending.subscriptionID)"])
-            let outbox = self.state.withLock { state -> ClientOutbox? in
-                guard state.pendings.removeValue(forKey: pendingID) != nil else { return nil }
-                state.clients[pending.clientID]?.subscriptions[pending.subscriptionID] = nil
-                return state.clients[pending.clientID]?.outbox
+            // The error goes out before the group's batch (if this ends the group), so that the client has it first.
+            self.state.withLock { state in
+                guard state.pendings[pendingID] != nil,
+                    let subscription = state.clients[pending.clientID]?.subscriptions[pending.subscriptionID],
+                    subscription.pending == pendingID
+                else { return }
+                let outbox = state.clients[pending.clientID]!.outbox
+                var failure = Meridian_V1_SubscriptionError()
+                failure.subscriptionID = pending.subscriptionID
+                failure.epoch = subscription.epoch
+                failure.error = Meridian_V1_ErrorDetail(.internal, "cannot read the subscription's rows: \(error)")
+                var response = Meridian_V1_SyncResponse()
+                response.subscriptionError = failure
+                outbox.enqueue(response)
+                if let key = subscription.active { self.removeHolder(key, pending.clientID, pending.subscriptionID, &state) }
+                state.clients[pending.clientID]!.subscriptions[pending.subscriptionID] = nil
+                self.dropPending(pendingID, &state)
             }
-            var response = Meridian_V1_SyncResponse()
-            var failure = Meridian_V1_SubscriptionError()
-            failure.subscriptionID = pending.subscriptionID
-            failure.error = Meridian_V1_ErrorDetail(.internal, "cannot read the subscription's rows: \(error)")
-            response.subscriptionError = failure
-            outbox?.enqueue(response)
         }
     }
 
@@ -190,27 +254,47 @@ extension Hub {
 
     // MARK: - Under the lock
 
+    /// Registers a pending read of a subscription's base; `grouped` when the client already shows the subscription
+    /// (its batches are then held until the group is answered).
     func addPending(
-        _ clientID: Int, _ id: String, _ request: BoundFetchRequest, _ kind: PendingKind, _ state: inout State
+        _ clientID: Int, _ id: String, _ request: BoundFetchRequest, _ kind: PendingKind, grouped: Bool,
+        _ state: inout State
     ) {
         let pendingID = state.nextID
         state.nextID += 1
         state.pendings[pendingID] = Pending(
             clientID: clientID, subscriptionID: id, request: request, kind: kind, registeredAt: state.processedSeq)
         state.clients[clientID]!.subscriptions[id]!.pending = pendingID
+        if grouped {
+            if state.clients[clientID]!.group.isEmpty { state.clients[clientID]!.outbox.beginHold() }
+            state.clients[clientID]!.group.insert(pendingID)
+        }
         state.clients[clientID]!.jobs.yield(pendingID)
+    }
+
+    /// Forgets a pending registration; the last one of a client's group sends the client its held batch.
+    func dropPending(_ pendingID: Int, _ state: inout State) {
+        guard let pending = state.pendings.removeValue(forKey: pendingID) else { return }
+        guard state.clients[pending.clientID]?.group.remove(pendingID) != nil else { return }
+        if state.clients[pending.clientID]!.group.isEmpty { state.clients[pending.clientID]!.outbox.endHold() }
     }
 
     /// Sends a pending registration's snapshot, missed deltas or replacement at the processed seq, and makes the
     /// subscription active from there on.
     func release(_ pendingID: Int, _ state: inout State) {
-        guard let pending = state.pendings.removeValue(forKey: pendingID), let base = pending.base,
-            let client = state.clients[pending.clientID],
-            client.subscriptions[pending.subscriptionID]?.pending == pendingID
-        else { return }
+        guard let pending = state.pendings[pendingID], let base = pending.base else { return }
+        guard let client = state.clients[pending.clientID],
+            let subscription = client.subscriptions[pending.subscriptionID], subscription.pending == pendingID
+        else {
+            self.dropPending(pendingID, &state)
+            return
+        }
+        // Answered below; the group (if it was in one) ends after the answer is queued, so that it is in the batch.
+        defer { self.dropPending(pendingID, &state) }
         let seq = state.processedSeq
         let request = pending.request
         let id = pending.subscriptionID
+        let wire = WireSubscription(id: id, epoch: subscription.epoch)
         state.clients[pending.clientID]!.subscriptions[id]!.pending = nil
         func changes(after seq: Int64, _ entity: String) -> [NetChange] {
             NetChange.of(pending.buffer.lazy.filter { $0.seq > seq && $0.entity == entity })
@@ -220,7 +304,9 @@ extension Hub {
             let all = request.advance(rows, with: changes(after: baseSeq, request.entity.name))
             self.activate(pending.clientID, id, request, &state, allRows: all)
             client.outbox.enqueue(
-                QueuedSnapshot(subscriptionID: id, seq: seq, rows: request.window(all), resnapshot: resnapshot))
+                QueuedSnapshot(
+                    subscriptionID: id, epoch: wire.epoch, seq: seq, rows: request.window(all), resnapshot: resnapshot))
+            self.enqueue(pending.clientID, seq, [.snapshotReady(wire)], &state)
 
         case .missed(let missed, let baseSeq):
             let later = pending.buffer.filter { $0.seq > baseSeq && $0.entity == request.entity.name }
@@ -229,7 +315,7 @@ extension Hub {
             self.activate(pending.clientID, id, request, &state)
             self.enqueue(
                 pending.clientID, seq,
-                [BatchPart(subscriptionID: id, delta: delta, replaced: false, derived: request.entity.derived)], &state)
+                [BatchPart(subscription: wire, delta: delta, replaced: false, derived: request.entity.derived)], &state)
 
         case .replace(let oldRows, let oldSeq, let newRows, let newSeq):
             guard case .replace(let old) = pending.kind else { return }
@@ -249,11 +335,11 @@ extension Hub {
             let delta = SharedDelta(entered: entered, left: left, updated: [])
             self.enqueue(
                 pending.clientID, seq,
-                [BatchPart(subscriptionID: id, delta: delta, replaced: true, derived: request.entity.derived)], &state)
+                [BatchPart(subscription: wire, delta: delta, replaced: true, derived: request.entity.derived)], &state)
         }
     }
 
-    private func enqueue(_ clientID: Int, _ seq: Int64, _ parts: [BatchPart], _ state: inout State) {
+    func enqueue(_ clientID: Int, _ seq: Int64, _ parts: [BatchPart], _ state: inout State) {
         guard let client = state.clients[clientID] else { return }
         switch client.outbox.enqueueBatch(seq: seq, parts: parts) {
         case .queued(let coalesced): if coalesced > 0 { self.metrics.coalesced.increment(by: Int64(coalesced)) }
@@ -282,14 +368,14 @@ extension Hub {
             state.distinct[key] = distinct
             self.metrics.distinctSubscriptions.increment()
         }
-        state.distinct[key]!.holders[clientID, default: []].insert(id)
+        state.distinct[key]!.holders[clientID, default: [:]][id] = state.clients[clientID]!.subscriptions[id]!.epoch
         state.clients[clientID]!.subscriptions[id]!.active = key
         state.clients[clientID]!.subscriptions[id]!.activeRequest = request
     }
 
     func removeHolder(_ key: SubscriptionKey, _ clientID: Int, _ id: String, _ state: inout State) {
         guard state.distinct[key] != nil else { return }
-        state.distinct[key]!.holders[clientID]?.remove(id)
+        state.distinct[key]!.holders[clientID]?[id] = nil
         if state.distinct[key]!.holders[clientID]?.isEmpty == true { state.distinct[key]!.holders[clientID] = nil }
         if state.distinct[key]!.holders.isEmpty {
             state.distinct[key] = nil
@@ -297,15 +383,21 @@ extension Hub {
         }
     }
 
-    /// Drops what the client was getting and re-snapshots every subscription it holds (flagged `resnapshot`).
+    /// Drops what the client was getting and re-snapshots every subscription it holds (flagged `resnapshot`), as one
+    /// group: the client gets them all in one batch.
     func resnapshotAll(_ clientID: Int, _ state: inout State) {
         guard let client = state.clients[clientID] else { return }
+        client.outbox.dropAndHold()
+        for pending in client.group { state.pendings[pending] = nil }
+        state.clients[clientID]!.group = []
         for (id, subscription) in client.subscriptions {
             if let pending = subscription.pending { state.pendings[pending] = nil }
             if let key = subscription.active { self.removeHolder(key, clientID, id, &state) }
-            state.clients[clientID]!.subscriptions[id] = ClientSubscription(request: subscription.request)
+            state.clients[clientID]!.subscriptions[id] = ClientSubscription(
+                epoch: subscription.epoch, request: subscription.request)
             self.metrics.resnapshots.increment()
-            self.addPending(clientID, id, subscription.request, .snapshot(resnapshot: true), &state)
+            self.addPending(clientID, id, subscription.request, .snapshot(resnapshot: true), grouped: true, &state)
         }
+        if state.clients[clientID]!.group.isEmpty { client.outbox.endHold() }
     }
 }

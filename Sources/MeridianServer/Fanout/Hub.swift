@@ -21,8 +21,19 @@
 // snapshot and the first delta is lost or repeated), queued for the client after every batch <= X and before any
 // batch > X, and the subscription joins its distinct subscription, so its deltas start with the batch after X. Thus
 // `seq` never decreases along a stream, and every message leaves the client at a state the store had.
+//
+// ## The client's one rule: a Batch changes what it shows, a SnapshotChunk never does
+//
+// A released snapshot is queued as chunks the client stages, followed by a batch part flagged `snapshot` at X that
+// makes it visible. Subscriptions the client already shows — re-added with Hello after a reconnection, or
+// re-snapshotted after an overflow — are a *group*: while any of them is pending, the client's outbox holds its
+// batches (merging them into one), and the release of the last one sends that one batch, which brings every
+// subscription of the stream to its seq. A client therefore stays consistent by applying each Batch as it arrives.
+// Every message about a subscription carries the epoch of the Subscribe that made it (counted by the session), so
+// that a client reusing an id can drop what was sent for the old subscription.
 
 internal import CoreMetrics
+internal import GRPCCore
 internal import Logging
 internal import MeridianCore
 internal import MeridianProto
@@ -50,8 +61,8 @@ final class Hub: Sendable {
     /// A distinct subscription and every client subscription that holds it.
     struct Distinct {
         let request: BoundFetchRequest
-        /// client id → the client's subscription ids with this key.
-        var holders: [Int: Set<String>] = [:]
+        /// client id → the client's subscriptions with this key (id → epoch).
+        var holders: [Int: [String: UInt32]] = [:]
         /// For a limited subscription: every matching row in order (the window is its prefix), at the hub's seq.
         var live: LiveResults?
         /// For a limited subscription: the version of every matching row.
@@ -67,10 +78,15 @@ final class Hub: Sendable {
         var subscriptions: [String: ClientSubscription] = [:]
         /// The client's resume point, when `Welcome.resumed` was true.
         var resumeFrom: Int64?
+        /// The pending registrations of subscriptions the client already shows; while there are any, the outbox
+        /// holds the client's batches (see "The client's one rule" above).
+        var group: Set<Int> = []
     }
 
     /// One subscription of one client.
     struct ClientSubscription {
+        /// The epoch of the Subscribe that made it (see meridian.proto, Subscribe).
+        let epoch: UInt32
         /// The request the subscription is (or is becoming, while a Replace is pending).
         var request: BoundFetchRequest
         /// The distinct subscription it receives deltas from, once active.
@@ -128,6 +144,8 @@ final class Hub: Sendable {
     struct State {
         var processedSeq: Int64 = 0
         var shuttingDown = false
+        /// Set when the fan-out stopped on an error: what a stream is told (new streams are refused with it).
+        var failure: Meridian_V1_ErrorDetail?
         var distinct: [SubscriptionKey: Distinct] = [:]
         var clients: [Int: Client] = [:]
         var pendings: [Int: Pending] = [:]
@@ -159,11 +177,40 @@ final class Hub: Sendable {
     }
 
     /// Follows the store's commits until cancelled, processing the log once per wake-up.
+    ///
+    /// A read or decode error stops the fan-out for good (the log at that seq cannot be delivered, and skipping it
+    /// would lose changes): it is logged, counted (`meridian.fanout.failures`), and every stream ends with
+    /// `UNAVAILABLE`; new streams are refused the same way until the server restarts. Writes go on.
     func run() async throws {
-        for await _ in self.store.commits(pollInterval: self.configuration.commitPollInterval) {
-            try Task.checkCancellation()
-            try await self.catchUp()
+        do {
+            for await _ in self.store.commits(pollInterval: self.configuration.commitPollInterval) {
+                try Task.checkCancellation()
+                try await self.catchUp()
+            }
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            self.fail(error)
         }
+    }
+
+    /// Stops the fan-out after `error`: every stream ends with `UNAVAILABLE` and a message that names no internals
+    /// (the error itself is logged here).
+    func fail(_ error: any Error) {
+        let seq = self.processedSeq
+        self.logger.error(
+            "the fan-out stopped: every Sync stream ends, and new ones are refused until the server restarts",
+            metadata: ["meridian.seq": "\(seq)", "meridian.error": "\(error)"])
+        self.metrics.fanoutFailures.increment()
+        let detail = Meridian_V1_ErrorDetail(
+            .unavailable,
+            "the server's change feed stopped after seq \(seq) (a read or decode error, logged by the server); "
+                + "Sync is unavailable until the server is restarted")
+        let outboxes = self.state.withLock { state -> [ClientOutbox] in
+            state.failure = detail
+            return state.clients.values.map(\.outbox)
+        }
+        for outbox in outboxes { outbox.fail(with: RPCError(detail)) }
     }
 
     /// Reads and processes everything after the processed seq.
@@ -219,11 +266,11 @@ final class Hub: Sendable {
                     }
                     guard let delta else { continue }
                     for (client, ids) in state.distinct[key]!.holders {
-                        for id in ids {
+                        for (id, epoch) in ids {
                             perClient[client, default: []].append(
                                 BatchPart(
-                                    subscriptionID: id, delta: delta, replaced: false,
-                                    derived: state.distinct[key]!.request.entity.derived))
+                                    subscription: WireSubscription(id: id, epoch: epoch), delta: delta,
+                                    replaced: false, derived: state.distinct[key]!.request.entity.derived))
                         }
                     }
                 }

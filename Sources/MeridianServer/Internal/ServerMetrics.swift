@@ -14,6 +14,7 @@ internal import CoreMetrics
 /// | `meridian.overflows` | counter | client queues dropped for passing their limit |
 /// | `meridian.resnapshots` | counter | snapshots flagged `resnapshot` (overflow, resume impossible, replace) |
 /// | `meridian.fanout.duration` | timer | time to process one batch for every subscription |
+/// | `meridian.fanout.failures` | counter | fan-out stops on a read or decode error (every stream then ends `UNAVAILABLE`) |
 /// | `meridian.apply` | counter, dimension `outcome` = `committed`/`rejected` | transactions |
 struct ServerMetrics: Sendable {
     let commits: Counter
@@ -24,6 +25,7 @@ struct ServerMetrics: Sendable {
     let overflows: Counter
     let resnapshots: Counter
     let fanoutDuration: Timer
+    let fanoutFailures: Counter
     let applyCommitted: Counter
     let applyRejected: Counter
 
@@ -36,6 +38,7 @@ struct ServerMetrics: Sendable {
         self.overflows = Counter(label: "meridian.overflows", factory: factory)
         self.resnapshots = Counter(label: "meridian.resnapshots", factory: factory)
         self.fanoutDuration = Timer(label: "meridian.fanout.duration", factory: factory)
+        self.fanoutFailures = Counter(label: "meridian.fanout.failures", factory: factory)
         self.applyCommitted = Counter(label: "meridian.apply", dimensions: [("outcome", "committed")], factory: factory)
         self.applyRejected = Counter(label: "meridian.apply", dimensions: [("outcome", "rejected")], factory: factory)
     }

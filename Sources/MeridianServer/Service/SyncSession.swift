@@ -33,6 +33,8 @@ struct SyncSession {
                 while let item = await outbox.next() {
                     try await self.write(item, to: writer, chunkBytes: chunkBytes.value)
                 }
+                // The hub ended the queue with an error (the fan-out stopped): the stream ends with it.
+                if let failure = outbox.failure { throw failure }
                 return .writer
             }
             group.addTask {
@@ -41,27 +43,42 @@ struct SyncSession {
             }
             group.addTask {
                 var client: Int? = nil
+                // The number of Subscribes read per id: the epoch every message about the subscription carries.
+                var epochs = Epochs()
                 for try await request in requests {
                     if let id = client {
-                        try self.handle(request, client: id, outbox: outbox)
+                        try self.handle(request, client: id, outbox: outbox, epochs: &epochs)
                         continue
                     }
                     guard case .hello(let hello) = request.kind else {
                         throw RPCError(
                             Meridian_V1_ErrorDetail(.malformedRequest, "a Sync stream must start with Hello"))
                     }
+                    guard hello.protocolVersion >= ProtocolVersion.minimum else {
+                        throw RPCError(
+                            Meridian_V1_ErrorDetail(
+                                .unsupportedProtocol,
+                                "the client speaks protocol version \(hello.protocolVersion) of meridian.v1; this "
+                                    + "server serves versions \(ProtocolVersion.minimum) to \(ProtocolVersion.current) "
+                                    + "(see docs/protocol.md, \"Versions\")"))
+                    }
                     chunkBytes.value = Chunking.chunkBytes(
                         requested: Int(hello.maxBatchBytes), configured: self.service.configuration)
                     let resumeFrom = try await self.resumePoint(hello)
-                    guard
-                        let (id, seq) = hub.connect(
-                            outbox: outbox, jobs: jobsContinuation, name: hello.clientName, resumeFrom: resumeFrom)
-                    else {
-                        throw RPCError(Meridian_V1_ErrorDetail(.shuttingDown, "the server is shutting down"))
+                    let subscriptions = hello.subscriptions.map { subscribe in
+                        self.subscriptionRequest(subscribe, epoch: epochs.next(subscribe.subscriptionID))
+                    }
+                    let (id, seq): (Int, Int64)
+                    do throws(DetailError) {
+                        (id, seq) = try hub.connect(
+                            outbox: outbox, jobs: jobsContinuation, name: hello.clientName, resumeFrom: resumeFrom,
+                            subscriptions: subscriptions,
+                            welcome: { seq in self.welcome(seq: seq, resumed: resumeFrom != nil) })
+                    } catch {
+                        throw RPCError(error.detail)
                     }
                     client = id
                     clientID.value = id
-                    outbox.enqueue(self.welcome(seq: seq, resumed: resumeFrom != nil))
                     self.service.logger.debug(
                         "sync stream opened",
                         metadata: ["meridian.client": "\(hello.clientName)", "meridian.seq": "\(seq)"])
@@ -80,21 +97,23 @@ struct SyncSession {
     // MARK: - Requests
 
     /// Handles one request after Hello; a request that breaks the protocol ends the stream.
-    private func handle(_ request: Meridian_V1_SyncRequest, client: Int, outbox: ClientOutbox) throws {
+    private func handle(
+        _ request: Meridian_V1_SyncRequest, client: Int, outbox: ClientOutbox, epochs: inout Epochs
+    ) throws {
         let hub = self.service.hub
         let schema = self.service.store.schema
         switch request.kind {
         case .subscribe(let subscribe):
-            let id = subscribe.subscriptionID
-            do throws(DetailError) {
-                guard !id.isEmpty else { throw DetailError(.malformedRequest, "Subscribe needs a subscription id") }
-                guard subscribe.hasFetch else {
-                    throw DetailError(.malformedRequest, "Subscribe '\(id)' carries no fetch request")
+            let epoch = epochs.next(subscribe.subscriptionID)
+            do throws(Hub.RefusedSubscription) {
+                let subscription = try self.subscriptionRequest(subscribe, epoch: epoch).get()
+                do throws(DetailError) {
+                    try hub.subscribe(client, subscription)
+                } catch {
+                    throw Hub.RefusedSubscription(id: subscription.id, epoch: epoch, error: error)
                 }
-                let bound = try RequestDecoding.bind(subscribe.fetch, schema: schema)
-                try hub.subscribe(client, id: id, request: bound, resume: subscribe.resume)
             } catch {
-                outbox.enqueue(Self.subscriptionError(id, error.detail))
+                outbox.enqueue(Self.subscriptionError(error.id, epoch: error.epoch, error.error.detail))
             }
         case .replace(let replace):
             let id = replace.subscriptionID
@@ -105,13 +124,14 @@ struct SyncSession {
                 let bound = try RequestDecoding.bind(replace.fetch, schema: schema)
                 try hub.replace(client, id: id, request: bound)
             } catch {
-                outbox.enqueue(Self.subscriptionError(id, error.detail))
+                outbox.enqueue(Self.subscriptionError(id, epoch: epochs[id], error.detail))
             }
         case .unsubscribe(let unsubscribe):
+            let id = unsubscribe.subscriptionID
             do throws(DetailError) {
-                try hub.unsubscribe(client, id: unsubscribe.subscriptionID)
+                try hub.unsubscribe(client, id: id)
             } catch {
-                outbox.enqueue(Self.subscriptionError(unsubscribe.subscriptionID, error.detail))
+                outbox.enqueue(Self.subscriptionError(id, epoch: epochs[id], error.detail))
             }
         case .ack:
             break
@@ -119,6 +139,23 @@ struct SyncSession {
             throw RPCError(Meridian_V1_ErrorDetail(.malformedRequest, "Hello was already sent on this stream"))
         case nil:
             throw RPCError(Meridian_V1_ErrorDetail(.malformedRequest, "a SyncRequest with no message set"))
+        }
+    }
+
+    /// A Subscribe (after Hello or inside it) checked and bound to the schema.
+    private func subscriptionRequest(
+        _ subscribe: Meridian_V1_Subscribe, epoch: UInt32
+    ) -> Result<Hub.SubscriptionRequest, Hub.RefusedSubscription> {
+        let id = subscribe.subscriptionID
+        do throws(DetailError) {
+            guard !id.isEmpty else { throw DetailError(.malformedRequest, "Subscribe needs a subscription id") }
+            guard subscribe.hasFetch else {
+                throw DetailError(.malformedRequest, "Subscribe '\(id)' carries no fetch request")
+            }
+            let bound = try RequestDecoding.bind(subscribe.fetch, schema: self.service.store.schema)
+            return .success(Hub.SubscriptionRequest(id: id, epoch: epoch, request: bound, resume: subscribe.resume))
+        } catch {
+            return .failure(Hub.RefusedSubscription(id: id, epoch: epoch, error: error))
         }
     }
 
@@ -143,14 +180,18 @@ struct SyncSession {
         welcome.resumed = resumed
         welcome.maxSubscriptions = UInt32(clamping: configuration.maxSubscriptionsPerStream)
         welcome.maxRequestBytes = UInt32(clamping: configuration.maxRequestBytes)
+        welcome.protocolVersion = ProtocolVersion.current
         var response = Meridian_V1_SyncResponse()
         response.welcome = welcome
         return response
     }
 
-    static func subscriptionError(_ id: String, _ detail: Meridian_V1_ErrorDetail) -> Meridian_V1_SyncResponse {
+    static func subscriptionError(
+        _ id: String, epoch: UInt32, _ detail: Meridian_V1_ErrorDetail
+    ) -> Meridian_V1_SyncResponse {
         var error = Meridian_V1_SubscriptionError()
         error.subscriptionID = id
+        error.epoch = epoch
         error.error = detail
         var response = Meridian_V1_SyncResponse()
         response.subscriptionError = error
@@ -170,6 +211,7 @@ struct SyncSession {
             for (i, rows) in chunks.enumerated() {
                 var chunk = Meridian_V1_SnapshotChunk()
                 chunk.subscriptionID = snapshot.subscriptionID
+                chunk.epoch = snapshot.epoch
                 chunk.seq = snapshot.seq
                 chunk.rows = rows
                 chunk.last = i == chunks.count - 1
@@ -184,6 +226,21 @@ struct SyncSession {
 }
 
 // MARK: - Small shared boxes
+
+/// The number of Subscribe messages read per subscription id on one stream (see meridian.proto, Subscribe).
+struct Epochs {
+    private var counts: [String: UInt32] = [:]
+
+    /// Counts one more Subscribe for `id` and returns its epoch.
+    mutating func next(_ id: String) -> UInt32 {
+        let epoch = (self.counts[id] ?? 0) &+ 1
+        self.counts[id] = epoch
+        return epoch
+    }
+
+    /// The epoch of the latest Subscribe for `id` (0: none).
+    subscript(_ id: String) -> UInt32 { self.counts[id] ?? 0 }
+}
 
 /// The stream's chunk size, set by Hello (read by the writer task).
 final class ChunkSize: Sendable {

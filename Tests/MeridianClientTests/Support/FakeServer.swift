@@ -1,8 +1,10 @@
 // MARK: - FakeServer
 //
 // A reference server for the tests without a network: it holds the whole table, answers the Sync messages a
-// context sends (Hello, Subscribe, Replace, Unsubscribe, Ack) and turns commits into the Batches the real server
-// must send, computed the simplest way (evaluate every subscription before and after, and compare).
+// context sends (Hello with its subscriptions, Subscribe, Replace, Unsubscribe, Ack) and turns commits into the
+// Batches the real server must send, computed the simplest way (evaluate every subscription before and after, and
+// compare). Like the real server, it stages snapshots in chunks and makes them visible with a Batch, answers the
+// subscriptions Hello re-adds in one Batch, and puts each subscription's epoch on what it sends about it.
 
 import MeridianClient
 import MeridianCore
@@ -16,6 +18,8 @@ final class FakeServer {
     private(set) var seq: Int64 = 0
     /// Subscriptions by id: their bound request.
     private(set) var subscriptions: [String: BoundFetchRequest] = [:]
+    /// The Subscribes received per id on the current stream (the epoch of each subscription).
+    private(set) var epochs: [String: UInt32] = [:]
     /// Every message received, in order.
     private(set) var received: [Meridian_V1_SyncRequest] = []
     /// Chunk size for snapshots (rows per chunk).
@@ -43,27 +47,33 @@ final class FakeServer {
     func handle(_ request: Meridian_V1_SyncRequest) throws -> [Meridian_V1_SyncResponse] {
         self.received.append(request)
         switch request.kind {
-        case .hello:
+        case .hello(let hello):
+            // A new stream: nothing of the previous one is held.
+            self.subscriptions = [:]
+            self.epochs = [:]
             var welcome = Meridian_V1_Welcome()
             welcome.seq = self.seq
             welcome.schemaFingerprint = self.schema.fingerprint
             welcome.heartbeatIntervalMs = 1000
-            welcome.resumed = request.hello.hasResumeFromSeq
-            return [.with { $0.kind = .welcome(welcome) }]
-        case .subscribe(let subscribe):
-            let fetch = try self.fetchRequest(subscribe.fetch)
-            self.subscriptions[subscribe.subscriptionID] = try fetch.bind(to: self.schema)
-            if subscribe.resume {
-                // What the real server sends a resumed subscription: what it missed (the fake keeps no history, so
-                // nothing), as a delta with its id, even when empty — the client waits for it.
-                var delta = Meridian_V1_SubscriptionDelta()
-                delta.subscriptionID = subscribe.subscriptionID
-                var batch = Meridian_V1_Batch()
-                batch.seq = self.seq
-                batch.deltas = [delta]
-                return [.with { $0.kind = .batch(batch) }]
+            welcome.resumed = hello.hasResumeFromSeq
+            welcome.protocolVersion = ProtocolVersion.current
+            var responses: [Meridian_V1_SyncResponse] = [.with { $0.kind = .welcome(welcome) }]
+            // Every re-added subscription is answered in one Batch, after the chunks of those that get snapshots.
+            var batch = Meridian_V1_Batch()
+            batch.seq = self.seq
+            for subscribe in hello.subscriptions {
+                let (chunks, delta) = try self.register(subscribe)
+                responses += chunks
+                batch.deltas.append(delta)
             }
-            return self.snapshot(subscribe.subscriptionID, resnapshot: false)
+            if !batch.deltas.isEmpty { responses.append(.with { $0.kind = .batch(batch) }) }
+            return responses
+        case .subscribe(let subscribe):
+            let (chunks, delta) = try self.register(subscribe)
+            var batch = Meridian_V1_Batch()
+            batch.seq = self.seq
+            batch.deltas = [delta]
+            return chunks + [.with { $0.kind = .batch(batch) }]
         case .replace(let replace):
             let before = self.result(replace.subscriptionID)
             self.subscriptions[replace.subscriptionID] = try self.fetchRequest(replace.fetch).bind(to: self.schema)
@@ -81,8 +91,36 @@ final class FakeServer {
         }
     }
 
-    /// The snapshot of a subscription, in chunks.
+    /// Adds a subscription: the chunks of its snapshot and the delta (for the Batch) that makes it visible; for a
+    /// resumed one, what it missed (the fake keeps no history, so nothing) as an empty delta with its id.
+    private func register(
+        _ subscribe: Meridian_V1_Subscribe
+    ) throws -> (chunks: [Meridian_V1_SyncResponse], delta: Meridian_V1_SubscriptionDelta) {
+        let id = subscribe.subscriptionID
+        self.epochs[id, default: 0] += 1
+        self.subscriptions[id] = try self.fetchRequest(subscribe.fetch).bind(to: self.schema)
+        var delta = Meridian_V1_SubscriptionDelta()
+        delta.subscriptionID = id
+        delta.epoch = self.epochs[id]!
+        if subscribe.resume { return ([], delta) }
+        delta.snapshot = true
+        return (self.chunks(id, resnapshot: false), delta)
+    }
+
+    /// The snapshot of a subscription: its chunks, then the Batch that makes it visible.
     func snapshot(_ id: String, resnapshot: Bool) -> [Meridian_V1_SyncResponse] {
+        var ready = Meridian_V1_SubscriptionDelta()
+        ready.subscriptionID = id
+        ready.epoch = self.epochs[id] ?? 0
+        ready.snapshot = true
+        var batch = Meridian_V1_Batch()
+        batch.seq = self.seq
+        batch.deltas = [ready]
+        return self.chunks(id, resnapshot: resnapshot) + [.with { $0.kind = .batch(batch) }]
+    }
+
+    /// The chunks of a subscription's snapshot (staged by the client until a Batch names it).
+    func chunks(_ id: String, resnapshot: Bool) -> [Meridian_V1_SyncResponse] {
         let rows = self.result(id)
         var chunks: [Meridian_V1_SyncResponse] = []
         var index: UInt32 = 0
@@ -91,6 +129,7 @@ final class FakeServer {
             let end = min(rows.count, start + self.chunkSize)
             var chunk = Meridian_V1_SnapshotChunk()
             chunk.subscriptionID = id
+            chunk.epoch = self.epochs[id] ?? 0
             chunk.seq = self.seq
             chunk.rows = rows[start..<end].map { Meridian_V1_Row($0, version: self.versions[$0.id] ?? 1) }
             chunk.chunkIndex = index
@@ -176,6 +215,7 @@ final class FakeServer {
     private func delta(_ id: String, before: [Row], after: [Row]) -> Meridian_V1_SubscriptionDelta {
         var delta = Meridian_V1_SubscriptionDelta()
         delta.subscriptionID = id
+        delta.epoch = self.epochs[id] ?? 0
         let old = Dictionary(uniqueKeysWithValues: before.map { ($0.id, $0) })
         let new = Dictionary(uniqueKeysWithValues: after.map { ($0.id, $0) })
         for row in before where new[row.id] == nil { delta.left.append(row.id) }

@@ -1,4 +1,4 @@
-// MARK: - Catching up after a reconnection or an overflow, as one commit
+// MARK: - The client's one rule: a SnapshotChunk never changes what shows, a Batch does
 
 import MeridianClient
 import MeridianCore
@@ -6,10 +6,11 @@ import MeridianProto
 import SwiftProtobuf
 import Testing
 
-/// The server answers each re-added subscription on its own, at its own seq. Applied one by one, those answers would
-/// show states the store never had; the context holds them until every subscription has caught up.
-@Suite("Catching up", .timeLimit(.minutes(5)))
-struct CatchUpTests {
+/// The server stages snapshots and answers a reconnection's (or an overflow's) subscriptions in one Batch; the context
+/// only stages chunks and applies each Batch — its deltas and the snapshots it names — as one commit at its seq, and
+/// drops what carries an older epoch than the subscription's.
+@Suite("Applying on Batch", .timeLimit(.minutes(5)))
+struct BatchRuleTests {
     /// Two controllers on two subscriptions (categories 1 and 2), loaded; returns them and their subscription ids.
     func twoControllers(_ harness: Harness) async throws -> (
         one: ResultsController<Row>, two: ResultsController<Row>, oneID: String, twoID: String
@@ -26,18 +27,60 @@ struct CatchUpTests {
         return (one, two, oneID, twoID)
     }
 
-    func batch(_ seq: Int64, _ id: String, entered: [Row] = [], left: [String] = []) -> Meridian_V1_SyncResponse {
+    /// One subscription's delta, at `epoch`.
+    func delta(
+        _ id: String, epoch: UInt32 = 1, entered: [Row] = [], left: [String] = [], snapshot: Bool = false
+    ) -> Meridian_V1_SubscriptionDelta {
         var delta = Meridian_V1_SubscriptionDelta()
         delta.subscriptionID = id
+        delta.epoch = epoch
         delta.entered = entered.map { Meridian_V1_Row($0, version: 2) }
         delta.left = left
+        delta.snapshot = snapshot
+        return delta
+    }
+
+    func batch(_ seq: Int64, _ deltas: Meridian_V1_SubscriptionDelta...) -> Meridian_V1_SyncResponse {
         var batch = Meridian_V1_Batch()
         batch.seq = seq
-        batch.deltas = [delta]
+        batch.deltas = deltas
         return .with { $0.kind = .batch(batch) }
     }
 
-    @Test("after a reconnection, controllers stay at the old seq until every subscription caught up, then move once")
+    /// A whole snapshot in one chunk.
+    func chunk(_ id: String, epoch: UInt32 = 1, seq: Int64, _ rows: [Row], resnapshot: Bool = true)
+        -> Meridian_V1_SyncResponse
+    {
+        var chunk = Meridian_V1_SnapshotChunk()
+        chunk.subscriptionID = id
+        chunk.epoch = epoch
+        chunk.seq = seq
+        chunk.rows = rows.map { Meridian_V1_Row($0, version: 2) }
+        chunk.last = true
+        chunk.resnapshot = resnapshot
+        return .with { $0.kind = .snapshotChunk(chunk) }
+    }
+
+    /// Reconnects without answering: the Hello the context sent, and the Welcome fed back.
+    func reconnect(_ harness: Harness, welcomeSeq: Int64) async throws -> (
+        hello: Meridian_V1_Hello, outbound: AsyncStream<Meridian_V1_SyncRequest>.Continuation
+    ) {
+        let (stream, continuation) = AsyncStream<Meridian_V1_SyncRequest>.makeStream()
+        await harness.context.connectionOpened(outbound: continuation)
+        var iterator = stream.makeAsyncIterator()
+        guard case .hello(let hello)? = await iterator.next()?.kind else {
+            Issue.record("the first message of a stream is not Hello")
+            throw CancellationError()
+        }
+        var welcome = Meridian_V1_Welcome()
+        welcome.seq = welcomeSeq
+        welcome.resumed = true
+        welcome.protocolVersion = ProtocolVersion.current
+        try await harness.context.receive(.with { $0.kind = .welcome(welcome) })
+        return (hello, continuation)
+    }
+
+    @Test("after a reconnection, a staged snapshot changes nothing; the one Batch moves every controller at once")
     func reconnection() async throws {
         let harness = try await Harness()
         let (one, two, oneID, twoID) = try await twoControllers(harness)
@@ -50,23 +93,21 @@ struct CatchUpTests {
         await harness.disconnect()
 
         // While disconnected, x moved from category 1 to 2 (seq before+1), then c joined category 1 (before+2).
-        let (_, continuation) = AsyncStream<Meridian_V1_SyncRequest>.makeStream()
-        await harness.context.connectionOpened(outbound: continuation)
-        var welcome = Meridian_V1_Welcome()
-        welcome.seq = before + 2
-        welcome.resumed = true
-        try await harness.context.receive(.with { $0.kind = .welcome(welcome) })
-        // The first subscription's catch-up, released at before+1 …
-        try await harness.context.receive(batch(before + 1, oneID, left: ["x"]))
-        // … a live batch for it …
-        try await harness.context.receive(batch(before + 2, oneID, entered: [point("c", "Charlie", 1)]))
-        // Held: applied alone, x would be in neither controller, a state the store never had.
+        let (hello, _) = try await reconnect(harness, welcomeSeq: before + 2)
+        #expect(hello.protocolVersion == ProtocolVersion.current)
+        #expect(hello.resumeFromSeq == before)
+        #expect(hello.subscriptions.map(\.subscriptionID).sorted() == [oneID, twoID].sorted())
+        #expect(hello.subscriptions.allSatisfy { $0.resume })
+        // The second subscription is re-snapshotted: its chunk is staged and changes nothing.
+        try await harness.context.receive(chunk(twoID, seq: before + 2, [point("b", "Bravo", 2), point("x", "Xray", 2)]))
         #expect(one.rows.map(\.id) == ["a", "x"] && two.rows.map(\.id) == ["b"])
-        #expect(one.seq == before && two.seq == before)
         #expect(await harness.context.seq == before)
 
-        // The second subscription's catch-up, released at before+2: everything applies as one commit.
-        try await harness.context.receive(batch(before + 2, twoID, entered: [point("x", "Xray", 2)]))
+        // One Batch: the first subscription's missed delta and the second's snapshot, applied as one commit.
+        try await harness.context.receive(
+            batch(
+                before + 2, delta(oneID, entered: [point("c", "Charlie", 1)], left: ["x"]),
+                delta(twoID, snapshot: true)))
         #expect(one.rows.map(\.id) == ["a", "c"] && two.rows.map(\.id) == ["b", "x"])
         #expect(one.seq == before + 2 && two.seq == before + 2)
         let changeOne = try await logOne.next()
@@ -77,40 +118,42 @@ struct CatchUpTests {
         #expect(logOne.list.inconsistency(with: one) == nil && logTwo.list.inconsistency(with: two) == nil)
     }
 
-    @Test("a connection lost while catching up applies nothing held; the next Hello resumes from the old seq")
-    func lostWhileCatchingUp() async throws {
+    @Test("a connection lost with a snapshot staged applies nothing; the next Hello resumes from the old seq")
+    func lostWhileStaged() async throws {
         let harness = try await Harness()
-        let (one, _, oneID, _) = try await twoControllers(harness)
+        let (one, two, _, twoID) = try await twoControllers(harness)
         let before = one.seq
         await harness.disconnect()
-        let (stream, continuation) = AsyncStream<Meridian_V1_SyncRequest>.makeStream()
-        await harness.context.connectionOpened(outbound: continuation)
-        try await harness.context.receive(batch(before + 1, oneID, left: ["x"]))
+        _ = try await reconnect(harness, welcomeSeq: before + 1)
+        try await harness.context.receive(chunk(twoID, seq: before + 1, [point("x", "Xray", 2)]))
         await harness.disconnect()
-        #expect(one.rows.map(\.id) == ["a", "x"])
+        #expect(one.rows.map(\.id) == ["a", "x"] && two.rows.map(\.id) == ["b"])
         #expect(await harness.context.seq == before)
-        continuation.finish()
-        var hello: Meridian_V1_Hello?
-        for await message in stream {
-            if case .hello(let h) = message.kind { hello = h }
+        let (hello, continuation) = try await reconnect(harness, welcomeSeq: before + 1)
+        #expect(hello.resumeFromSeq == before)
+        // The staged chunk died with its stream: a Batch naming the snapshot without a new chunk breaks the protocol.
+        await #expect(throws: ClientError.self) {
+            try await harness.context.receive(batch(before + 1, delta(twoID, snapshot: true)))
         }
-        #expect(hello?.resumeFromSeq == before)
+        #expect(two.rows.map(\.id) == ["b"])
+        continuation.finish()
     }
 
-    @Test("an overflow re-snapshot of every subscription is applied as one commit once the last one arrived")
+    @Test("an overflow re-snapshot of every subscription: chunks staged, one Batch applies them all")
     func overflowResnapshot() async throws {
         let harness = try await Harness()
         let (one, two, oneID, twoID) = try await twoControllers(harness)
         let before = one.seq
-        // x moves to category 2, then the server re-snapshots both subscriptions, one at a time.
+        // x moves to category 2 and d joins it; the server re-snapshots both subscriptions and answers them together.
         harness.server.commit("Point", [.upsert(point("x", "Xray", 2))])
-        for chunk in harness.server.snapshot(oneID, resnapshot: true) { try await harness.context.receive(chunk) }
-        #expect(one.rows.map(\.id) == ["a", "x"] && two.rows.map(\.id) == ["b"], "held")
-        #expect(one.seq == before)
         harness.server.commit("Point", [.upsert(point("d", "Delta", 2))])
-        for chunk in harness.server.snapshot(twoID, resnapshot: true) { try await harness.context.receive(chunk) }
-        // Both are complete at the last snapshot's seq? The first one's snapshot is at before+1 and nothing touched
-        // category 1 since, so both show the store's state at before+2.
+        for chunk in harness.server.chunks(oneID, resnapshot: true) { try await harness.context.receive(chunk) }
+        #expect(one.rows.map(\.id) == ["a", "x"] && two.rows.map(\.id) == ["b"], "staged")
+        for chunk in harness.server.chunks(twoID, resnapshot: true) { try await harness.context.receive(chunk) }
+        #expect(one.rows.map(\.id) == ["a", "x"] && two.rows.map(\.id) == ["b"], "staged")
+        #expect(one.seq == before)
+        try await harness.context.receive(
+            batch(harness.server.seq, delta(oneID, snapshot: true), delta(twoID, snapshot: true)))
         #expect(one.rows.map(\.id) == ["a"] && two.rows.map(\.id) == ["b", "d", "x"])
         #expect(one.seq == harness.server.seq && two.seq == harness.server.seq)
     }
@@ -144,8 +187,8 @@ struct CatchUpTests {
         #expect(map.annotations.keys.sorted() == ["a", "b"])
     }
 
-    @Test("a region moved while its snapshot is held for the catch-up: that snapshot is dropped, not shown")
-    func regionMovedWhileHeld() async throws {
+    @Test("a region moved while its snapshot is staged: what carries the old epoch is dropped, not shown")
+    func regionMovedWhileStaged() async throws {
         let harness = try await Harness()
         harness.server.commit(
             "Point",
@@ -167,38 +210,38 @@ struct CatchUpTests {
         let (stream, continuation) = AsyncStream<Meridian_V1_SyncRequest>.makeStream()
         var sent = stream.makeAsyncIterator()
         await harness.context.connectionOpened(outbound: continuation)
-        var subscribes: [Meridian_V1_Subscribe] = []
-        while subscribes.count < 2, let message = await sent.next() {
-            if case .subscribe(let subscribe) = message.kind { subscribes.append(subscribe) }
+        guard case .hello(let hello)? = await sent.next()?.kind else {
+            Issue.record("the first message of a stream is not Hello")
+            return
         }
-        let resumed = try #require(subscribes.first { $0.resume })
-        let middle = try #require(subscribes.first { !$0.resume })
+        let resumed = try #require(hello.subscriptions.first { $0.resume })
+        let middle = try #require(hello.subscriptions.first { !$0.resume })
         var welcome = Meridian_V1_Welcome()
         welcome.seq = harness.server.seq
         welcome.resumed = true
         try await harness.context.receive(.with { $0.kind = .welcome(welcome) })
-        // The middle region's snapshot arrives and is held: the other subscription has not caught up yet.
-        var chunk = Meridian_V1_SnapshotChunk()
-        chunk.subscriptionID = middle.subscriptionID
-        chunk.seq = harness.server.seq
-        chunk.rows = [Meridian_V1_Row(point("m", "Middle", 2, lat: 10, lon: 0), version: 1)]
-        chunk.last = true
-        try await harness.context.receive(.with { $0.kind = .snapshotChunk(chunk) })
-        // The region moves on before the catch-up ends: the map is subscribed again, under a new wire id.
+        // The middle region's snapshot arrives and is staged.
+        let seq = harness.server.seq
+        try await harness.context.receive(
+            chunk(middle.subscriptionID, seq: seq, [point("m", "Middle", 2, lat: 10, lon: 0)], resnapshot: false))
+        // The region moves on before a Batch names it: the map is subscribed again under the same id, epoch 2.
         try await map.setRegion(MapRegion(south: 0, west: 5, north: 20, east: 15))
         var again: Meridian_V1_Subscribe?
         while again == nil, let message = await sent.next() {
             if case .subscribe(let subscribe) = message.kind { again = subscribe }
         }
         let east = try #require(again)
-        #expect(east.subscriptionID != middle.subscriptionID)
+        #expect(east.subscriptionID == middle.subscriptionID)
 
-        // The other subscription catches up: the held middle snapshot must not be shown for the east region.
-        try await harness.context.receive(batch(harness.server.seq, resumed.subscriptionID))
-        #expect(!map.annotations.keys.contains("m"), "the middle region's snapshot was shown for the east region")
-        chunk.subscriptionID = east.subscriptionID
-        chunk.rows = [Meridian_V1_Row(point("e", "East", 2, lat: 10, lon: 10), version: 1)]
-        try await harness.context.receive(.with { $0.kind = .snapshotChunk(chunk) })
+        // The server's group Batch was on its way: it names the middle snapshot at epoch 1, which must not be shown
+        // for the east region.
+        try await harness.context.receive(
+            batch(seq, delta(resumed.subscriptionID), delta(middle.subscriptionID, epoch: 1, snapshot: true)))
+        #expect(map.annotations.isEmpty, "the middle region's snapshot was shown for the east region")
+        try await harness.context.receive(
+            chunk(east.subscriptionID, epoch: 2, seq: seq, [point("e", "East", 2, lat: 10, lon: 10)], resnapshot: false))
+        #expect(map.annotations.isEmpty, "a chunk alone changed what shows")
+        try await harness.context.receive(batch(seq, delta(east.subscriptionID, epoch: 2, snapshot: true)))
         #expect(map.annotations.keys.sorted() == ["e"])
         continuation.finish()
     }
