@@ -264,6 +264,7 @@ let package = Package(
             name: "MeridianCLITests",
             dependencies: [
                 "MeridianCLI",
+                "MeridianClient",
                 "MeridianCore",
                 "MeridianProto",
                 "meridian",

@@ -3,6 +3,7 @@
 internal import ArgumentParser
 internal import Foundation
 internal import GRPCCore
+internal import MeridianClient
 internal import MeridianCore
 internal import MeridianProto
 
@@ -16,15 +17,24 @@ struct ConnectionOptions: ParsableArguments {
 
     /// The address to connect to: `--server`, else `MERIDIAN_SERVER`, else the default.
     func address() throws(CLIError) -> ServerAddress {
-        if let server = self.server { return try ServerAddress(parsing: server) }
+        if let server = self.server { return try Self.parse(server) }
         if let value = ProcessInfo.processInfo.environment[ServerAddress.environmentVariable], !value.isEmpty {
             do {
-                return try ServerAddress(parsing: value)
+                return try Self.parse(value)
             } catch {
                 throw error.within(ServerAddress.environmentVariable)
             }
         }
         return .default
+    }
+
+    /// The library's parse, its message as bad input.
+    static func parse(_ text: String) throws(CLIError) -> ServerAddress {
+        do {
+            return try ServerAddress(parsing: text)
+        } catch {
+            throw CLIError.badInput(error.message)
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 
 internal import GRPCCore
 internal import GRPCNIOTransportHTTP2Posix
+internal import MeridianClient
 internal import MeridianCore
 internal import MeridianProto
 
@@ -32,13 +33,7 @@ struct ServerConnection: Sendable {
         _ body: (ServerConnection) async throws -> Result
     ) async throws(CLIError) -> Result {
         do {
-            let target: any ResolvableTarget =
-                switch address.host {
-                case .ipv4(let host): .ipv4(address: host, port: address.port)
-                case .ipv6(let host): .ipv6(address: host, port: address.port)
-                case .dns(let host): .dns(host: host, port: address.port)
-                }
-            let transport = try HTTP2ClientTransport.Posix(target: target, transportSecurity: .plaintext)
+            let transport = try address.transport()
             return try await withGRPCClient(transport: transport) { client in
                 try await body(ServerConnection(address: address, stub: MeridianStub(wrapping: client)))
             }

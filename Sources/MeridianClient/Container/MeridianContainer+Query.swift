@@ -52,10 +52,7 @@ extension MeridianContainer {
     private func withClient<Result: Sendable>(
         _ body: (Meridian_V1_Meridian.Client<HTTP2ClientTransport.Posix>) async throws -> Result
     ) async throws -> Result {
-        let transport = try HTTP2ClientTransport.Posix(
-            target: .ipv4(address: self.configuration.host, port: self.configuration.port),
-            transportSecurity: .plaintext
-        )
+        let transport = try self.configuration.address.transport()
         return try await withGRPCClient(transport: transport) { client in
             try await body(Meridian_V1_Meridian.Client(wrapping: client))
         }

@@ -33,10 +33,12 @@ public final class MeridianContainer: Sendable {
 
     /// How a container connects and caches.
     public struct Configuration: Sendable {
-        /// The server's IPv4 address.
-        public var host: String
+        /// The server's address.
+        public var address: ServerAddress
+        /// The server's host (an IPv4 or IPv6 address, or a DNS name).
+        public var host: String { self.address.host }
         /// The server's port.
-        public var port: Int
+        public var port: Int { self.address.port }
         /// Where the cache lives.
         public var cache: CacheLocation
         /// The schema, when the app ships it; otherwise the cache's, or the server's (`GetSchema`) once connected.
@@ -52,12 +54,13 @@ public final class MeridianContainer: Sendable {
         /// Creates a configuration.
         ///
         /// - Parameters:
-        ///   - server: `HOST:PORT`, for example `127.0.0.1:7400`.
+        ///   - server: `HOST:PORT`, for example `127.0.0.1:7400`, `[::1]:7400` or `db.example.com:7400`.
         ///   - cache: In memory (default) or a file.
         ///   - schema: The schema, if known.
         ///   - clientName: A name for the server's logs.
         ///   - logger: Where to log.
-        /// - Throws: ``ClientError`` with code `malformedRequest` for an address without a valid port.
+        /// - Throws: ``ClientError`` with code `malformedRequest` for an address that does not parse
+        ///   (``ServerAddress/init(parsing:)``).
         public init(
             server: String,
             cache: CacheLocation = .inMemory,
@@ -65,13 +68,7 @@ public final class MeridianContainer: Sendable {
             clientName: String = "MeridianClient",
             logger: Logger = Logger(label: "meridian.client")
         ) throws(ClientError) {
-            guard let colon = server.lastIndex(of: ":"), let port = Int(server[server.index(after: colon)...]),
-                (0...65535).contains(port)
-            else {
-                throw ClientError(.malformedRequest, "the server address must be HOST:PORT, not \"\(server)\"")
-            }
-            self.host = String(server[..<colon])
-            self.port = port
+            self.address = try ServerAddress(parsing: server)
             self.cache = cache
             self.schema = schema
             self.clientName = clientName
@@ -118,8 +115,7 @@ public final class MeridianContainer: Sendable {
         precondition(!alreadyRunning, "MeridianContainer.run() is already running")
         defer { self.running.withLock { $0 = false } }
         let connection = SyncConnection(
-            host: self.configuration.host,
-            port: self.configuration.port,
+            address: self.configuration.address,
             clientName: self.configuration.clientName,
             context: self.context,
             logger: self.configuration.logger,

@@ -2,6 +2,7 @@
 
 import ArgumentParser
 import GRPCCore
+import MeridianClient
 import MeridianCore
 import MeridianProto
 import Testing
@@ -74,14 +75,18 @@ import Testing
     @Test("IPv4, bracketed IPv6 and DNS hosts")
     func parses() throws {
         #expect(try ServerAddress(parsing: "127.0.0.1:7400") == .default)
-        #expect(try ServerAddress(parsing: "[::1]:80").host == .ipv6("::1"))
-        #expect(try ServerAddress(parsing: "localhost:9").host == .dns("localhost"))
+        #expect(try ServerAddress(parsing: "[::1]:80").host == "::1")
+        #expect(try ServerAddress(parsing: "localhost:9").host == "localhost")
         #expect(try ServerAddress(parsing: "[::1]:80").description == "[::1]:80")
+        #expect(try ServerAddress(parsing: "db.example.com:7400").description == "db.example.com:7400")
     }
 
-    @Test("malformed addresses are bad input", arguments: ["7400", "host:", "host:0", "host:70000", ":80", "::1:80"])
-    func rejects(text: String) {
-        #expect(throws: CLIError.self) { try ServerAddress(parsing: text) }
+    @Test(
+        "malformed addresses are bad input",
+        arguments: ["7400", "host:", "host:0", "host:70000", ":80", "::1:80", "[]:80"])
+    func rejects(text: String) throws {
+        let error = try #require(throws: CLIError.self) { try ConnectionOptions.parse(text) }
+        #expect(error.message.hasPrefix("server address '\(text)': "))
     }
 }
 

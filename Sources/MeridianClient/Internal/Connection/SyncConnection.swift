@@ -14,8 +14,7 @@ internal import Synchronization
 
 /// Runs the connection of one context until cancelled.
 struct SyncConnection: Sendable {
-    let host: String
-    let port: Int
+    let address: ServerAddress
     let clientName: String
     let context: CacheContext
     let logger: Logger
@@ -55,10 +54,7 @@ struct SyncConnection: Sendable {
 
     /// One connection: schema, Sync stream, writer and watchdog, until one of them ends.
     private func runSession(onEstablished: @escaping @Sendable () -> Void) async throws {
-        let transport = try HTTP2ClientTransport.Posix(
-            target: .ipv4(address: self.host, port: self.port),
-            transportSecurity: .plaintext
-        )
+        let transport = try self.address.transport()
         try await withGRPCClient(transport: transport) { client in
             let meridian = Meridian_V1_Meridian.Client(wrapping: client)
             if await self.context.schema == nil {
