@@ -271,6 +271,7 @@ let package = Package(
                 "meridian-server",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCNIOTransportHTTP2", package: "grpc-swift-nio-transport"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,6 +1,7 @@
 // MARK: - ErrorDetail at the gRPC edge
 
 package import GRPCCore
+package import MeridianCore
 internal import SwiftProtobuf
 
 extension Meridian_V1_ErrorDetail {
@@ -37,6 +38,20 @@ extension Meridian_V1_ErrorDetail {
     package init(_ error: ProtoConversionError) {
         let code: Code = error.code == .invalidValue ? .validation : .malformedRequest
         self.init(code, error.message, operationIndex: error.operationIndex)
+    }
+
+    /// The detail for a write the schema refuses: `VALIDATION`, `UNKNOWN_ENTITY` or `UNKNOWN_ATTRIBUTE`, with the
+    /// operation, attributes, entity and id.
+    package init(_ error: WriteError) {
+        let code: Code =
+            switch error.code {
+            case .unknownEntity: .unknownEntity
+            case .unknownAttribute: .unknownAttribute
+            default: .validation
+            }
+        self.init(
+            code, error.message, operationIndex: error.operationIndex, attributes: error.attributes,
+            entity: error.entity, id: error.id ?? "")
     }
 
     /// The gRPC status code a call ends with when it fails with this detail (the table in meridian.proto).

@@ -2,14 +2,6 @@
 
 package import MeridianCore
 
-/// A write operation as the wire carries it, in Core terms.
-///
-/// MeridianStore defines the real operation type (`WriteOperation`, whose `Kind` raw values are
-/// ``Meridian_V1_Operation/Kind/name``); MeridianProto does not depend on the store, so the server converts this
-/// tuple into it.
-package typealias WireOperation = (
-    kind: Meridian_V1_Operation.Kind, entity: String, id: String?, values: [String: Value], expectedVersion: Int64?
-)
 
 extension Meridian_V1_Operation {
     /// An operation for the wire.
@@ -35,66 +27,87 @@ extension Meridian_V1_Operation {
     /// decides.
     ///
     /// - Throws: ``ProtoConversionError``: `unknownEnumValue`, `invalidRequest` or `invalidValue`.
-    package func decoded() throws(ProtoConversionError) -> WireOperation {
-        switch self.kind {
-        case .unspecified:
-            throw ProtoConversionError(.unknownEnumValue, "operation kind is not set")
-        case .UNRECOGNIZED(let raw):
-            throw ProtoConversionError(.unknownEnumValue, "unknown operation kind \(raw)")
-        case .insert, .update, .upsert, .delete:
-            break
+    package func decoded() throws(ProtoConversionError) -> WriteOperation {
+        let kind = try WriteOperation.Kind(self.kind)
+        if kind != .insert, !self.hasID {
+            throw ProtoConversionError(.invalidRequest, "\(kind.rawValue) of \(self.entity) needs an id")
         }
-        if self.kind != .insert, !self.hasID {
-            throw ProtoConversionError(.invalidRequest, "\(self.kind.name) of \(self.entity) needs an id")
-        }
-        if self.kind == .delete, !self.values.isEmpty {
+        if kind == .delete, !self.values.isEmpty {
             throw ProtoConversionError(.invalidRequest, "delete of \(self.entity) must not carry values")
         }
-        let values = try [String: Value](self.values)
-        return (
-            self.kind, self.entity, self.hasID ? self.id : nil, values,
-            self.hasExpectedVersion ? self.expectedVersion : nil
-        )
+        return WriteOperation(
+            kind: kind, entity: self.entity, id: self.hasID ? self.id : nil, values: try [String: Value](self.values),
+            expectedVersion: self.hasExpectedVersion ? self.expectedVersion : nil)
+    }
+
+    /// An operation for the wire, from Core's.
+    package init(_ operation: WriteOperation) {
+        self.init(
+            kind: Kind(operation.kind), entity: operation.entity, id: operation.id, values: operation.values,
+            expectedVersion: operation.expectedVersion)
     }
 }
 
 extension Meridian_V1_Operation.Kind {
-    /// The kind's lowercase name (`insert`, `update`, `upsert`, `delete`; `unspecified` otherwise), which is also
-    /// the raw value of MeridianStore's `WriteOperation.Kind`.
-    package var name: String {
-        switch self {
-        case .insert: "insert"
-        case .update: "update"
-        case .upsert: "upsert"
-        case .delete: "delete"
-        case .unspecified, .UNRECOGNIZED: "unspecified"
+    /// The wire's kind for Core's.
+    package init(_ kind: WriteOperation.Kind) {
+        switch kind {
+        case .insert: self = .insert
+        case .update: self = .update
+        case .upsert: self = .upsert
+        case .delete: self = .delete
         }
     }
+}
 
-    /// The kind with this lowercase name, or `nil`.
-    package init?(name: String) {
-        switch name {
-        case "insert": self = .insert
-        case "update": self = .update
-        case "upsert": self = .upsert
-        case "delete": self = .delete
-        default: return nil
+extension WriteOperation.Kind {
+    /// Core's kind for the wire's.
+    ///
+    /// - Throws: ``ProtoConversionError`` `unknownEnumValue` when it is not set or unknown to this build.
+    package init(_ kind: Meridian_V1_Operation.Kind) throws(ProtoConversionError) {
+        switch kind {
+        case .insert: self = .insert
+        case .update: self = .update
+        case .upsert: self = .upsert
+        case .delete: self = .delete
+        case .unspecified: throw ProtoConversionError(.unknownEnumValue, "operation kind is not set")
+        case .UNRECOGNIZED(let raw): throw ProtoConversionError(.unknownEnumValue, "unknown operation kind \(raw)")
+        }
+    }
+}
+
+extension ConflictPolicy {
+    /// Core's policy for the wire's: `UNSPECIFIED` is store wins, as the protocol says.
+    ///
+    /// - Throws: ``ProtoConversionError`` with code `unknownEnumValue` for a value this build does not know.
+    package init(_ policy: Meridian_V1_ConflictPolicy) throws(ProtoConversionError) {
+        switch policy {
+        case .unspecified, .storeWins: self = .storeWins
+        case .clientWins: self = .clientWins
+        case .UNRECOGNIZED(let raw):
+            throw ProtoConversionError(.unknownEnumValue, "unknown conflict policy \(raw)")
         }
     }
 }
 
 extension Meridian_V1_ConflictPolicy {
-    /// The policy in force: `UNSPECIFIED` is store wins, as the protocol says; the result is `.storeWins` or
-    /// `.clientWins`.
-    ///
-    /// - Throws: ``ProtoConversionError`` with code `unknownEnumValue` for a value this build does not know.
-    package func resolved() throws(ProtoConversionError) -> Meridian_V1_ConflictPolicy {
-        switch self {
-        case .unspecified, .storeWins: return .storeWins
-        case .clientWins: return .clientWins
-        case .UNRECOGNIZED(let raw):
-            throw ProtoConversionError(.unknownEnumValue, "unknown conflict policy \(raw)")
+    /// The wire's policy for Core's.
+    package init(_ policy: ConflictPolicy) {
+        switch policy {
+        case .storeWins: self = .storeWins
+        case .clientWins: self = .clientWins
         }
+    }
+}
+
+extension Meridian_V1_WrittenRow {
+    /// What an operation wrote, for the wire.
+    package init(_ row: CommitResult.WrittenRow) {
+        self.init()
+        self.entity = row.entity
+        self.id = row.id
+        self.version = row.version
+        self.kind = Meridian_V1_Operation.Kind(row.kind)
     }
 }
 
@@ -103,8 +116,8 @@ extension Meridian_V1_ApplyRequest {
     ///
     /// - Throws: ``ProtoConversionError`` prefixed with the index of the operation at fault (`operation 2: …`),
     ///   which ``ProtoConversionError/operationIndex`` also holds.
-    package func decodedOperations() throws(ProtoConversionError) -> [WireOperation] {
-        var out: [WireOperation] = []
+    package func decodedOperations() throws(ProtoConversionError) -> [WriteOperation] {
+        var out: [WriteOperation] = []
         out.reserveCapacity(self.operations.count)
         for (i, operation) in self.operations.enumerated() {
             do {

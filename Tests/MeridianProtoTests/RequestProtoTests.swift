@@ -47,7 +47,7 @@ import Testing
         }
         let decoded = try Meridian_V1_ApplyRequest(serializedBytes: try request.serializedBytes() as [UInt8])
         let operations = try decoded.decodedOperations()
-        #expect(operations.map(\.kind.name) == ["insert", "update", "upsert", "delete"])
+        #expect(operations.map(\.kind) == [.insert, .update, .upsert, .delete])
         #expect(operations[0].id == nil)
         #expect(operations[0].values == ["title": "A", "category": 2])
         #expect(operations[1].id == "p1")
@@ -55,11 +55,16 @@ import Testing
         #expect(operations[1].values["latitude"]?.isNull == true)
         #expect(operations[2].expectedVersion == nil)
         #expect(operations[3].values.isEmpty)
-        #expect(try decoded.conflictPolicy.resolved() == .clientWins)
-        #expect(try Meridian_V1_ConflictPolicy.unspecified.resolved() == .storeWins)
-        #expect(throws: ProtoConversionError.self) { try Meridian_V1_ConflictPolicy.UNRECOGNIZED(9).resolved() }
-        for name in ["insert", "update", "upsert", "delete"] {
-            #expect(Meridian_V1_Operation.Kind(name: name)?.name == name)
+        #expect(try ConflictPolicy(decoded.conflictPolicy) == .clientWins)
+        #expect(try ConflictPolicy(Meridian_V1_ConflictPolicy.unspecified) == .storeWins)
+        #expect(throws: ProtoConversionError.self) { try ConflictPolicy(Meridian_V1_ConflictPolicy.UNRECOGNIZED(9)) }
+        for kind in WriteOperation.Kind.allCases {
+            #expect(try WriteOperation.Kind(Meridian_V1_Operation.Kind(kind)) == kind)
+            let operation = WriteOperation(kind: kind, entity: "Point", id: "p", expectedVersion: 2)
+            #expect(try Meridian_V1_Operation(operation).decoded() == operation)
+        }
+        for policy in [ConflictPolicy.storeWins, .clientWins] {
+            #expect(try ConflictPolicy(Meridian_V1_ConflictPolicy(policy)) == policy)
         }
     }
 

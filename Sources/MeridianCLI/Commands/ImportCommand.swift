@@ -61,7 +61,7 @@ struct ImportCommand: AsyncParsableCommand {
                 let chunk = items[done..<min(done + batchSize, items.count)]
                 let operations = chunk.map { item in
                     WriteOperation(
-                        upsert && item.id != nil ? .upsert : .insert, entity: entity.name, id: item.id,
+                        kind: upsert && item.id != nil ? .upsert : .insert, entity: entity.name, id: item.id,
                         values: item.values)
                 }
                 do {

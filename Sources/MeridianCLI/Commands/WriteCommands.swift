@@ -31,7 +31,7 @@ struct InsertCommand: AsyncParsableCommand {
             let entity = try schema.cliEntity(entityName)
             let assignments = try Assignments(parsing: arguments, for: entity, allowID: true)
             let result = try await connection.apply([
-                WriteOperation(.insert, entity: entity.name, id: assignments.id, values: assignments.values)
+                WriteOperation(kind: .insert, entity: entity.name, id: assignments.id, values: assignments.values)
             ])
             Terminal.printLine(result.rows.first?.id ?? assignments.id ?? "")
         }
@@ -135,7 +135,7 @@ private func writeOne(
         let assignments = try Assignments(parsing: arguments, for: entity, allowID: false)
         let result = try await connection.apply([
             WriteOperation(
-                kind, entity: entity.name, id: id, values: assignments.values, expectedVersion: expectedVersion)
+                kind: kind, entity: entity.name, id: id, values: assignments.values, expectedVersion: expectedVersion)
         ])
         Terminal.printLine(String(result.seq))
     }

@@ -119,6 +119,7 @@ package enum ApplyScript {
         case let other?:
             throw CLIError.badInput("\"values\" must be an object, found \(other.kindDescription)")
         }
-        return WriteOperation(kind, entity: entity.name, id: id, values: values, expectedVersion: expectedVersion)
+        return WriteOperation(
+            kind: kind, entity: entity.name, id: id, values: values, expectedVersion: expectedVersion)
     }
 }

@@ -8,19 +8,6 @@
 public import MeridianCore
 package import MeridianProto
 
-/// How a write that conflicts with a concurrent change is settled, attribute by attribute.
-public struct ConflictPolicy: Sendable, Hashable, CustomStringConvertible {
-    let wire: Meridian_V1_ConflictPolicy
-
-    /// A write changing an attribute that changed in the store since the expected version is rejected
-    /// (``ClientError/Code/conflict``), and the whole transaction with it. The default.
-    public static let storeWins = ConflictPolicy(wire: .storeWins)
-    /// The client's attribute values overwrite the store's.
-    public static let clientWins = ConflictPolicy(wire: .clientWins)
-
-    public var description: String { self.wire == .clientWins ? "clientWins" : "storeWins" }
-}
-
 /// A saved transaction: shown at once in controllers (pending), then confirmed or reverted.
 public struct PendingTransaction: Sendable, Hashable {
     /// The transaction's local number (0 when the save had nothing to write).
@@ -50,9 +37,8 @@ public struct PendingTransaction: Sendable, Hashable {
 
 /// One pending operation on one row, as the overlay folds it over the server's row.
 struct OverlayOperation {
-    enum Kind { case insert, update, upsert, delete }
     let transaction: Int64
-    let kind: Kind
+    let kind: WriteOperation.Kind
     let values: [String: Value]
 
     /// The row after this operation, given the row before it (`nil`: absent).
@@ -239,7 +225,7 @@ extension CacheContext {
         self.nextTransactionID += 1
         var request = Meridian_V1_ApplyRequest()
         request.operations = self.staged
-        request.conflictPolicy = policy.wire
+        request.conflictPolicy = Meridian_V1_ConflictPolicy(policy)
         request.clientTag = String(id)
         // A retry after a lost answer (the connection dropped mid-call) is then answered, not applied twice.
         request.idempotencyKey = String(self.transactionKeyPrefix, radix: 16) + ":" + String(id)
@@ -256,13 +242,7 @@ extension CacheContext {
         for operation in transaction.request.operations {
             let key = RowKey(entity: operation.entity, id: operation.id)
             keys.append(key)
-            let kind: OverlayOperation.Kind =
-                switch operation.kind {
-                case .insert: .insert
-                case .upsert: .upsert
-                case .delete: .delete
-                default: .update
-                }
+            let kind = (try? WriteOperation.Kind(operation.kind)) ?? .update
             let values = (try? [String: Value](operation.values)) ?? [:]
             self.overlay[key, default: []].append(
                 OverlayOperation(transaction: transaction.id, kind: kind, values: values))
@@ -399,62 +379,25 @@ extension CacheContext {
         return row
     }
 
-    /// Checks an operation against the schema (when known) and stages it.
+    /// Checks an operation against the schema (when known), with the rules the store applies (MeridianCore's one
+    /// validation: a write shown here is never one the store refuses for its shape), and stages it.
     private func stage(
-        _ kind: Meridian_V1_Operation.Kind,
+        _ kind: WriteOperation.Kind,
         _ entity: String,
         id: String,
         values: [String: Value],
         expectedVersion: Int64? = nil
     ) throws(ClientError) {
+        let operation = WriteOperation(
+            kind: kind, entity: entity, id: id, values: values, expectedVersion: expectedVersion)
         if let schema {
-            guard let entitySchema = schema.entity(named: entity) else {
-                throw ClientError(.unknownEntity, "unknown entity \(entity)", entity: entity)
-            }
-            for (name, value) in values {
-                guard let attribute = entitySchema.attribute(named: name) else {
-                    throw ClientError(
-                        .unknownAttribute, "\(entity) has no attribute \(name)", attributes: [name], entity: entity,
-                        id: id)
-                }
-                try Self.check(value, for: attribute, entity: entity, id: id)
-            }
-            if kind == .insert {
-                let missing = entitySchema.attributes.filter { $0.isRequiredOnInsert && values[$0.name] == nil }
-                if !missing.isEmpty {
-                    throw ClientError(
-                        .validation,
-                        "insert of \(entity) \(id) misses required attributes "
-                            + missing.map(\.name).joined(separator: ", "),
-                        attributes: missing.map(\.name), entity: entity, id: id)
-                }
+            do {
+                _ = try schema.validate(operation, index: self.staged.count)
+            } catch {
+                throw ClientError(error)
             }
         }
-        self.staged.append(
-            Meridian_V1_Operation(kind: kind, entity: entity, id: id, values: values, expectedVersion: expectedVersion))
-    }
-
-    private static func check(_ value: Value, for attribute: Attribute, entity: String, id: String) throws(ClientError)
-    {
-        guard value.isValid else {
-            throw ClientError(
-                .validation, "\(entity).\(attribute.name) cannot be NaN", attributes: [attribute.name],
-                entity: entity, id: id)
-        }
-        guard let type = value.type else {
-            guard attribute.isOptional else {
-                throw ClientError(
-                    .validation, "\(entity).\(attribute.name) is required and cannot be null",
-                    attributes: [attribute.name], entity: entity, id: id)
-            }
-            return
-        }
-        let fits = type == attribute.type || (attribute.type == .double && type == .int)
-        guard fits else {
-            throw ClientError(
-                .validation, "\(entity).\(attribute.name) is \(attribute.type), not \(type)",
-                attributes: [attribute.name], entity: entity, id: id)
-        }
+        self.staged.append(Meridian_V1_Operation(operation))
     }
 
     /// A new row id: a time-ordered UUID (version 7), as the store generates (`RandomID`), so that rows a client

@@ -1,6 +1,7 @@
 // MARK: - ClientError ↔ the wire
 
 internal import GRPCCore
+internal import MeridianCore
 internal import MeridianProto
 
 extension ClientError {
@@ -35,6 +36,19 @@ extension ClientError {
         if detail.hasCurrentVersion { self.currentVersion = detail.currentVersion }
         if detail.hasOperationIndex { self.operationIndex = Int(detail.operationIndex) }
         if detail.hasPosition { self.position = Int(detail.position) }
+    }
+
+    /// The client form of a write the schema refuses (the same code and message the server answers with).
+    init(_ error: WriteError) {
+        let code: Code =
+            switch error.code {
+            case .unknownEntity: .unknownEntity
+            case .unknownAttribute: .unknownAttribute
+            default: .validation
+            }
+        self.init(
+            code, error.message, cause: error, attributes: error.attributes, entity: error.entity, id: error.id)
+        self.operationIndex = error.operationIndex
     }
 
     /// The client form of a failed call: the Meridian detail in its trailers when there is one, else a transport

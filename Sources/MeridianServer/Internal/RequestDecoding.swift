@@ -68,45 +68,27 @@ enum RequestDecoding {
         }
     }
 
-    /// A wire transaction as store operations, checked against the schema for unknown entities and attributes.
+    /// A wire transaction in Core terms. The schema's rules are checked by the store (MeridianCore's one
+    /// validation), whose error ``detail(_:operations:)`` turns into the answer.
+    ///
+    /// - Throws: ``DetailError`` `MALFORMED_REQUEST` (an unknown kind or policy, a missing id, a delete with values)
+    ///   or `VALIDATION` (NaN), with the operation's index.
     static func operations(
-        _ request: Meridian_V1_ApplyRequest, schema: Schema
+        _ request: Meridian_V1_ApplyRequest
     ) throws(DetailError) -> (operations: [WriteOperation], policy: ConflictPolicy) {
-        let wire: [WireOperation]
-        let policy: Meridian_V1_ConflictPolicy
         do {
-            wire = try request.decodedOperations()
-            policy = try request.conflictPolicy.resolved()
+            return (try request.decodedOperations(), try ConflictPolicy(request.conflictPolicy))
         } catch {
             throw DetailError(Meridian_V1_ErrorDetail(error))
         }
-        var operations: [WriteOperation] = []
-        operations.reserveCapacity(wire.count)
-        for (index, operation) in wire.enumerated() {
-            guard let entity = schema.entity(named: operation.entity) else {
-                throw DetailError(
-                    .unknownEntity, "operation \(index): unknown entity '\(operation.entity)'",
-                    operationIndex: index, entity: operation.entity, id: operation.id ?? "")
-            }
-            for name in operation.values.keys.sorted() where entity.attribute(named: name) == nil {
-                throw DetailError(
-                    .unknownAttribute, "operation \(index): \(entity.name) has no attribute '\(name)'",
-                    operationIndex: index, attributes: [name], entity: entity.name, id: operation.id ?? "")
-            }
-            guard let kind = WriteOperation.Kind(rawValue: operation.kind.name) else {
-                throw DetailError(.malformedRequest, "operation \(index): unknown kind", operationIndex: index)
-            }
-            operations.append(
-                WriteOperation(
-                    kind: kind, entity: operation.entity, id: operation.id, values: operation.values,
-                    expectedVersion: operation.expectedVersion))
-        }
-        return (operations, policy == .clientWins ? .clientWins : .storeWins)
     }
 
     /// The detail for a store error raised by a transaction; the entity and id come from the operation at fault.
     static func detail(_ error: StoreError, operations: [WriteOperation]) -> Meridian_V1_ErrorDetail {
         let operation = error.operationIndex.flatMap { operations.indices.contains($0) ? operations[$0] : nil }
+        if let refused = error.cause as? WriteError {
+            return Meridian_V1_ErrorDetail(refused)
+        }
         let code: Meridian_V1_ErrorDetail.Code =
             switch error.code {
             case .validation: .validation

@@ -83,7 +83,7 @@ struct MeridianService: RegistrableRPCService {
         let operations: [WriteOperation]
         let policy: ConflictPolicy
         do {
-            (operations, policy) = try RequestDecoding.operations(request, schema: self.store.schema)
+            (operations, policy) = try RequestDecoding.operations(request)
         } catch {
             self.metrics.applyRejected.increment()
             response.error = error.detail
@@ -94,14 +94,7 @@ struct MeridianService: RegistrableRPCService {
                 operations, policy: policy, idempotencyKey: request.idempotencyKey)
             var result = Meridian_V1_ApplyResult()
             result.seq = committed.seq
-            result.rows = committed.rows.map { row in
-                var written = Meridian_V1_WrittenRow()
-                written.entity = row.entity
-                written.id = row.id
-                written.version = row.version
-                written.kind = Meridian_V1_Operation.Kind(name: row.kind.rawValue) ?? .unspecified
-                return written
-            }
+            result.rows = committed.rows.map(Meridian_V1_WrittenRow.init)
             response.result = result
             self.metrics.applyCommitted.increment()
         } catch let error as StoreError {

@@ -1,6 +1,7 @@
 // MARK: - GroupCommitter
 
 internal import Dispatch
+internal import MeridianCore
 internal import GRDB
 internal import Synchronization
 

@@ -15,16 +15,18 @@ struct PreparedOperation: Sendable {
     var values: [Value]
     var expectedVersion: Int64?
 
-    /// `operation 2 (update Item 'a')`, the prefix of every error about this operation.
-    var label: String { OperationValidation.label(self.index, self.kind, self.entity.name, self.id) }
-}
-
-/// Checks operations against the schema before they reach SQLite.
-enum OperationValidation {
-    static func label(_ index: Int, _ kind: WriteOperation.Kind, _ entity: String, _ id: String?) -> String {
-        "operation \(index) (\(kind.rawValue) \(entity)\(id.map { " '\($0)'" } ?? ""))"
+    /// The operation as written (its values aside), to label errors about it.
+    var operation: WriteOperation {
+        WriteOperation(kind: self.kind, entity: self.entity.name, id: self.id, expectedVersion: self.expectedVersion)
     }
 
+    /// `operation 2 (update Item 'a')`, the prefix of every error about this operation.
+    var label: String { self.operation.label(index: self.index) }
+}
+
+/// Checks operations against the schema before they reach SQLite: MeridianCore's one validation
+/// (`Schema.validate(_:index:)`), with a quick path for the common valid shapes.
+enum OperationValidation {
     /// The schema's entities with their attributes in the order prepared operations list them (by name), made once
     /// per store: most operations are valid, and for those, walking the entity's attributes in that order and
     /// looking each up among the operation's values spares sorting the values' names and looking each name up in
@@ -72,13 +74,14 @@ enum OperationValidation {
         func quick(_ operation: WriteOperation, index: Int) -> PreparedOperation? {
             guard let entity = self.entities[operation.entity] else { return nil }
             if let given = operation.id {
-                guard !given.utf8.contains(0) else { return nil }
+                guard !given.isEmpty, !given.utf8.contains(0) else { return nil }
             } else {
                 guard operation.kind == .insert, entity.schema.idPolicy == .auto else { return nil }
             }
             // Generated only once the operation is accepted: one the general way would replace is not drawn.
             var id: String { operation.id ?? RandomID.uuidString() }
             if operation.kind == .delete {
+                guard operation.values.isEmpty else { return nil }
                 return PreparedOperation(
                     index: index, kind: .delete, entity: entity.schema, id: id, columns: [], values: [],
                     expectedVersion: operation.expectedVersion)
@@ -107,6 +110,7 @@ enum OperationValidation {
                     guard !d.isNaN else { return nil }
                     values.append(value)
                 case (.int(let i), .double):
+                    guard i.magnitude <= 1 << 53 else { return nil }  // not exactly a double: refused in Core
                     values.append(.double(Double(i)))
                 case (.int, .int), (.bool, .bool), (.bytes, .bytes), (.timestamp, .timestamp):
                     values.append(value)
@@ -131,106 +135,40 @@ enum OperationValidation {
         }
     }
 
+    /// The general way: MeridianCore's validation, its error as a `validation` store error whose cause is the
+    /// ``WriteError`` (the server answers with its code).
     static func prepare(_ operation: WriteOperation, index: Int, schema: Schema) throws(StoreError) -> PreparedOperation
     {
-        // Built only for an error message: formatting it for every operation of a large transaction costs more than
-        // the rest of the validation.
-        var prefix: String { label(index, operation.kind, operation.entity, operation.id) }
-        guard let entity = schema.entity(named: operation.entity) else {
-            let known = schema.entities.map(\.name).joined(separator: ", ")
-            throw StoreError(
-                .validation, "\(prefix): unknown entity '\(operation.entity)' (the schema has: \(known))",
-                operationIndex: index)
+        let validated: ValidatedWrite
+        do {
+            validated = try schema.validate(operation, index: index)
+        } catch {
+            throw StoreError(error)
         }
-        let id: String
-        if let given = operation.id {
-            guard !given.utf8.contains(0) else {
-                throw StoreError(
-                    .validation, "\(prefix): the id contains a NUL character (U+0000), which ids may not hold",
-                    operationIndex: index, attributes: ["id"])
-            }
-            id = given
-        } else if operation.kind == .insert, entity.idPolicy == .auto {
-            id = RandomID.uuidString()
-        } else {
-            let why = operation.kind == .insert ? " (\(entity.name)'s id policy is 'client')" : ""
-            throw StoreError(
-                .validation, "\(prefix): an id is required\(why)", operationIndex: index, attributes: ["id"])
-        }
-        let names = operation.kind == .delete ? [] : operation.values.keys.sorted { $0.utf8Compare($1) < 0 }
-        var values: [Value] = []
-        values.reserveCapacity(names.count)
-        var requiredGiven = 0
-        for name in names {
-            let value = operation.values[name]!
-            guard let attribute = entity.attribute(named: name) else {
-                let why =
-                    name == EntitySchema.idAttribute
-                    ? "'id' is not an attribute: set the operation's id instead" : "unknown attribute '\(name)'"
-                throw StoreError(.validation, "\(prefix): \(why)", operationIndex: index, attributes: [name])
-            }
-            guard value.isValid else {
-                throw StoreError(
-                    .validation, "\(prefix): attribute '\(name)' is NaN", operationIndex: index, attributes: [name])
-            }
-            if case .string(let text) = value, text.utf8.contains(0) {
-                // SQLite's text functions (LIKE, and the C strings custom functions receive) stop at a NUL, so the
-                // same predicate could select such a row in memory and not in SQL.
-                throw StoreError(
-                    .validation,
-                    "\(prefix): attribute '\(name)' contains a NUL character (U+0000), which strings may not hold",
-                    operationIndex: index, attributes: [name])
-            }
-            if value.isNull {
-                guard attribute.isOptional else {
-                    throw StoreError(
-                        .validation, "\(prefix): attribute '\(name)' is required and cannot be nil",
-                        operationIndex: index,
-                        attributes: [name])
-                }
-                values.append(.null)
-                continue
-            }
-            if attribute.isRequiredOnInsert { requiredGiven += 1 }
-            switch (value, attribute.type) {
-            case (.int(let i), .double):
-                values.append(.double(Double(i)))
-            default:
-                guard value.type == attribute.type else {
-                    throw StoreError(
-                        .validation,
-                        "\(prefix): attribute '\(name)' is \(attribute.type.rawValue), got \(value.type!.rawValue) \(value)",
-                        operationIndex: index, attributes: [name])
-                }
-                values.append(value)
-            }
-        }
-        let prepared = PreparedOperation(
-            index: index, kind: operation.kind, entity: entity, id: id, columns: names, values: values,
-            expectedVersion: operation.expectedVersion)
-        // The names are distinct attributes, so every required one is given when as many required ones were counted.
-        if operation.kind == .insert, requiredGiven != requiredCount(entity) { try checkRequired(prepared) }
-        return prepared
+        return PreparedOperation(
+            index: index, kind: operation.kind, entity: validated.entity, id: operation.id ?? RandomID.uuidString(),
+            columns: validated.columns, values: validated.values, expectedVersion: operation.expectedVersion)
     }
 
     /// How many attributes an insert must supply.
     static func requiredCount(_ entity: EntitySchema) -> Int {
-        var count = 0
-        for attribute in entity.attributes where attribute.isRequiredOnInsert { count += 1 }
-        return count
+        entity.requiredOnInsertCount
     }
 
     /// Checks that an insert (or an upsert that turns out to be one) gives every attribute that has no default.
     static func checkRequired(_ operation: PreparedOperation) throws(StoreError) {
-        let given = Set(operation.columns)
-        let missing = operation.entity.attributes.filter { $0.isRequiredOnInsert && !given.contains($0.name) }.map(
-            \.name)
-        guard missing.isEmpty else {
-            let list = missing.map { "'\($0)'" }.joined(separator: ", ")
-            throw StoreError(
-                .validation,
-                "\(operation.label): required attribute\(missing.count == 1 ? "" : "s") \(list) missing",
-                operationIndex: operation.index, attributes: missing)
+        do {
+            try operation.entity.checkInsert(setting: operation.columns, operation.operation, index: operation.index)
+        } catch {
+            throw StoreError(error)
         }
+    }
+}
+
+extension StoreError {
+    /// A write the schema refuses: `validation`, with the operation and attributes, caused by `error`.
+    init(_ error: WriteError) {
+        self.init(
+            .validation, error.message, operationIndex: error.operationIndex, attributes: error.attributes, cause: error)
     }
 }

@@ -21,13 +21,13 @@ import Testing
         #expect(
             operations.map(\.operation) == [
                 WriteOperation(
-                    .insert, entity: "Point", values: ["title": "Café Aurora", "category": 2, "latitude": 38.71]),
+                    kind: .insert, entity: "Point", values: ["title": "Café Aurora", "category": 2, "latitude": 38.71]),
                 WriteOperation(
-                    .update, entity: "Point", id: "p1", values: ["title": "Café Aurora II", "latitude": .null],
+                    kind: .update, entity: "Point", id: "p1", values: ["title": "Café Aurora II", "latitude": .null],
                     expectedVersion: 3),
                 WriteOperation(
-                    .upsert, entity: "Author", id: "a1", values: ["firstName": "Ada", "lastName": "Lovelace"]),
-                WriteOperation(.delete, entity: "Point", id: "p2"),
+                    kind: .upsert, entity: "Author", id: "a1", values: ["firstName": "Ada", "lastName": "Lovelace"]),
+                WriteOperation(kind: .delete, entity: "Point", id: "p2"),
             ])
     }
 

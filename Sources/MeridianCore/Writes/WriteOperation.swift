@@ -1,6 +1,7 @@
 // MARK: - WriteOperation
-
-public import MeridianCore
+//
+// The write vocabulary every layer speaks: the client's overlay and queue, the CLI's commands, the wire conversions
+// (MeridianProto) and the store. One spelling per concept, checked by one validation (WriteValidation.swift).
 
 /// One write in a transaction: an insert, an update of the given attributes, an upsert or a delete.
 ///
@@ -16,7 +17,7 @@ public import MeridianCore
 /// ```
 public struct WriteOperation: Sendable, Hashable {
     /// What the operation does.
-    public enum Kind: String, Sendable, Hashable {
+    public enum Kind: String, Sendable, Hashable, CaseIterable {
         /// Create a row; fails with `alreadyExists` if the id is taken.
         case insert
         /// Change the given attributes of an existing row; fails with `notFound` if there is none.
@@ -39,7 +40,9 @@ public struct WriteOperation: Sendable, Hashable {
     public var expectedVersion: Int64?
 
     /// Creates an operation.
-    public init(kind: Kind, entity: String, id: String?, values: [String: Value] = [:], expectedVersion: Int64? = nil) {
+    public init(
+        kind: Kind, entity: String, id: String? = nil, values: [String: Value] = [:], expectedVersion: Int64? = nil
+    ) {
         self.kind = kind
         self.entity = entity
         self.id = id
