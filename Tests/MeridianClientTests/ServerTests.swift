@@ -127,22 +127,44 @@ struct ServerTests {
                 let points = try await client.controller(
                     for: FetchRequest(Point.self, sortedBy: [.ascending(Point.Attr.title)]), as: Point.self)
                 try await points.waitUntilLoaded()
+                let log = ChangeLog(points)
+                _ = try await log.next()
+
+                // The insert shows at once, pending, then is confirmed at the server's commit: nothing moves.
                 try await client.context.insert(Point(id: "a", title: "Alpha", category: 1))
                 let first = await client.context.save()
-                #expect(points.isPending("a") || points.pendingIDs.isEmpty)
+                let shown = try await log.next()
+                #expect(shown.cause == .localWrite)
+                #expect(shown.changeSet.rowChanges.map(\.operation) == ["insert"])
+                #expect(shown.pendingIDs == ["a"])
                 let seq = try await first.confirmed()
+                let confirmed = try await log.next()
+                #expect(confirmed.changeSet.isEmpty)
+                #expect(confirmed.pendingIDs.isEmpty)
                 #expect(points.seq >= seq && !points.isPending("a"))
 
+                // The update shows at once, pending; the server rejects it and it is reverted with a change set.
                 try await client.context.update("Point", id: "a", values: ["title": "Zulu"], expectedVersion: 99)
                 let rejected = await client.context.save()
+                let optimistic = try await log.next()
+                #expect(optimistic.cause == .localWrite)
+                #expect(optimistic.changeSet.rowChanges.map(\.operation) == ["update"])
+                #expect(optimistic.pendingIDs == ["a"])
+                #expect(log.list.allElements.map(\.title) == ["Zulu"])
                 do {
                     try await rejected.confirmed()
                     Issue.record("a stale expected version must be rejected")
                 } catch let error as ClientError {
                     #expect(error.code == .conflict)
                 }
+                let reverted = try await log.next()
+                #expect(reverted.cause == .reverted)
+                #expect(reverted.error?.code == .conflict)
+                #expect(reverted.changeSet.rowChanges.map(\.operation) == ["update"])
+                #expect(reverted.pendingIDs.isEmpty)
+                #expect(log.list.allElements.map(\.title) == ["Alpha"])
                 #expect(points.objects.map(\.title) == ["Alpha"])
-                #expect(points.pendingIDs.isEmpty)
+                #expect(log.list.inconsistency(with: points) == nil)
             }
         }
     }

@@ -1,4 +1,5 @@
 import MeridianCore
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -244,7 +245,7 @@ extension ChangeSetTests {
         #expect(rejected > 1_000, "MERIDIAN_SEED=\(seed): only \(rejected) corruptions were caught")
     }
 
-    @Test("a 100,000-row diff with a few hundred changes, and a full reversal, stay near-linear")
+    @Test("a 100,000-row diff with a few hundred changes, and a full reversal, are valid and have the fewest moves")
     func largeDiff() throws {
         var rng = SplitMix64(seed: 42)
         let sectionCount = 10
@@ -295,5 +296,69 @@ extension ChangeSetTests {
         let reversal = try ChangeSet.between(old: old, new: new)
         #expect(reversal.counts.moves == 99_999)
         try reversal.validate(old: old, new: new)
+    }
+
+    @Test("the diff's work on ids grows linearly with the list: counted hashes and comparisons, at n and 2n rows")
+    func linearDiff() throws {
+        /// The hashes and comparisons of ids made by one diff between `old` and `new` lists of `count` rows.
+        func idOperations(count: Int, reversed: Bool) throws -> Int {
+            let counter = OperationCounter()
+            var rng = SplitMix64(seed: 7)
+            let old = SectionedList(unsectioned: (0..<count).map { CountedItem($0, counter) })
+            var elements = old.allElements
+            if reversed {
+                elements.reverse()
+            } else {
+                // 100 deletes, 100 inserts, 100 moves: a few hundred changes, whatever the length.
+                for _ in 0..<100 { elements.remove(at: Int.random(in: 0..<elements.count, using: &rng)) }
+                for i in 0..<100 {
+                    elements.insert(
+                        CountedItem(count + i, counter), at: Int.random(in: 0...elements.count, using: &rng))
+                }
+                for _ in 0..<100 {
+                    let item = elements.remove(at: Int.random(in: 0..<elements.count, using: &rng))
+                    elements.insert(item, at: Int.random(in: 0...elements.count, using: &rng))
+                }
+            }
+            let new = SectionedList(unsectioned: elements)
+            counter.count.store(0, ordering: .relaxed)
+            _ = try ChangeSet.between(old: old, new: new)
+            return counter.count.load(ordering: .relaxed)
+        }
+        for reversed in [false, true] {
+            let small = try idOperations(count: 20_000, reversed: reversed)
+            let large = try idOperations(count: 40_000, reversed: reversed)
+            // Linear: twice the rows, about twice the work (a quadratic search would make it four times).
+            #expect(Double(large) <= 2.2 * Double(small), "reversed: \(reversed): \(small) then \(large)")
+            // About 10 per row today: a hash and a comparison per map insertion and lookup.
+            #expect(large <= 16 * 40_000, "reversed: \(reversed): \(large) id operations for 40,000 rows")
+        }
+    }
+
+    /// Counts the operations on ``CountedItem`` ids.
+    final class OperationCounter: Sendable {
+        let count = Atomic<Int>(0)
+    }
+
+    /// An element whose id counts every hash and comparison made with it.
+    struct CountedItem: Identifiable, Equatable, Sendable {
+        struct ID: Hashable, Sendable {
+            let value: Int
+            let counter: OperationCounter
+
+            static func == (lhs: ID, rhs: ID) -> Bool {
+                lhs.counter.count.add(1, ordering: .relaxed)
+                return lhs.value == rhs.value
+            }
+
+            func hash(into hasher: inout Hasher) {
+                self.counter.count.add(1, ordering: .relaxed)
+                hasher.combine(self.value)
+            }
+        }
+
+        let id: ID
+
+        init(_ value: Int, _ counter: OperationCounter) { self.id = ID(value: value, counter: counter) }
     }
 }

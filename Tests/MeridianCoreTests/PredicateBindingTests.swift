@@ -134,6 +134,8 @@ import Testing
         #expect(Folding.fold("İ", cd).utf8Equals("i"))
         #expect(Folding.fold("ß", .caseInsensitive).utf8Equals("ß"))
         #expect(Folding.fold("ẞ", .caseInsensitive).utf8Equals("ß"))
+        #expect(Folding.fold("ΟΔΟΣ", .caseInsensitive).utf8Equals(Folding.fold("οδος", .caseInsensitive)))
+        #expect(Folding.fold("ς\u{301}", .caseInsensitive).utf8Equals("σ\u{301}"))
         #expect(Folding.fold("e\u{301}", []).utf8Equals("e\u{301}"))  // no options: bytes untouched
         #expect(Folding.fold("ABC", .diacriticInsensitive).utf8Equals("ABC"))
         #expect(Folding.fold("👍🏽", cd).utf8Equals("👍🏽"))

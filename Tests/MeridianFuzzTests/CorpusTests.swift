@@ -7,7 +7,8 @@ import Testing
 struct CorpusTests {
     @Test("every corpus file is answered as its campaign requires, and the server still serves a witness after them")
     func replay() async throws {
-        let report = try await FuzzCorpus.replay(folder: FuzzFixtures.corpus, meridianExecutable: FuzzFixtures.meridian)
+        let report = try await FuzzCorpus.replay(
+            folder: FuzzFixtures.corpus, meridianExecutable: try FuzzFixtures.builtMeridian())
         for failure in report.failures { Issue.record("\(failure)") }
         // Every campaign has files, so a corpus folder that went missing from the bundle fails here.
         #expect(Set(report.campaigns.map(\.campaign)) == Set(FuzzCampaign.allCases), "\(report)")

@@ -11,7 +11,7 @@ struct FuzzCampaignTests {
     ) async throws -> FuzzReport {
         var options = FuzzOptions(
             seed: FuzzFixtures.seed, budget: FuzzBudget(inputs: inputs),
-            meridianExecutable: binaryEvery == nil ? nil : FuzzFixtures.meridian)
+            meridianExecutable: try binaryEvery.map { _ in try FuzzFixtures.builtMeridian() })
         options.campaigns = campaigns
         if let binaryEvery { options.binaryEvery = binaryEvery }
         let report = try await FuzzCampaigns.run(options)

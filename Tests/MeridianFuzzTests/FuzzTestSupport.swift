@@ -1,6 +1,7 @@
 // Shared by the fuzz tests: the seed, the built `meridian` binary, the corpus folder.
 
 import Foundation
+import Testing
 
 enum FuzzFixtures {
     /// `MERIDIAN_SEED` when set (to replay a failure), otherwise a fixed seed so CI runs the same inputs every time.
@@ -21,6 +22,12 @@ enum FuzzFixtures {
             candidates.first { FileManager.default.isExecutableFile(atPath: $0 + "/meridian") } ?? candidates[2]
         return folder + "/meridian"
     }()
+
+    /// ``meridian``, which must be built: missing, it fails the test that needs it, never skips it.
+    static func builtMeridian() throws -> String {
+        try #require(FileManager.default.isExecutableFile(atPath: meridian), "\(meridian) is not built")
+        return meridian
+    }
 
     /// The regression corpus, copied into the test bundle.
     static var corpus: String {

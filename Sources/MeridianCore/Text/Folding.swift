@@ -41,7 +41,9 @@ public struct StringOptions: OptionSet, Sendable, Hashable, CustomStringConverti
 /// Folding is deterministic and locale-independent:
 /// 1. canonical decomposition (NFD), so precomposed `"é"` and decomposed `"e\u{301}"` become the same scalars;
 /// 2. with ``StringOptions/caseInsensitive``, Unicode full lowercase mapping (`"É"` → `"é"`, `"İ"` → `"i̇"`;
-///    `"ß"` stays `"ß"` and does not equal `"ss"`), then NFD again;
+///    `"ß"` stays `"ß"` and does not equal `"ss"`), then NFD again, and the final sigma `"ς"` becomes `"σ"` (as
+///    Unicode case folding has it: the lowercase mapping alone, scalar by scalar, turns `"ΟΔΟΣ"` into `"οδοσ"`,
+///    which would not equal the word as written, `"οδος"`);
 /// 3. with ``StringOptions/diacriticInsensitive``, every nonspacing mark (general category Mn) is dropped.
 ///
 /// With no options the string is returned unchanged: plain operators compare raw UTF-8 bytes, so a precomposed
@@ -68,6 +70,9 @@ public enum Folding {
         var text = s.decomposedStringWithCanonicalMapping
         if options.contains(.caseInsensitive) {
             text = text.lowercased().decomposedStringWithCanonicalMapping
+            if text.unicodeScalars.contains("\u{3C2}") {
+                text = String(String.UnicodeScalarView(text.unicodeScalars.map { $0 == "\u{3C2}" ? "\u{3C3}" : $0 }))
+            }
         }
         if options.contains(.diacriticInsensitive) {
             var out = String.UnicodeScalarView()

@@ -138,6 +138,7 @@ final class GroupCommitter: Sendable {
                 }
                 try TransactionExecutor.logPendingInserts(db, &shapes)
                 seq = try Store.latestSeq(db)
+                try TransactionExecutor.recordKeys(shapes, seq: seq, db: db)
                 return .commit
             }
             if firstFailure == nil {
@@ -184,6 +185,7 @@ final class GroupCommitter: Sendable {
             var shapes = TransactionExecutor.Shapes(own: self.own)
             try Self.inImmediateTransaction(db) {
                 for pending in batch {
+                    let knownKey = pending.idempotencyKey.map { shapes.keys[$0] != nil } ?? true
                     do {
                         var outcome = TransactionExecutor.Outcome(rows: [], replayedSeq: nil)
                         try db.inSavepoint {
@@ -196,12 +198,15 @@ final class GroupCommitter: Sendable {
                         // A statement that failed must not be reused before it is reset: start the next transaction
                         // from GRDB's statement cache (which resets them).
                         shapes.forget()
+                        // Its savepoint is rolled back: so is the key it kept.
+                        if !knownKey { shapes.keys[pending.idempotencyKey!] = nil }
                         outcomes.append(.failure(error))
                         // Some SQLite errors (disk full, I/O) abort the whole transaction: fail the batch.
                         if !db.isInsideTransaction { throw error }
                     }
                 }
                 seq = try Store.latestSeq(db)
+                try TransactionExecutor.recordKeys(shapes, seq: seq, db: db)
                 return .commit
             }
         } catch {

@@ -17,20 +17,22 @@ enum TransactionExecutor {
     typealias WrittenRow = CommitResult.WrittenRow
 
     /// What one transaction did: the rows it wrote, or — for a repeated idempotency key — the rows and seq of the
-    /// commit that already applied it.
+    /// commit that already applied it (`nil` when that is this group's own commit).
     struct Outcome {
         var rows: [WrittenRow]
         var replayedSeq: Int64?
     }
 
-    /// Runs a queued transaction: answers a repeated idempotency key from `meridian_applied`, else applies the
-    /// operations and records the key with the transaction's last seq and its rows.
+    /// Runs a queued transaction: answers a repeated idempotency key from `meridian_applied` or from the keys of the
+    /// group's earlier transactions, else applies the operations and keeps the key with its rows in `shapes`, for
+    /// ``recordKeys(_:seq:db:)`` to record with the group's seq: the seq every transaction of the group is answered
+    /// with, so that a retry gets exactly the first answer.
     static func run(_ pending: GroupCommitter.Pending, db: Database, shapes: inout Shapes) throws -> Outcome {
         guard let key = pending.idempotencyKey else {
             return Outcome(
                 rows: try run(pending.operations, policy: pending.policy, db: db, shapes: &shapes), replayedSeq: nil)
         }
-        try logPendingInserts(db, &shapes)
+        if let rows = shapes.keys[key] { return Outcome(rows: rows, replayedSeq: nil) }
         if let recorded = try GRDB.Row.fetchOne(
             db.cachedStatement(sql: "SELECT seq, rows FROM meridian_applied WHERE key = ?"), arguments: [key])
         {
@@ -38,11 +40,17 @@ enum TransactionExecutor {
             return Outcome(rows: rows.map(\.written), replayedSeq: recorded[0])
         }
         let rows = try run(pending.operations, policy: pending.policy, db: db, shapes: &shapes)
-        try logPendingInserts(db, &shapes)
-        let json = String(decoding: try JSONEncoder().encode(rows.map(RecordedRow.init)), as: UTF8.self)
-        try db.cachedStatement(sql: "INSERT INTO meridian_applied (key, seq, rows) VALUES (?, ?, ?)")
-            .execute(arguments: [key, try Store.latestSeq(db), json])
+        shapes.keys[key] = rows
         return Outcome(rows: rows, replayedSeq: nil)
+    }
+
+    /// Records the keys of the group's applied transactions with the group's final `seq`, before it commits.
+    static func recordKeys(_ shapes: Shapes, seq: Int64, db: Database) throws {
+        for (key, rows) in shapes.keys {
+            let json = String(decoding: try JSONEncoder().encode(rows.map(RecordedRow.init)), as: UTF8.self)
+            try db.cachedStatement(sql: "INSERT INTO meridian_applied (key, seq, rows) VALUES (?, ?, ?)")
+                .execute(arguments: [key, seq, json])
+        }
     }
 
     /// A written row as recorded with its idempotency key: `[entity, id, kind, version]`.
@@ -258,6 +266,8 @@ enum TransactionExecutor {
         /// commit without savepoints writes those of all its transactions together: eight single-row transactions
         /// then write one statement of eight entries.
         var pendingInserts: [(entity: String, id: String)] = []
+        /// The idempotency keys of the group's applied transactions, with their rows (see ``recordKeys(_:seq:db:)``).
+        var keys: [String: [WrittenRow]] = [:]
         var insert: (entity: String, columns: [String], statement: Statement)?
         var update: (entity: String, columns: [String], statement: Statement)?
 

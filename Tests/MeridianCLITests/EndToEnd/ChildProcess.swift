@@ -43,6 +43,12 @@ func runMeridian(
     return CommandResult(status: status, stdout: await child.allOutput(), stderr: child.errorOutput)
 }
 
+/// An end-to-end test's executable is not built (or not where the tests look for it).
+struct MissingExecutable: Error, CustomStringConvertible {
+    var path: String
+    var description: String { "\(self.path) is not an executable file (`swift build --build-tests` builds it)" }
+}
+
 /// A running child process whose standard output is read line by line and standard error kept.
 ///
 /// Each instance is owned by one test; reader threads hand data over through `Mutex`es.
@@ -70,6 +76,11 @@ final class ChildProcess: Sendable {
         process.standardError = err
         process.standardInput = input
         self.process = process
+        // The test targets depend on the executables, so `swift build --build-tests` builds them: one that is
+        // missing is a failure of the test that needs it, never a skip.
+        guard FileManager.default.isExecutableFile(atPath: executable) else {
+            throw MissingExecutable(path: executable)
+        }
         try process.run()
 
         let outHandle = out.fileHandleForReading

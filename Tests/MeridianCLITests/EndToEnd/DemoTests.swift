@@ -3,7 +3,7 @@
 import Foundation
 import Testing
 
-@Suite(.enabled(if: serverIsBuilt, "meridian-server is not built"), .timeLimit(.minutes(3)))
+@Suite(.timeLimit(.minutes(3)))
 struct DemoTests {
     @Test("the demo loads places, writes, watches, and stops everything by itself after --duration")
     func demo() async throws {

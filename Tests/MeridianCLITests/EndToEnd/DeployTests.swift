@@ -15,7 +15,8 @@ import Testing
     func verify() async throws {
         // verify checks that ExecStart's binary exists: point it at the built server (or any executable).
         let unit = try String(contentsOfFile: repositoryRoot + "/deploy/meridian-server.service", encoding: .utf8)
-        let binary = serverIsBuilt ? product("meridian-server") : "/bin/true"
+        let binary = product("meridian-server")
+        try #require(FileManager.default.isExecutableFile(atPath: binary), "\(binary) is not built")
         let directory = NSTemporaryDirectory() + "meridian-unit-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }

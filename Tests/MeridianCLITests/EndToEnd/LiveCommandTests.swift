@@ -7,7 +7,7 @@
 
     @testable import MeridianCLI
 
-    @Suite(.enabled(if: serverIsBuilt, "meridian-server is not built"), .timeLimit(.minutes(5)))
+    @Suite(.timeLimit(.minutes(5)))
     struct LiveCommandTests {
         /// Reads a watcher's lines into a replay until it has applied `seq` (or fails after a timeout).
         static func follow(_ watcher: ChildProcess, _ replay: inout WatchReplay, until seq: Int64) async throws {

@@ -6,7 +6,7 @@ import Testing
 
 @testable import MeridianCLI
 
-@Suite(.enabled(if: serverIsBuilt, "meridian-server is not built"), .timeLimit(.minutes(3)))
+@Suite(.timeLimit(.minutes(3)))
 struct OneShotCommandTests {
     @Test("insert, query, update, upsert, delete: outputs and exit codes")
     func writesAndQueries() async throws {

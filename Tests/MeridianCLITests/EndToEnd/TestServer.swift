@@ -10,9 +10,6 @@ struct TestServer: Sendable {
     let directory: String
 }
 
-/// Whether `meridian-server` has been built (it lands with the server branch).
-let serverIsBuilt = FileManager.default.isExecutableFile(atPath: product("meridian-server"))
-
 /// Starts a server, runs `body`, and always stops the server and removes its files, even when `body` throws.
 func withTestServer<T>(_ body: (TestServer) async throws -> T) async throws -> T {
     let directory = NSTemporaryDirectory() + "meridian-cli-tests-" + UUID().uuidString
