@@ -12,24 +12,6 @@ import Testing
 
 @Suite("Fan-out failure", .timeLimit(.minutes(2)))
 struct FanoutFailureTests {
-    /// Runs `sql` in the sqlite3 shell on `path`, off the cooperative pool (waiting for a process blocks a thread).
-    static func sqlite3(_ path: String, _ sql: String) async -> Int32 {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-                process.arguments = [path, sql]
-                do {
-                    try process.run()
-                    process.waitUntilExit()
-                    continuation.resume(returning: process.terminationStatus)
-                } catch {
-                    continuation.resume(returning: -1)
-                }
-            }
-        }
-    }
-
     @Test("a log image that does not decode ends every stream with UNAVAILABLE and refuses new ones; writes go on")
     func corruptLogImage() async throws {
         let store = try Fixtures.store()
@@ -46,7 +28,7 @@ struct FanoutFailureTests {
 
                     // Another process updates the row and breaks the after-image its trigger logged, in one
                     // transaction: the fan-out reads an entry it cannot decode.
-                    let status = await Self.sqlite3(
+                    let status = await sqlite3(
                         path,
                         """
                         PRAGMA busy_timeout = 5000;

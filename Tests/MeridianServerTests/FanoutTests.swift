@@ -143,10 +143,10 @@ struct FanoutTests {
                             #expect(fastMirror.results["all"] == (try await directQuery(store, all)))
                         }
                     }
-                    // The slow client reads again: a resnapshot of each subscription brings it to the right state.
-                    // Each subscription is re-snapshotted on its own, possibly more than once (the queue can
-                    // overflow again while the writer runs), so read until both show the final state; a client
-                    // must hold them all before showing anything (docs/protocol.md, "Resuming").
+                    // The slow client reads again: a resnapshot of its subscriptions brings it to the right state,
+                    // possibly more than once (the queue can overflow again while the writer runs), so read until
+                    // both show the final state. Each overflow re-snapshots both subscriptions as one group: one
+                    // Batch makes both snapshots visible (docs/protocol.md, "The client's one rule").
                     while slowMirror.seq < doneSeq || slowMirror.snapshotsReceived["all", default: 0] < 2
                         || slowMirror.snapshotsReceived["done", default: 0] < 2 || !slowMirror.chunks.isEmpty
                         || slowMirror.results["done"]?.count != 1 || slowMirror.results["all"]?.count != 3_000
@@ -160,6 +160,8 @@ struct FanoutTests {
                     #expect(metrics.counterTotal(label: "meridian.coalesced") >= 1)
                     #expect(metrics.counterTotal(label: "meridian.commits") >= 1)
                     #expect(slowMirror.resnapshots >= 1)
+                    #expect(!slowMirror.resnapshotBatches.isEmpty)
+                    #expect(slowMirror.resnapshotBatches.allSatisfy { $0 == ["all", "done"] })
                     #expect(slowMirror.results["all"] == (try await directQuery(store, all)))
                 }
             }
@@ -184,23 +186,7 @@ struct FanoutTests {
                     var sql = "PRAGMA busy_timeout = 5000;"
                     for i in 0..<10 { sql += " INSERT INTO Point (id, title, category) VALUES ('ext\(i)', 'shell', 5);" }
                     sql += " UPDATE Point SET title = 'shell again' WHERE id = 'ext0';"
-                    let script = sql
-                    // Run the shell off the cooperative pool: waiting for a process blocks a thread.
-                    let status = await withCheckedContinuation { continuation in
-                        Thread.detachNewThread {
-                            let process = Process()
-                            process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-                            process.arguments = [path, script]
-                            do {
-                                try process.run()
-                                process.waitUntilExit()
-                                continuation.resume(returning: process.terminationStatus)
-                            } catch {
-                                continuation.resume(returning: -1)
-                            }
-                        }
-                    }
-                    try #require(status == 0)
+                    try #require(await sqlite3(path, sql) == 0)
                     let read = try await store.changes(after: base)
                     guard case .changes(let logged) = read else {
                         Issue.record("the log was pruned: \(read)")

@@ -95,6 +95,8 @@ struct Mirror {
     var resnapshotFlags: [String: Bool] = [:]
     var snapshotsReceived: [String: Int] = [:]
     var resnapshots = 0
+    /// For each Batch that applied re-snapshots: the subscriptions it re-snapshotted.
+    var resnapshotBatches: [Set<String>] = []
     var batches = 0
     var replaced: Set<String> = []
     var errors: [Meridian_V1_SubscriptionError] = []
@@ -115,6 +117,8 @@ struct Mirror {
             #expect(batch.seq >= self.seq, "a batch at \(batch.seq) after seq \(self.seq)")
             self.seq = max(self.seq, batch.seq)
             self.batches += 1
+            var resnapshotted: Set<String> = []
+            defer { if !resnapshotted.isEmpty { self.resnapshotBatches.append(resnapshotted) } }
             for delta in batch.deltas {
                 if delta.snapshot {
                     #expect(
@@ -125,7 +129,10 @@ struct Mirror {
                     self.results[delta.subscriptionID] = Dictionary(
                         rows.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
                     self.snapshotsReceived[delta.subscriptionID, default: 0] += 1
-                    if self.resnapshotFlags.removeValue(forKey: delta.subscriptionID) == true { self.resnapshots += 1 }
+                    if self.resnapshotFlags.removeValue(forKey: delta.subscriptionID) == true {
+                        self.resnapshots += 1
+                        resnapshotted.insert(delta.subscriptionID)
+                    }
                 }
                 if delta.replaced { self.replaced.insert(delta.subscriptionID) }
                 var rows = self.results[delta.subscriptionID] ?? [:]
@@ -205,4 +212,23 @@ func bindForTest(_ fetch: Meridian_V1_FetchRequest, _ schema: Schema) throws -> 
 @discardableResult
 func commit(_ store: Store, _ operations: [WriteOperation]) async throws -> Int64 {
     try await store.apply(operations).seq
+}
+
+/// Runs `sql` in the sqlite3 shell (another process writing the store's file) and returns its exit status; off the
+/// cooperative pool, since waiting for a process blocks a thread.
+func sqlite3(_ path: String, _ sql: String) async -> Int32 {
+    await withCheckedContinuation { continuation in
+        Thread.detachNewThread {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+            process.arguments = [path, sql]
+            do {
+                try process.run()
+                process.waitUntilExit()
+                continuation.resume(returning: process.terminationStatus)
+            } catch {
+                continuation.resume(returning: -1)
+            }
+        }
+    }
 }
