@@ -118,6 +118,35 @@ struct BatchRuleTests {
         #expect(logOne.list.inconsistency(with: one) == nil && logTwo.list.inconsistency(with: two) == nil)
     }
 
+    @Test("a Batch applies its snapshots before its deltas: an older snapshot never overwrites a shared row's newer image")
+    func snapshotsBeforeDeltas() async throws {
+        let harness = try await Harness()
+        let (one, two, oneID, twoID) = try await twoControllers(harness)
+        let before = one.seq
+        // A third subscription shares x with the first: every row, by title.
+        let all = try await harness.container.controller(for: try FetchRequest(entity: "Point", sortedBy: "title"))
+        try await harness.pump()
+        let allID = try #require(harness.server.subscriptions.keys.first { $0 != oneID && $0 != twoID })
+        #expect(all.rows.map(\.id) == ["a", "b", "x"])
+        // The first subscription is re-snapshotted at before+1, when x was still in it as "Xray"; at before+2 x moved
+        // to category 2 as "X-ray 2". One Batch at before+2 carries the second and third subscriptions' deltas for x
+        // first (as a merged batch may), then the first subscription's snapshot and its delta (x left).
+        try await harness.context.receive(chunk(oneID, seq: before + 1, [point("a", "Alpha", 1), point("x", "Xray", 1)]))
+        var update = Meridian_V1_SubscriptionDelta()
+        update.subscriptionID = allID
+        update.epoch = 1
+        update.updated = [Meridian_V1_RowUpdate(point("x", "X-ray 2", 2), version: 3, changed: ["category", "title"])]
+        var twoDelta = delta(twoID, entered: [point("x", "X-ray 2", 2)])
+        twoDelta.entered = [Meridian_V1_Row(point("x", "X-ray 2", 2), version: 3)]
+        try await harness.context.receive(
+            batch(before + 2, twoDelta, update, delta(oneID, left: ["x"], snapshot: true)))
+        #expect(one.rows.map(\.id) == ["a"])
+        #expect(two.rows.map(\.id) == ["b", "x"])
+        #expect(all.rows.first { $0.id == "x" }?.values["title"] == "X-ray 2", "an older snapshot image won")
+        #expect(two.rows.first { $0.id == "x" }?.values["title"] == "X-ray 2", "an older snapshot image won")
+        #expect(await harness.context.version(of: "Point", id: "x") == 3)
+    }
+
     @Test("a connection lost with a snapshot staged applies nothing; the next Hello resumes from the old seq")
     func lostWhileStaged() async throws {
         let harness = try await Harness()

@@ -330,20 +330,20 @@ struct ProcessTests {
             if kind == "snapshot_chunk":
                 chunk = response.snapshot_chunk
                 if epochs.get(chunk.subscription_id) == chunk.epoch:
-                    rows = [] if chunk.chunk_index == 0 else staged[chunk.subscription_id]
-                    staged[chunk.subscription_id] = rows + list(chunk.rows)
+                    rows = [] if chunk.chunk_index == 0 else staged[chunk.subscription_id][1]
+                    staged[chunk.subscription_id] = (chunk.seq, rows + list(chunk.rows))
                 return None
             if kind == "subscription_error":
                 fail("subscription error " + response.subscription_error.error.message)
             if kind != "batch":
                 return None
             named = []
-            for delta in response.batch.deltas:
+            current = [d for d in response.batch.deltas if epochs.get(d.subscription_id) == d.epoch]
+            # The staged snapshots first, oldest first; then every delta.
+            for delta in sorted((d for d in current if d.snapshot), key=lambda d: staged[d.subscription_id][0]):
+                shown[delta.subscription_id] = {row.id: row for row in staged.pop(delta.subscription_id)[1]}
+            for delta in current:
                 name = delta.subscription_id
-                if epochs.get(name) != delta.epoch:
-                    continue
-                if delta.snapshot:
-                    shown[name] = {row.id: row for row in staged.pop(name)}
                 rows = shown[name]
                 for id in delta.left:
                     del rows[id]

@@ -183,20 +183,28 @@ extension CacheContext {
         if chunk.last { self.subscriptions[id]!.snapshot!.isComplete = true }
     }
 
-    /// Applies one Batch as one commit: for each subscription it names, its staged snapshot (when flagged), then its
-    /// delta; then the seq moves to the batch's.
+    /// Applies one Batch as one commit: the staged snapshots it names, oldest first, then every delta; then the seq
+    /// moves to the batch's.
+    ///
+    /// The order matters because subscriptions share cached rows: a snapshot is at its own seq, at most the batch's,
+    /// while the deltas bring every row they name to the batch's seq. A snapshot applied after another
+    /// subscription's delta would put an older image of a shared row back (found by `meridian-check`: a Batch
+    /// merging a re-snapshot with later deltas).
     private func receiveBatch(_ batch: Meridian_V1_Batch) throws(ClientError) {
         var work = CommitWork()
         var cause = ResultsChangeCause.remote
         var answered: [CheckedContinuation<Void, any Error>] = []
-        for delta in batch.deltas {
+        let current = batch.deltas.filter { self.isCurrent($0.subscriptionID, $0.epoch) }
+        let snapshots = current.filter(\.snapshot).map(\.subscriptionID).sorted {
+            (self.subscriptions[$0]!.snapshot?.seq ?? 0) < (self.subscriptions[$1]!.snapshot?.seq ?? 0)
+        }
+        for id in snapshots {
+            let (snapshotCause, waiters) = try self.applyStagedSnapshot(id, work: &work)
+            cause = Self.stronger(cause, snapshotCause)
+            answered += waiters
+        }
+        for delta in current {
             let id = delta.subscriptionID
-            guard self.isCurrent(id, delta.epoch) else { continue }
-            if delta.snapshot {
-                let (snapshotCause, waiters) = try self.applyStagedSnapshot(id, work: &work)
-                cause = Self.stronger(cause, snapshotCause)
-                answered += waiters
-            }
             // In place throughout: a local copy of the subscription would copy its members on every change.
             guard self.subscriptions[id]!.phase == .live else { continue }
             if delta.replaced, let replace = self.subscriptions[id]!.pendingReplace {

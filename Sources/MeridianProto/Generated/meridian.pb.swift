@@ -1147,8 +1147,9 @@ package nonisolated struct Meridian_V1_SubscriptionDelta: Sendable {
   package var epoch: UInt32 = 0
 
   /// The subscription's staged snapshot (its SnapshotChunks with this epoch, the last one received) becomes its
-  /// result here: apply it first — it replaces what the client held for the subscription, which it diffs into a
-  /// change set — then this delta's `left`, `entered` and `updated`.
+  /// result here: it replaces what the client held for the subscription, which it diffs into a change set. Apply a
+  /// Batch's snapshots first (oldest snapshot seq first), then every delta's `left`, `entered` and `updated`: a
+  /// snapshot is at its own seq, so applied after a delta it could put an older image of a shared row back.
   package var snapshot: Bool = false
 
   package var unknownFields = SwiftProtobuf.UnknownStorage()
