@@ -40,15 +40,8 @@ extension ClientError {
 
     /// The client form of a write the schema refuses (the same code and message the server answers with).
     init(_ error: WriteError) {
-        let code: Code =
-            switch error.code {
-            case .unknownEntity: .unknownEntity
-            case .unknownAttribute: .unknownAttribute
-            default: .validation
-            }
-        self.init(
-            code, error.message, cause: error, attributes: error.attributes, entity: error.entity, id: error.id)
-        self.operationIndex = error.operationIndex
+        self.init(Meridian_V1_ErrorDetail(error), cause: error)
+        self.id = error.id  // an empty id stays empty (the detail's "" reads as none)
     }
 
     /// The client form of a failed call: the Meridian detail in its trailers when there is one, else a transport

@@ -311,25 +311,20 @@ final class ClientOutbox: Sendable {
             self.state.withLock { state in
                 if state.finished { return (nil, nil, .closed) }
                 if state.holding {
+                    var coalesced = 0
                     if var held = state.held {
                         state.queuedRows -= held.rowCount
-                        let coalesced = held.merge(seq: seq, parts: parts)
-                        state.queuedRows += held.rowCount
+                        coalesced = held.merge(seq: seq, parts: parts)
                         state.held = held
-                        if state.queuedRows > self.limit {
-                            Self.drop(&state)
-                            return (nil, nil, .overflowed)
-                        }
-                        return (nil, nil, .queued(coalesced: coalesced))
+                    } else {
+                        state.held = QueuedBatch(seq: seq, parts: parts)
                     }
-                    let held = QueuedBatch(seq: seq, parts: parts)
-                    state.held = held
-                    state.queuedRows += held.rowCount
+                    state.queuedRows += state.held!.rowCount
                     if state.queuedRows > self.limit {
                         Self.drop(&state)
                         return (nil, nil, .overflowed)
                     }
-                    return (nil, nil, .queued(coalesced: 0))
+                    return (nil, nil, .queued(coalesced: coalesced))
                 }
                 if !state.isEmpty, case .batch(var last) = state.items[state.items.count - 1] {
                     state.queuedRows -= last.rowCount

@@ -56,16 +56,7 @@ extension Hub {
             let grouped = subscriptions.contains { (try? $0.get())?.resume == true }
             if grouped { outbox.beginHold() }
             defer { if grouped, state.clients[id]!.group.isEmpty { outbox.endHold() } }
-            for subscription in subscriptions {
-                do throws(RefusedSubscription) {
-                    let subscription = try subscription.get()
-                    if let error = self.register(id, subscription, &state) {
-                        throw RefusedSubscription(id: subscription.id, epoch: subscription.epoch, error: error)
-                    }
-                } catch {
-                    outbox.enqueue(SyncSession.subscriptionError(error.id, epoch: error.epoch, error.error.detail))
-                }
-            }
+            for subscription in subscriptions { self.add(id, subscription, &state) }
             return .success((id, state.processedSeq))
         }
         let connected = try result.get()
@@ -92,12 +83,25 @@ extension Hub {
 
     /// Adds a subscription: registers it pending and queues its read, or answers at once from a limited
     /// subscription the hub already maintains. A resumed subscription is answered before any other batch reaches
-    /// the client.
-    ///
-    /// - Throws: ``DetailError`` `DUPLICATE_SUBSCRIPTION` or `TOO_MANY_SUBSCRIPTIONS`.
-    func subscribe(_ clientID: Int, _ subscription: SubscriptionRequest) throws(DetailError) {
-        let error = self.state.withLock { state in self.register(clientID, subscription, &state) }
-        if let error { throw error }
+    /// the client. A refused one (here, or already when it was decoded) is answered with a `SubscriptionError`:
+    /// `DUPLICATE_SUBSCRIPTION`, `TOO_MANY_SUBSCRIPTIONS`, or the decoding's error.
+    func subscribe(_ clientID: Int, _ subscription: Result<SubscriptionRequest, RefusedSubscription>) {
+        self.state.withLock { state in self.add(clientID, subscription, &state) }
+    }
+
+    /// ``subscribe(_:_:)`` under the lock.
+    private func add(
+        _ clientID: Int, _ subscription: Result<SubscriptionRequest, RefusedSubscription>, _ state: inout State
+    ) {
+        do throws(RefusedSubscription) {
+            let subscription = try subscription.get()
+            if let error = self.register(clientID, subscription, &state) {
+                throw RefusedSubscription(id: subscription.id, epoch: subscription.epoch, error: error)
+            }
+        } catch {
+            state.clients[clientID]?.outbox.enqueue(
+                SyncSession.subscriptionError(error.id, epoch: error.epoch, error.error.detail))
+        }
     }
 
     /// Registers one subscription under the lock; returns why it is refused, if it is.

@@ -104,17 +104,7 @@ struct SyncSession {
         let schema = self.service.store.schema
         switch request.kind {
         case .subscribe(let subscribe):
-            let epoch = epochs.next(subscribe.subscriptionID)
-            do throws(Hub.RefusedSubscription) {
-                let subscription = try self.subscriptionRequest(subscribe, epoch: epoch).get()
-                do throws(DetailError) {
-                    try hub.subscribe(client, subscription)
-                } catch {
-                    throw Hub.RefusedSubscription(id: subscription.id, epoch: epoch, error: error)
-                }
-            } catch {
-                outbox.enqueue(Self.subscriptionError(error.id, epoch: error.epoch, error.error.detail))
-            }
+            hub.subscribe(client, self.subscriptionRequest(subscribe, epoch: epochs.next(subscribe.subscriptionID)))
         case .replace(let replace):
             let id = replace.subscriptionID
             do throws(DetailError) {
