@@ -1,5 +1,7 @@
+import Logging
 import MeridianCore
 import MeridianProto
+import MeridianStore
 @testable import MeridianServer
 import SwiftProtobuf
 import Testing
@@ -107,7 +109,7 @@ import Testing
     @Test("a holding outbox merges batches into one, passes snapshots and messages on, and sends the batch at the end")
     func holdingOutbox() async throws {
         let outbox = ClientOutbox(limit: 1_000)
-        outbox.beginHold()
+        outbox.beginHold(showing: 5)
         let row = VersionedRow(row: Row(id: "a", values: ["title": "A"]), version: 1)
         let live = BatchPart(
             subscription: WireSubscription(id: "live", epoch: 1),
@@ -128,13 +130,13 @@ import Testing
             return
         }
         #expect(snapshot.subscriptionID == "new")
-        // A heartbeat meanwhile repeats the last seq sent (none yet), not the hub's.
+        // A heartbeat meanwhile repeats the seq the client shows, not the hub's.
         outbox.heartbeatIfIdle(interval: .zero, seq: 8)
         guard case .message(let heartbeat)? = await outbox.next() else {
             Issue.record("no heartbeat")
             return
         }
-        #expect(heartbeat.heartbeat.seq == 0)
+        #expect(heartbeat.heartbeat.seq == 5)
         outbox.endHold()
         guard case .batch(let batch)? = await outbox.next() else {
             Issue.record("the held batch was not sent when the hold ended")
@@ -145,5 +147,38 @@ import Testing
         #expect(decoded.batch.deltas.map(\.subscriptionID) == ["live", "new"])
         #expect(decoded.batch.deltas.map(\.snapshot) == [false, true])
         #expect(!outbox.isHolding)
+    }
+
+    @Test("while a reconnection's group is pending, heartbeats repeat the seq the client reconnected from")
+    func heartbeatWhileReconnecting() async throws {
+        let store = try Fixtures.store()
+        for i in 0..<10 { try await commit(store, [.insert("Point", id: "p\(i)", Fixtures.point("t"))]) }
+        try await store.prune(keepingLast: 2)
+        var configuration = Fixtures.configuration()
+        configuration.heartbeatInterval = .zero
+        let hub = Hub(store: store, configuration: configuration, metrics: ServerMetrics(), logger: .init(label: "t"))
+        try await hub.start()
+        let outbox = ClientOutbox(limit: 1_000)
+        // Nobody reads the pending subscription's base: the group stays pending.
+        let (jobs, continuation) = AsyncStream<Int>.makeStream()
+        _ = jobs
+        let request = try bindForTest(Fixtures.fetch("Point"), store.schema)
+        // Reconnecting from seq 4, behind the pruned log: no resume, but the client shows seq 4 until it is answered.
+        _ = try hub.connect(
+            outbox: outbox, jobs: continuation, name: "t", resumeFrom: nil, clientSeq: 4,
+            subscriptions: [.success(.init(id: "s", epoch: 1, request: request, resume: true))],
+            welcome: { _ in Meridian_V1_SyncResponse() })
+        #expect(outbox.isHolding)
+        guard case .message? = await outbox.next() else {
+            Issue.record("no Welcome")
+            return
+        }
+        hub.heartbeat()
+        guard case .message(let heartbeat)? = await outbox.next() else {
+            Issue.record("no heartbeat")
+            return
+        }
+        #expect(heartbeat.heartbeat.seq == 4)
+        continuation.finish()
     }
 }

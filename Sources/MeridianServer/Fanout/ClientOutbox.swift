@@ -370,8 +370,14 @@ final class ClientOutbox: Sendable {
     }
 
     /// Holds batches from now on: they are merged into one, sent by ``endHold()``.
-    func beginHold() {
-        self.state.withLock { $0.holding = true }
+    ///
+    /// - Parameter seq: The seq the client shows meanwhile (a reconnecting client's resume point): heartbeats
+    ///   repeat it, never an older one.
+    func beginHold(showing seq: Int64 = 0) {
+        self.state.withLock { state in
+            state.holding = true
+            state.lastSentSeq = max(state.lastSentSeq, seq)
+        }
     }
 
     /// Stops holding: the held batch, if any, is queued after everything queued meanwhile (snapshots, messages).

@@ -32,14 +32,15 @@ extension Hub {
     /// Welcome says `resumed`. Queues the Welcome (`welcome` builds it from the seq it carries) and the refusals of
     /// re-added subscriptions first, so that no answer can overtake them. The re-added subscriptions the client
     /// already shows form one group: the client's batches are held until every one of them is answered, then sent
-    /// as one.
+    /// as one; meanwhile heartbeats repeat `clientSeq`, the seq the client reconnects from (`Hello.resume_from_seq`),
+    /// whether or not the log still reaches back to it.
     ///
     /// - Returns: The client's id and the seq its Welcome carries.
     /// - Throws: ``DetailError`` `SHUTTING_DOWN` when the server is shutting down, `UNAVAILABLE` when the fan-out
     ///   stopped.
     func connect(
         outbox: ClientOutbox, jobs: AsyncStream<Int>.Continuation, name: String, resumeFrom: Int64?,
-        subscriptions: [Result<SubscriptionRequest, RefusedSubscription>] = [],
+        clientSeq: Int64 = 0, subscriptions: [Result<SubscriptionRequest, RefusedSubscription>] = [],
         welcome: (Int64) -> Meridian_V1_SyncResponse
     ) throws(DetailError) -> (id: Int, seq: Int64) {
         let result = self.state.withLock { state -> Result<(id: Int, seq: Int64), DetailError> in
@@ -53,8 +54,10 @@ extension Hub {
             outbox.enqueue(welcome(state.processedSeq))
             // Held from the first re-added subscription on, also one answered at once (a limited subscription the
             // hub maintains), so that none of the group's answers leaves before the others.
+            // Meanwhile the client shows its state at the seq it reconnected from (which may be behind the log's
+            // start, but not ahead of the hub, unless the client comes from another store).
             let grouped = subscriptions.contains { (try? $0.get())?.resume == true }
-            if grouped { outbox.beginHold() }
+            if grouped { outbox.beginHold(showing: min(clientSeq, state.processedSeq)) }
             defer { if grouped, state.clients[id]!.group.isEmpty { outbox.endHold() } }
             for subscription in subscriptions { self.add(id, subscription, &state) }
             return .success((id, state.processedSeq))

@@ -72,7 +72,7 @@ struct SyncSession {
                     do throws(DetailError) {
                         (id, seq) = try hub.connect(
                             outbox: outbox, jobs: jobsContinuation, name: hello.clientName, resumeFrom: resumeFrom,
-                            subscriptions: subscriptions,
+                            clientSeq: hello.resumeFromSeq, subscriptions: subscriptions,
                             welcome: { seq in self.welcome(seq: seq, resumed: resumeFrom != nil) })
                     } catch {
                         throw RPCError(error.detail)
