@@ -39,11 +39,25 @@ run_tests() {
     # load both cores, and their deadlines, like the rest of the suite's (whose tests run in parallel), are meant
     # for a machine they do not share with each other.
     log "running every test but the checker soaks and the fuzzers"
-    swift test --skip-build --skip "CheckerRunTests|MeridianFuzzTests"
+    test_run --skip "CheckerRunTests|MeridianFuzzTests"
     log "running the consistency checker soaks"
-    swift test --skip-build --filter "CheckerRunTests"
+    test_run --filter "CheckerRunTests"
     log "running the fuzzers"
-    swift test --skip-build --filter "MeridianFuzzTests"
+    test_run --filter "MeridianFuzzTests"
+}
+
+# One `swift test --skip-build` run; when it fails, its recorded issues are repeated at the end, where a CI log's
+# tail shows them.
+test_run() {
+    local output status=0
+    output="$(mktemp)"
+    swift test --skip-build "$@" 2>&1 | tee "$output" || status=$?
+    if [ "$status" -ne 0 ]; then
+        log "FAILED (exit $status); the issues recorded:"
+        grep -A4 -E 'recorded an issue|Test run .*failed|error:' "$output" | head -200 >&2 || true
+    fi
+    rm -f "$output"
+    return "$status"
 }
 
 demo() {
