@@ -19,7 +19,7 @@ extension Meridian_V1_Row {
 extension Row {
     /// The Core form of a wire row; the version is dropped (read it from the message).
     ///
-    /// Explicit nulls are kept as `.null` entries; an absent attribute reads as null either way.
+    /// An explicit null on the wire is an absent attribute in the row (see ``Row``).
     ///
     /// - Throws: ``ProtoConversionError`` naming the row and attribute whose value is invalid.
     package init(_ proto: Meridian_V1_Row) throws(ProtoConversionError) {

@@ -166,7 +166,8 @@ struct ControllerTests {
         #expect(points.object(at: ListIndexPath(1, 0)).title == "Alpha")
         #expect(points.indexPath(for: "b") == ListIndexPath(0, 0))
         let row = try Point(id: "z", title: "Zulu", category: 4, note: nil).row()
-        #expect(row.values["note"] == .null)
+        #expect(row.values["note"] == nil)
+        #expect(row["note"] == .null)
         #expect(try Point(row: point("q", "Q", 3)).category == 3)
     }
 

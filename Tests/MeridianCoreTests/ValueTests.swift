@@ -58,4 +58,22 @@ import Testing
         let b = Row(id: "1", values: ["x": .double(1), "z": .string("b"), "w": .int(2)])
         #expect(b.changedAttributes(from: a) == ["w", "x", "z"])
     }
+
+    @Test("an explicit null and an absent attribute are one row, however the row was built")
+    func nullIsAbsent() {
+        let plain = Row(id: "1", values: ["x": .int(1)])
+        let built = Row(id: "1", values: ["x": .int(1), "y": .null])
+        #expect(built == plain)
+        #expect(built.hashValue == plain.hashValue)
+        #expect(built.values.keys.sorted() == ["x"])
+        var assigned = plain
+        assigned.values["y"] = .null
+        #expect(assigned == plain)
+        assigned["x"] = .null
+        #expect(assigned.values.isEmpty)
+        #expect(assigned["x"] == .null)
+        assigned.values = ["z": .null, "w": .bool(true)]
+        #expect(assigned.values == ["w": .bool(true)])
+        #expect(Set([plain, built]).count == 1)
+    }
 }

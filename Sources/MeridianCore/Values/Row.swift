@@ -2,18 +2,30 @@
 
 /// One entity row: its id and its attribute values.
 ///
-/// An attribute missing from `values` reads as `.null`. Reading `row["id"]` gives the id as a string value, so
-/// predicates and sort keys can name `id` like any other attribute.
+/// An explicit null and an absent attribute are one thing: `values` never holds `.null` (setting an attribute to
+/// `.null`, through the initializer, `values` or the subscript, removes it), and an absent attribute reads as
+/// `.null`. So two rows with the same content are equal and hash alike however they were built, and no layer
+/// normalizes by hand. Reading `row["id"]` gives the id as a string value, so predicates and sort keys can name `id`
+/// like any other attribute.
 public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
     /// The row's primary key.
     public var id: String
-    /// The attribute values by name (`id` not included).
-    public var values: [String: Value]
+    /// The attribute values by name (`id` not included); never `.null` (a null assigned here is removed).
+    public var values: [String: Value] {
+        // Not referring to `oldValue` keeps `row.values[name] = value` an in-place mutation.
+        didSet { Self.removeNulls(&self.values) }
+    }
 
-    /// Creates a row.
+    /// Creates a row; null values are dropped.
     public init(id: String, values: [String: Value] = [:]) {
         self.id = id
         self.values = values
+        Self.removeNulls(&self.values)
+    }
+
+    private static func removeNulls(_ values: inout [String: Value]) {
+        guard values.values.contains(where: \.isNull) else { return }
+        values = values.filter { !$0.value.isNull }
     }
 
     /// The value of an attribute, `.null` when absent; `"id"` reads the id.
@@ -24,18 +36,22 @@ public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
         }
         set {
             precondition(attribute != EntitySchema.idAttribute, "a row's id is set through `id`")
-            self.values[attribute] = newValue
+            // Not `newValue.isNull ? nil : newValue`: `Value` is expressible by `nil`, which would store `.null`.
+            if newValue.isNull {
+                self.values.removeValue(forKey: attribute)
+            } else {
+                self.values[attribute] = newValue
+            }
         }
     }
 
-    /// The names of the attributes whose values differ between `self` and `other` (sorted), treating an absent
-    /// value as null.
+    /// The names of the attributes whose values differ between `self` and `other` (sorted).
     public func changedAttributes(from other: Row) -> [String] {
         var names: [String] = []
-        for (name, value) in self.values where !Self.same(value, other.values[name] ?? .null) {
+        for (name, value) in self.values where !Self.same(value, other[name]) {
             names.append(name)
         }
-        for (name, value) in other.values where self.values[name] == nil && !value.isNull {
+        for name in other.values.keys where self.values[name] == nil {
             names.append(name)
         }
         return names.sorted { $0.utf8Compare($1) < 0 }
