@@ -111,7 +111,40 @@ extension Meridian_V1_WrittenRow {
     }
 }
 
+extension CommitResult {
+    /// Core's form of a commit the server answered with.
+    ///
+    /// - Throws: ``ProtoConversionError`` `unknownEnumValue` for a written row whose kind is unset or unknown.
+    package init(_ result: Meridian_V1_ApplyResult) throws(ProtoConversionError) {
+        var rows: [CommitResult.WrittenRow] = []
+        rows.reserveCapacity(result.rows.count)
+        for (i, row) in result.rows.enumerated() {
+            do {
+                rows.append(
+                    CommitResult.WrittenRow(
+                        entity: row.entity, id: row.id, kind: try WriteOperation.Kind(row.kind), version: row.version))
+            } catch {
+                throw error.within("written row \(i)")
+            }
+        }
+        self.init(seq: result.seq, rows: rows)
+    }
+}
+
 extension Meridian_V1_ApplyRequest {
+    /// A transaction of Core operations.
+    ///
+    /// - Parameters:
+    ///   - operations: The operations, committed together or not at all.
+    ///   - policy: How conflicts with concurrent changes are settled.
+    ///   - idempotencyKey: A key that makes a retry answer the first commit instead of applying again ("" for none).
+    package init(_ operations: [WriteOperation], policy: ConflictPolicy = .storeWins, idempotencyKey: String = "") {
+        self.init()
+        self.operations = operations.map(Meridian_V1_Operation.init)
+        self.conflictPolicy = Meridian_V1_ConflictPolicy(policy)
+        self.idempotencyKey = idempotencyKey
+    }
+
     /// The transaction's operations in Core terms.
     ///
     /// - Throws: ``ProtoConversionError`` prefixed with the index of the operation at fault (`operation 2: …`),

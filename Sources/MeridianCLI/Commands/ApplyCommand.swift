@@ -1,7 +1,8 @@
 // MARK: - meridian apply
 
 internal import ArgumentParser
-internal import MeridianProto
+internal import MeridianClient
+internal import MeridianCore
 
 /// `meridian apply FILE|-`: one transaction from JSON lines; prints the commit seq.
 struct ApplyCommand: AsyncParsableCommand {
@@ -29,12 +30,11 @@ struct ApplyCommand: AsyncParsableCommand {
             do {
                 let result = try await connection.apply(operations.map(\.operation))
                 Terminal.printLine(String(result.seq))
-            } catch let error as CLIError {
+            } catch {
                 // Name the input line of the operation the server rejected.
-                if let rejection = error.cause as? ApplyRejection, rejection.detail.hasOperationIndex,
-                    operations.indices.contains(Int(rejection.detail.operationIndex))
-                {
-                    throw error.within("line \(operations[Int(rejection.detail.operationIndex)].line)")
+                let error = ServerConnection.map(error, address: address)
+                if let index = error.clientError?.operationIndex, operations.indices.contains(index) {
+                    throw error.within("line \(operations[index].line)")
                 }
                 throw error
             }

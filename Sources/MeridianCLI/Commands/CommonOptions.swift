@@ -59,11 +59,13 @@ struct FetchOptions: ParsableArguments {
         for entity: EntitySchema,
         sectionKey: String? = nil,
         limit: Int? = nil
-    ) throws(CLIError) -> Meridian_V1_FetchRequest {
+    ) throws(CLIError) -> FetchRequest {
         let predicateText = self.predicate ?? ""
+        var predicate = PredicateExpression.constant(true, .none)
         if !predicateText.trimmingCharacters(in: .whitespaces).isEmpty {
             do {
-                _ = try PredicateExpression.parse(predicateText).bind(to: entity)
+                predicate = try PredicateExpression.parse(predicateText)
+                _ = try predicate.bind(to: entity)
             } catch {
                 throw CLIError.badInput(Self.diagnostic("--where", error, text: predicateText), cause: error)
             }
@@ -88,13 +90,8 @@ struct FetchOptions: ParsableArguments {
             }
             throw CLIError.badInput(Self.diagnostic("--sort", located, text: sortText), cause: error)
         }
-        return Meridian_V1_FetchRequest(
-            entity: entity.name,
-            predicate: predicateText,
-            sort: order.descriptors.map { ($0.attribute, $0.ascending) },
-            sectionKey: sectionKey,
-            limit: limit.map { UInt32(clamping: $0) }
-        )
+        return FetchRequest(
+            entity: entity.name, predicate: predicate, order: order, sectionKey: sectionKey, limit: limit)
     }
 
     /// The two-part message of a predicate or sort error: what and where, then the text with a caret.
@@ -129,13 +126,14 @@ struct FetchOptions: ParsableArguments {
 /// The server's answer to a bad predicate, with the caret under the position the server reported (the CLI checks
 /// predicates itself first, so this happens only when the server's schema changed in between).
 func predicateRejection(_ error: CLIError, predicate: String?) -> CLIError {
-    guard let rpc = error.cause as? RPCError, let detail = rpc.errorDetail, detail.code == .badPredicate,
+    guard let client = error.clientError, client.code == .badPredicate, let position = client.position,
         let text = predicate
     else { return error }
-    let located = MeridianCore.QueryError(
-        .syntax, detail.message, position: Int(detail.position), length: Int(max(1, detail.length)))
+    // The detail's length, when the server sent one (the library keeps the detail's call as the cause).
+    let length = (client.cause as? RPCError)?.errorDetail?.length ?? 1
+    let located = MeridianCore.QueryError(.syntax, client.message, position: position, length: Int(max(1, length)))
     return CLIError(
         .badInput,
-        "--where: at position \(located.position): \(detail.message)\n" + located.caretDiagram(for: text),
-        cause: rpc)
+        "--where: at position \(located.position): \(client.message)\n" + located.caretDiagram(for: text),
+        cause: client)
 }

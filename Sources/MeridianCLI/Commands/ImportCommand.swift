@@ -1,8 +1,8 @@
 // MARK: - meridian import
 
 internal import ArgumentParser
+internal import MeridianClient
 internal import MeridianCore
-internal import MeridianProto
 
 /// `meridian import ENTITY FILE`: writes the rows of a CSV or JSON-lines file in chunked transactions.
 struct ImportCommand: AsyncParsableCommand {
@@ -66,12 +66,14 @@ struct ImportCommand: AsyncParsableCommand {
                 }
                 do {
                     lastSeq = try await connection.apply(operations).seq
-                } catch let error as CLIError {
+                } catch {
                     progress.finish()
+                    let error = ServerConnection.map(error, address: address)
                     var located = error
-                    if let rejection = error.cause as? ApplyRejection, rejection.detail.hasOperationIndex {
-                        let index = chunk.startIndex + Int(rejection.detail.operationIndex)
-                        if chunk.indices.contains(index) { located = error.within("line \(items[index].line)") }
+                    if let index = error.clientError?.operationIndex.map({ chunk.startIndex + $0 }),
+                        chunk.indices.contains(index)
+                    {
+                        located = error.within("line \(items[index].line)")
                     }
                     let committed =
                         done == 0

@@ -37,8 +37,7 @@
         func run() async throws {
             let address = try self.connection.address()
             let (schema, entity) = try await LiveSession.schema(address: address, entity: self.entity)
-            _ = try self.fetch.fetchRequest(for: entity, sectionKey: self.section)
-            let request = try LiveSession.request(entity: entity, fetch: self.fetch, sectionKey: self.section)
+            let request = try self.fetch.fetchRequest(for: entity, sectionKey: self.section)
             let events = WatchEvents(entity: entity, sectioned: self.section != nil)
             let format = self.format
             let view = LiveTable(entity: entity, title: LiveSession.title(entity, self.fetch), sectionKey: self.section)
@@ -150,8 +149,7 @@
                 throw CLIError.badInput("--title: " + NameSuggestion.unknownAttribute(title, in: entity))
             }
             let fetch = try FetchOptions.parse(self.predicate.map { ["--where", $0] } ?? [])
-            _ = try fetch.fetchRequest(for: entity)
-            let request = try LiveSession.request(entity: entity, fetch: fetch, sectionKey: nil)
+            let request = try fetch.fetchRequest(for: entity)
             let region = try self.region.map { text throws(CLIError) in try Self.parseRegion(text) }
             let configuration = MapConfiguration(latitude: self.lat, longitude: self.lon, title: self.title)
             let format = self.format
@@ -245,19 +243,6 @@
         {
             let schema = try await ServerConnection.with(address) { try await $0.schema().schema }
             return (schema, try schema.cliEntity(name))
-        }
-
-        /// The client library's fetch request for the checked options.
-        static func request(entity: EntitySchema, fetch: FetchOptions, sectionKey: String?) throws(CLIError)
-            -> FetchRequest
-        {
-            do {
-                return try FetchRequest(
-                    entity: entity.name, where: fetch.predicate ?? "", sortedBy: fetch.sort ?? "",
-                    sectionKey: sectionKey)
-            } catch {
-                throw CLIError.badInput(error.message, cause: error)
-            }
         }
 
         /// The status-line title: `Point where category == 1, by title`.

@@ -1,6 +1,7 @@
 // MARK: - meridian query / export
 
 internal import ArgumentParser
+internal import MeridianClient
 internal import MeridianCore
 
 /// `meridian query ENTITY [--where PRED] [--sort KEYS] [--limit N] [--format table|jsonl]`.
@@ -53,7 +54,7 @@ struct QueryCommand: AsyncParsableCommand {
                         Terminal.writeOut(text)
                     }
                 case .table:
-                    let (seq, rows) = try await connection.queryAll(request)
+                    let (seq, rows) = try await connection.query(request)
                     let table = TableRenderer(entity: entity)
                     var lines = table.render(rows.map { TableRenderer.cells($0, entity: entity) })
                     lines.append("(\(rows.count) \(rows.count == 1 ? "row" : "rows") at seq \(seq))")

@@ -1,6 +1,8 @@
 // MARK: - meridian schema
 
 internal import ArgumentParser
+internal import MeridianClient
+internal import MeridianCore
 
 /// `meridian schema`: prints the served schema as a schema file.
 struct SchemaCommand: AsyncParsableCommand {

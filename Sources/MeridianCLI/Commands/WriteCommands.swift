@@ -1,8 +1,8 @@
 // MARK: - meridian insert / update / upsert / delete
 
 internal import ArgumentParser
+internal import MeridianClient
 internal import MeridianCore
-internal import MeridianProto
 
 /// `meridian insert ENTITY key=value…`: inserts a row and prints its id.
 struct InsertCommand: AsyncParsableCommand {

@@ -1,9 +1,6 @@
 // MARK: - One-shot calls
 
-internal import GRPCCore
-internal import GRPCNIOTransportHTTP2
 public import MeridianCore
-internal import MeridianProto
 
 extension MeridianContainer {
     /// Fetches a request's rows once from the server (`Query`), consistent with one seq, without caching them.
@@ -15,46 +12,42 @@ extension MeridianContainer {
     /// - Returns: The seq the result is consistent with, and the rows in the request's order.
     /// - Throws: ``ClientError``: the server's typed error (a bad predicate with its position), or `unavailable`.
     public func query(_ request: FetchRequest) async throws(ClientError) -> (seq: Int64, rows: [Row]) {
-        var wire = Meridian_V1_QueryRequest()
-        wire.fetch = Meridian_V1_FetchRequest(request)
-        do {
-            return try await self.withClient { meridian in
-                try await meridian.query(wire) { response in
-                    var seq: Int64 = 0
-                    var rows: [Row] = []
-                    for try await chunk in response.messages {
-                        seq = chunk.seq
-                        for row in chunk.rows { rows.append(try Row(row)) }
-                        if chunk.last { break }
-                    }
-                    return (seq, rows)
-                }
-            }
-        } catch {
-            throw ClientError(calling: error)
-        }
+        try await self.withConnection { connection throws(ClientError) in try await connection.query(request) }
     }
 
     /// Fetches the served schema (`GetSchema`).
     ///
     /// - Throws: ``ClientError`` with code `unavailable` when the server cannot be reached.
     public func fetchSchema() async throws(ClientError) -> Schema {
-        do {
-            return try await self.withClient { meridian in
-                try Schema(try await meridian.getSchema(Meridian_V1_GetSchemaRequest()).schema)
-            }
-        } catch {
-            throw ClientError(calling: error)
+        try await self.withConnection { connection throws(ClientError) in try await connection.schema().schema }
+    }
+
+    /// Applies one transaction on the server now (`Apply`), outside the cache's write queue: nothing is shown
+    /// optimistically, and nothing is retried. The cache sees the commit like anyone else's, through its
+    /// subscriptions. Use ``CacheContext/save(policy:)`` for writes an app shows at once and keeps through
+    /// reconnections.
+    ///
+    /// - Returns: The commit's seq and the written rows (with generated ids), in operation order.
+    /// - Throws: ``ClientError``: the server's typed rejection (``ClientError/operationIndex`` names the operation at
+    ///   fault), or `unavailable`.
+    public func apply(
+        _ operations: [WriteOperation], policy: ConflictPolicy = .storeWins, idempotencyKey: String? = nil
+    ) async throws(ClientError) -> CommitResult {
+        try await self.withConnection { connection throws(ClientError) in
+            try await connection.apply(operations, policy: policy, idempotencyKey: idempotencyKey)
         }
     }
 
-    /// Runs `body` with a short-lived client on its own connection.
-    private func withClient<Result: Sendable>(
-        _ body: (Meridian_V1_Meridian.Client<HTTP2ClientTransport.Posix>) async throws -> Result
-    ) async throws -> Result {
-        let transport = try self.configuration.address.transport()
-        return try await withGRPCClient(transport: transport) { client in
-            try await body(Meridian_V1_Meridian.Client(wrapping: client))
+    /// Runs `body` with a short-lived connection to the container's server.
+    private func withConnection<Result: Sendable>(
+        _ body: (MeridianConnection) async throws(ClientError) -> Result
+    ) async throws(ClientError) -> Result {
+        do {
+            return try await MeridianConnection.with(self.configuration.address) { connection in
+                try await body(connection)
+            }
+        } catch {
+            throw ClientError(calling: error)
         }
     }
 }

@@ -62,7 +62,7 @@ extension ClientError {
     }
 
     /// Any error from a call, as a client error.
-    init(calling error: any Error) {
+    package init(calling error: any Error) {
         if let error = error as? ClientError {
             self = error
         } else if let error = error as? RPCError {

@@ -28,7 +28,9 @@ import Testing
             (.unspecified, .failure),
         ])
     func details(code: Meridian_V1_ErrorDetail.Code, status: CLIError.Status) {
-        #expect(ServerConnection.map(Meridian_V1_ErrorDetail(code, "m")).status == status)
+        let mapped = ServerConnection.map(RPCError(Meridian_V1_ErrorDetail(code, "m")), address: .default)
+        #expect(mapped.status == status)
+        #expect(mapped.message == "m")
     }
 
     @Test(
@@ -137,9 +139,9 @@ import Testing
         let options = try FetchOptions.parse(["--where", "category >= 2", "--sort", "-category,title"])
         let request = try options.fetchRequest(for: point, sectionKey: "category", limit: 5)
         #expect(request.entity == "Point")
-        #expect(request.predicate == "category >= 2")
-        #expect(request.sortKeys.map(\.attribute) == ["category", "title"])
-        #expect(request.sortKeys.map(\.ascending) == [false, true])
+        #expect(request.predicateText == "category >= 2")
+        #expect(request.order.descriptors.map { $0.attribute } == ["category", "title"])
+        #expect(request.order.descriptors.map { $0.ascending } == [false, true])
         #expect(request.sectionKey == "category")
         #expect(request.limit == 5)
     }

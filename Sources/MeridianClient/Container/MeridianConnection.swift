@@ -1,0 +1,209 @@
+// MARK: - MeridianConnection: one-shot calls
+
+internal import GRPCCore
+internal import GRPCNIOTransportHTTP2
+public import MeridianCore
+internal import MeridianProto
+
+/// One connection to a server for one-shot calls — the served schema, a transaction, a query — with no cache and no
+/// subscriptions. For tools and scripts that write or read once; an app that shows live results uses
+/// ``MeridianContainer``.
+///
+/// ```swift
+/// try await MeridianConnection.with(ServerAddress(parsing: "127.0.0.1:7400")) { connection in
+///     let result = try await connection.apply([.insert("Point", values: ["title": "Café Aurora"])])
+///     let (seq, rows) = try await connection.query(FetchRequest(entity: "Point", where: "category == 2"))
+/// }
+/// ```
+///
+/// Calls fail fast when the server cannot be reached (they do not wait for it to come up), and unary calls give up
+/// after ``callTimeout``.
+public struct MeridianConnection: Sendable {
+    /// The server connected to.
+    public let address: ServerAddress
+    /// How long a unary call (`GetSchema`, `Apply`) may take before it fails with `unavailable`.
+    public let callTimeout: Duration
+    let stub: Meridian_V1_Meridian.Client<HTTP2ClientTransport.Posix>
+
+    /// Runs `body` with a connection to `address`, then closes it.
+    ///
+    /// - Parameters:
+    ///   - address: The server.
+    ///   - callTimeout: How long each unary call may take.
+    ///   - body: The calls to make; what it throws is rethrown as it is.
+    /// - Throws: What `body` throws, as it is; ``ClientError`` with code `unavailable` when the connection fails
+    ///   outside a call (for example, a host name that does not resolve).
+    public static func with<Result: Sendable>(
+        _ address: ServerAddress,
+        callTimeout: Duration = .seconds(30),
+        _ body: (MeridianConnection) async throws -> Result
+    ) async throws -> Result {
+        let transport: HTTP2ClientTransport.Posix
+        do {
+            transport = try address.transport()
+        } catch {
+            throw ClientError(calling: error)
+        }
+        do {
+            return try await withGRPCClient(transport: transport) { client in
+                let connection = MeridianConnection(
+                    address: address, callTimeout: callTimeout, stub: Meridian_V1_Meridian.Client(wrapping: client))
+                do {
+                    return try await body(connection)
+                } catch {
+                    throw BodyError(error: error)
+                }
+            }
+        } catch let error as BodyError {
+            throw error.error
+        } catch {
+            throw ClientError(calling: error)
+        }
+    }
+
+    /// The served schema and its fingerprint (`GetSchema`).
+    ///
+    /// - Throws: ``ClientError``: `unavailable` when the server cannot be reached, `internal` when its schema cannot
+    ///   be read by this library.
+    public func schema() async throws(ClientError) -> (schema: Schema, fingerprint: String) {
+        let response: Meridian_V1_GetSchemaResponse
+        do {
+            response = try await self.stub.getSchema(Meridian_V1_GetSchemaRequest(), options: self.unaryOptions)
+        } catch {
+            throw ClientError(calling: error)
+        }
+        do {
+            return (try Schema(response.schema), response.fingerprint)
+        } catch {
+            throw ClientError(
+                .internal, "the server sent a schema this client cannot read: \(error.message)", cause: error)
+        }
+    }
+
+    /// Applies one transaction (`Apply`): every operation commits, or none does.
+    ///
+    /// - Parameters:
+    ///   - operations: The operations.
+    ///   - policy: How conflicts with concurrent changes are settled.
+    ///   - idempotencyKey: A key that makes a retry of the same transaction (after a lost answer) answer the first
+    ///     commit instead of applying again; `nil` for none.
+    /// - Returns: The commit's seq and the written rows (with generated ids), in operation order.
+    /// - Throws: ``ClientError``: the server's typed rejection (``ClientError/operationIndex`` names the operation at
+    ///   fault), or `unavailable`.
+    public func apply(
+        _ operations: [WriteOperation], policy: ConflictPolicy = .storeWins, idempotencyKey: String? = nil
+    ) async throws(ClientError) -> CommitResult {
+        let request = Meridian_V1_ApplyRequest(operations, policy: policy, idempotencyKey: idempotencyKey ?? "")
+        let response: Meridian_V1_ApplyResponse
+        do {
+            response = try await self.stub.apply(request, options: self.unaryOptions)
+        } catch {
+            throw ClientError(calling: error)
+        }
+        switch response.outcome {
+        case .result(let result)?:
+            do {
+                return try CommitResult(result)
+            } catch {
+                throw ClientError(.internal, "the server answered Apply with an invalid result: \(error)", cause: error)
+            }
+        case .error(let detail)?:
+            throw ClientError(detail)
+        case nil:
+            throw ClientError(.internal, "the server answered Apply with neither a result nor an error")
+        }
+    }
+
+    /// Runs a query (`Query`), handing each chunk's rows to `body` as it arrives, in the request's order.
+    ///
+    /// - Parameters:
+    ///   - request: What to fetch.
+    ///   - body: Called with each chunk's rows; what it throws ends the call and is rethrown.
+    /// - Returns: The seq the whole result is consistent with.
+    /// - Throws: What `body` throws; ``ClientError``: the server's typed error (a bad predicate with its position),
+    ///   or `unavailable`.
+    public func query(
+        _ request: FetchRequest,
+        _ body: @escaping @Sendable ([Row]) async throws -> Void
+    ) async throws -> Int64 {
+        do {
+            return try await self.stub.query(Self.queryRequest(request), options: self.streamOptions) { response in
+                var seq: Int64 = 0
+                for try await chunk in response.messages {
+                    seq = chunk.seq
+                    let rows = try Self.rows(chunk)
+                    do {
+                        try await body(rows)
+                    } catch {
+                        throw BodyError(error: error)
+                    }
+                    if chunk.last { break }
+                }
+                return seq
+            }
+        } catch let error as BodyError {
+            throw error.error
+        } catch {
+            throw ClientError(calling: error)
+        }
+    }
+
+    /// Runs a query (`Query`) and returns its whole result.
+    ///
+    /// - Returns: The seq the result is consistent with, and the rows in the request's order.
+    /// - Throws: ``ClientError``: the server's typed error (a bad predicate with its position), or `unavailable`.
+    public func query(_ request: FetchRequest) async throws(ClientError) -> (seq: Int64, rows: [Row]) {
+        do {
+            return try await self.stub.query(Self.queryRequest(request), options: self.streamOptions) { response in
+                var seq: Int64 = 0
+                var rows: [Row] = []
+                for try await chunk in response.messages {
+                    seq = chunk.seq
+                    rows += try Self.rows(chunk)
+                    if chunk.last { break }
+                }
+                return (seq, rows)
+            }
+        } catch {
+            throw ClientError(calling: error)
+        }
+    }
+
+    /// What a caller's closure threw, told apart from the call's own errors.
+    private struct BodyError: Error {
+        let error: any Error
+    }
+
+    private static func queryRequest(_ request: FetchRequest) -> Meridian_V1_QueryRequest {
+        var message = Meridian_V1_QueryRequest()
+        message.fetch = Meridian_V1_FetchRequest(request)
+        message.maxChunkBytes = 1 << 20
+        return message
+    }
+
+    private var unaryOptions: CallOptions {
+        var options = CallOptions.defaults
+        options.waitForReady = false
+        options.timeout = self.callTimeout
+        return options
+    }
+
+    private var streamOptions: CallOptions {
+        var options = CallOptions.defaults
+        options.waitForReady = false
+        return options
+    }
+
+    private static func rows(_ chunk: Meridian_V1_QueryResponse) throws(ClientError) -> [Row] {
+        var rows: [Row] = []
+        rows.reserveCapacity(chunk.rows.count)
+        for row in chunk.rows {
+            do {
+                rows.append(try Row(row))
+            } catch {
+                throw ClientError(.internal, "the server sent an invalid row: \(error.message)", cause: error)
+            }
+        }
+        return rows
+    }
+}

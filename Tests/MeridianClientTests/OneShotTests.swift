@@ -1,0 +1,109 @@
+// MARK: - One-shot calls against a real server on loopback
+
+import Foundation
+import MeridianClient
+import MeridianCore
+import Testing
+
+@Suite("One-shot calls", .timeLimit(.minutes(2)))
+struct OneShotTests {
+    @Test("a connection: the schema, a transaction and its retry, a typed rejection, queries")
+    func connection() async throws {
+        try await TestServer.with { port in
+            try await MeridianConnection.with(try ServerAddress(parsing: "127.0.0.1:\(port)")) { connection in
+                let (schema, fingerprint) = try await connection.schema()
+                #expect(schema.entity(named: "Point") != nil)
+                #expect(fingerprint == schema.fingerprint)
+
+                let operations: [WriteOperation] = [
+                    .insert("Point", id: "a", ["title": "Alpha", "category": 1]),
+                    .insert("Point", id: "b", ["title": "Bravo", "category": 2, "note": .null]),
+                ]
+                let result = try await connection.apply(operations, idempotencyKey: "one-shot:1")
+                #expect(result.seq > 0)
+                #expect(result.rows.map(\.id) == ["a", "b"])
+                #expect(result.rows.map(\.kind) == [.insert, .insert])
+                // A retry after a lost answer is answered with the first commit, not applied again.
+                #expect(try await connection.apply(operations, idempotencyKey: "one-shot:1") == result)
+
+                do {
+                    _ = try await connection.apply([
+                        .update("Point", id: "a", ["title": "Zulu"]), .delete("Point", id: "missing"),
+                    ])
+                    Issue.record("a delete of a missing row must be rejected")
+                } catch let error as ClientError {
+                    #expect(error.code == .notFound)
+                    #expect(error.operationIndex == 1)
+                    #expect(error.id == "missing")
+                }
+
+                let (seq, rows) = try await connection.query(
+                    try FetchRequest(entity: "Point", where: "category >= 1", sortedBy: "-title"))
+                #expect(seq == result.seq)
+                #expect(rows.map(\.id) == ["b", "a"])
+                #expect(rows[0] == Row(id: "b", values: ["title": "Bravo", "category": 2]))
+
+                let streamed = ChunkCounter()
+                let streamedSeq = try await connection.query(try FetchRequest(entity: "Point")) { rows in
+                    streamed.add(rows.count)
+                }
+                #expect(streamedSeq == seq)
+                #expect(streamed.total == 2)
+
+                do {
+                    _ = try await connection.query(try FetchRequest(entity: "Planet"))
+                    Issue.record("an unknown entity must be refused")
+                } catch let error as ClientError {
+                    #expect(error.code == .unknownEntity)
+                }
+            }
+        }
+    }
+
+    @Test("what a query's body throws comes back as it is")
+    func bodyError() async throws {
+        struct Stop: Error {}
+        try await TestServer.with { port in
+            try await MeridianConnection.with(try ServerAddress(parsing: "127.0.0.1:\(port)")) { connection in
+                _ = try await connection.apply([.insert("Point", id: "a", ["title": "A"])])
+                await #expect(throws: Stop.self) {
+                    _ = try await connection.query(try FetchRequest(entity: "Point")) { _ in throw Stop() }
+                }
+            }
+        }
+    }
+
+    @Test("a server that cannot be reached: unavailable, at once")
+    func unreachable() async throws {
+        do {
+            try await MeridianConnection.with(try ServerAddress(parsing: "127.0.0.1:1")) { connection in
+                _ = try await connection.schema()
+            }
+            Issue.record("port 1 must not answer")
+        } catch let error as ClientError {
+            #expect(error.code == .unavailable)
+        }
+    }
+
+    @Test("the container's one-shot write reaches its own subscriptions like anyone else's")
+    func containerApply() async throws {
+        try await TestServer.with { port in
+            try await withConnectedContainer(port: port) { container in
+                let points = try await container.controller(for: try FetchRequest(entity: "Point", where: "category == 3"))
+                try await points.waitUntilLoaded()
+                let result = try await container.apply([.insert("Point", id: "c", ["title": "Charlie", "category": 3])])
+                await container.context.waitUntilApplied(result.seq)
+                #expect(points.rows.map(\.id) == ["c"])
+                #expect(!points.isPending("c"))
+            }
+        }
+    }
+}
+
+/// Counts rows handed to a query's body.
+private final class ChunkCounter: @unchecked Sendable {
+    private var count = 0
+    private let lock = NSLock()
+    func add(_ n: Int) { self.lock.withLock { self.count += n } }
+    var total: Int { self.lock.withLock { self.count } }
+}
