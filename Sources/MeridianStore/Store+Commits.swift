@@ -59,6 +59,11 @@ public struct CommitSequence: AsyncSequence, Sendable {
     public struct AsyncIterator: AsyncIteratorProtocol {
         var base: AsyncStream<Int64>.Iterator
         public mutating func next() async -> Int64? { await self.base.next() }
+
+        /// The next element, on the caller's actor (no hop to the global executor and back).
+        public mutating func next(isolation actor: isolated (any Actor)?) async -> Int64? {
+            await self.base.next(isolation: actor)
+        }
     }
 
     public func makeAsyncIterator() -> AsyncIterator {

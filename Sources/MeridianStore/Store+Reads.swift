@@ -74,23 +74,9 @@ extension Store {
         return result
     }
 
-    /// ``changes(after:entities:limit:)``, read on the calling thread.
-    ///
-    /// For a caller that reads the log after every commit, such as the server's fan-out: the asynchronous read hops
-    /// to a reader connection's queue and back, two thread wake-ups per read, which cost the server 0.6 µs of CPU per
-    /// delivered row and 0.4 ms of latency with 100-row commits (`meridian-bench server`). The caller is blocked for
-    /// as long as SQLite reads, and — when all `maximumReaderCount` readers are busy — until one is free; call it from
-    /// one task at a time.
-    public func changesNow(after seq: Int64, entities: Set<String>? = nil, limit: Int? = nil) throws -> ChangesResult {
-        let read = self.changesRead(after: seq, entities: entities, limit: limit)
-        let (result, misfits) = try self.readNow("cannot read the change log", read)
-        if misfits > 0 { self.reportMisfits(misfits, entity: nil) }
-        return result
-    }
-
     /// The read transaction of ``changes(after:entities:limit:)``: the result and how many values did not fit their
     /// attributes.
-    private func changesRead(
+    func changesRead(
         after seq: Int64,
         entities: Set<String>?,
         limit: Int?

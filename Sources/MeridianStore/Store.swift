@@ -288,15 +288,6 @@ public final class Store: Sendable {
         }
     }
 
-    /// ``read(_:_:)`` on the calling thread (see ``changesNow(after:entities:limit:)``).
-    func readNow<T>(_ what: String, _ body: (Database) throws -> T) throws -> T {
-        do {
-            return try self.writer.read(body)
-        } catch {
-            throw StoreError.wrap(error, what)
-        }
-    }
-
     /// Microseconds since the Unix epoch: the time of Meridian's own log entries, and what retention by age
     /// compares them with.
     static func nowMicroseconds() -> Int64 {

@@ -79,9 +79,11 @@ import Testing
         }
     }
 
-    @Test("changesNow answers exactly as changes does, too-old included", arguments: StoreVariant.allCases)
-    func changesNow(variant: StoreVariant) async throws {
+    @Test("the change feed answers exactly as changes does, too-old included", arguments: StoreVariant.allCases)
+    func changeFeed(variant: StoreVariant) async throws {
         try await withStore(variant) { store in
+            let feed = try store.changeFeed()
+            defer { feed.close() }
             for i in 0..<6 { try await store.apply([.insert("Tag", id: "t\(i)", ["name": .string("n\(i)")])]) }
             try await store.apply([.update("Tag", id: "t1", ["name": "m"]), .insert("Item", id: "i", ["title": "x"])])
             try await store.prune(keepingLast: 5)
@@ -90,12 +92,20 @@ import Testing
                 (3, nil, 2), (4, ["Item"], 1), (99, nil, nil),
             ] {
                 let async = try await store.changes(after: after, entities: entities, limit: limit)
-                let now = try store.changesNow(after: after, entities: entities, limit: limit)
+                let now = try feed.changes(after: after, entities: entities, limit: limit)
                 #expect(
                     async == now,
                     "after \(after), entities \(String(describing: entities)), limit \(String(describing: limit))")
             }
-            #expect(try store.changesNow(after: 0) == .tooOld(prunedThrough: 3))
+            #expect(try feed.changes(after: 0) == .tooOld(prunedThrough: 3))
+            #expect(try feed.latestSeq() == (try await store.latestSeq()))
+            // A commit after the feed opened is seen by its next read.
+            let seq = try await store.apply([.insert("Tag", id: "late", ["name": "n"])]).seq
+            guard case .changes(let batch) = try feed.changes(after: seq - 1) else {
+                Issue.record("the feed does not see a later commit")
+                return
+            }
+            #expect(batch.changes.map(\.id) == ["late"])
         }
     }
 

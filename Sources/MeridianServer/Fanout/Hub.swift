@@ -176,20 +176,28 @@ final class Hub: Sendable {
         self.state.withLock { $0.processedSeq = seq }
     }
 
-    /// Follows the store's commits until cancelled, processing the log once per wake-up.
+    /// Follows the store's commits until cancelled, processing the log once per wake-up, on a thread of its own
+    /// (``FanoutThread``) with a database connection of its own (``ChangeFeed``).
     ///
     /// A read or decode error stops the fan-out for good (the log at that seq cannot be delivered, and skipping it
     /// would lose changes): it is logged, counted (`meridian.fanout.failures`), and every stream ends with
     /// `UNAVAILABLE`; new streams are refused the same way until the server restarts. Writes go on.
     func run() async throws {
+        let feed: ChangeFeed
         do {
-            for await _ in self.store.commits(pollInterval: self.configuration.commitPollInterval) {
-                try Task.checkCancellation()
-                try await self.catchUp()
-            }
-        } catch is CancellationError {
-            throw CancellationError()
+            feed = try self.store.changeFeed()
         } catch {
+            self.fail(error)
+            return
+        }
+        defer { feed.close() }
+        let thread = FanoutThread(hub: self, feed: feed)
+        do {
+            try await thread.follow(self.store.commits(pollInterval: self.configuration.commitPollInterval))
+            await thread.shutdown()
+        } catch {
+            await thread.shutdown()
+            if error is CancellationError { throw error }
             self.fail(error)
         }
     }
@@ -213,12 +221,10 @@ final class Hub: Sendable {
         for outbox in outboxes { outbox.fail(with: RPCError(detail)) }
     }
 
-    /// Reads and processes everything after the processed seq.
-    func catchUp() async throws {
+    /// Reads and processes everything after the processed seq, on the calling thread (the fan-out's own).
+    func catchUp(_ feed: ChangeFeed) throws {
         let from = self.processedSeq
-        // On this task's thread: the hub reads after every commit, one read at a time (see `changesNow`).
-        let result = try self.store.changesNow(after: from)
-        switch result {
+        switch try feed.changes(after: from) {
         case .changes(let batch):
             guard batch.throughSeq > from else { return }
             let start = ContinuousClock.now
@@ -226,7 +232,7 @@ final class Hub: Sendable {
             self.metrics.fanoutDuration.recordNanoseconds(Int64((ContinuousClock.now - start).nanoseconds))
         case .tooOld(let prunedThrough):
             // The log was pruned past the hub (retention shorter than the hub's lag): everyone re-snapshots.
-            let latest = try await self.store.latestSeq()
+            let latest = try feed.latestSeq()
             self.logger.info(
                 "change log pruned past the fan-out; re-snapshotting every client",
                 metadata: ["meridian.seq": "\(from)", "meridian.pruned_through": "\(prunedThrough)"])
