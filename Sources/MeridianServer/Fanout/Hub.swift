@@ -7,8 +7,14 @@
 // plus the client's subscription ids). Queuing never waits: a slow client only grows (and coalesces, and at worst
 // drops) its own queue (ClientOutbox).
 //
-// All state lives in one Mutex: the processing of one batch, and every registration, are atomic with respect to each
-// other, so "the hub has processed seq H" means every client's queue holds exactly the batches up to H.
+// The hub runs on a thread of its own (FanoutThread, a one-thread NIO event loop) and reads the log on a database
+// connection of its own (ChangeFeed), so neither a slow snapshot or Query nor a busy cooperative pool delays deltas.
+//
+// The registry — clients, subscriptions, pending registrations, distinct subscriptions — lives in one Mutex: the
+// queuing of one batch, and every registration, are atomic with respect to each other, so "the hub has processed
+// seq H" means every client's queue holds exactly the batches up to H. The costly part of a batch, evaluating the
+// unlimited distinct subscriptions it touches, runs outside the lock (it depends on the batch and the requests
+// alone); limited ones, whose windows are state, are evaluated under it. Encoding happens in each stream's writer.
 //
 // ## New subscriptions, resumes and replaces (Hub+Registration.swift)
 //
@@ -243,7 +249,8 @@ final class Hub: Sendable {
         }
     }
 
-    /// Processes one read of the log (a batch ending at a commit boundary) under the lock.
+    /// Processes one read of the log (a batch ending at a commit boundary): the unlimited subscriptions' deltas
+    /// outside the lock, the rest under it. Called from the fan-out's thread only.
     func process(_ batch: ChangeBatch, from: Int64) {
         let end = batch.throughSeq
         var byEntity: [String: [Change]] = [:]
@@ -258,17 +265,32 @@ final class Hub: Sendable {
         self.metrics.commits.increment()
         self.metrics.changes.increment(by: Int64(batch.changes.count))
 
+        // 1. The unlimited distinct subscriptions the batch touches, evaluated outside the lock: their deltas depend
+        // on their requests and the batch alone, and only this thread processes batches, so the registry is locked
+        // just long enough to list them. (One created meanwhile is evaluated under the lock below; holders added
+        // meanwhile were activated at the processed seq, before this batch, and get its delta.)
+        let unlimited = byEntity.isEmpty ? [] : self.state.withLock { state in
+            state.distinct.compactMap { key, distinct in
+                key.limit == nil && byEntity[key.entity] != nil ? (key, distinct.request) : nil
+            }
+        }
+        var evaluated: [SubscriptionKey: SharedDelta?] = [:]
+        evaluated.reserveCapacity(unlimited.count)
+        for (key, request) in unlimited { evaluated[key] = request.unlimitedDelta(netChanges(key.entity)) }
+
         self.state.withLock { state in
             guard end > state.processedSeq else { return }
-            // 1. Each distinct subscription, once.
+            // 2. The limited ones (their windows live here), and each distinct subscription's holders.
             var perClient: [Int: [BatchPart]] = [:]
             if !byEntity.isEmpty {
                 for key in Array(state.distinct.keys) where byEntity[key.entity] != nil {
                     let delta: SharedDelta?
-                    if key.limit == nil {
-                        delta = state.distinct[key]!.request.unlimitedDelta(netChanges(key.entity))
-                    } else {
+                    if key.limit != nil {
                         delta = Self.limitedDelta(&state.distinct[key]!, netChanges(key.entity))
+                    } else if let known = evaluated[key] {
+                        delta = known
+                    } else {
+                        delta = state.distinct[key]!.request.unlimitedDelta(netChanges(key.entity))
                     }
                     guard let delta else { continue }
                     for (client, ids) in state.distinct[key]!.holders {
@@ -281,7 +303,7 @@ final class Hub: Sendable {
                     }
                 }
             }
-            // 2. One batch per affected client.
+            // 3. One batch per affected client.
             var overflowed: [Int] = []
             for (clientID, parts) in perClient {
                 guard let client = state.clients[clientID] else { continue }
@@ -292,7 +314,7 @@ final class Hub: Sendable {
                 case .closed: break
                 }
             }
-            // 3. Pending registrations buffer their entities' changes.
+            // 4. Pending registrations buffer their entities' changes.
             for id in Array(state.pendings.keys) {
                 let entities = state.pendings[id]!.entities
                 for entity in entities {
@@ -300,11 +322,11 @@ final class Hub: Sendable {
                 }
             }
             state.processedSeq = end
-            // 4. Releases that were waiting for the hub to reach their base.
+            // 5. Releases that were waiting for the hub to reach their base.
             for id in state.pendings.keys.sorted() {
                 if let base = state.pendings[id]?.base, base.seq <= end { self.release(id, &state) }
             }
-            // 5. Clients past their queue limit start over from snapshots.
+            // 6. Clients past their queue limit start over from snapshots.
             for clientID in overflowed {
                 self.logger.info(
                     "client queue over its limit; dropping it and re-snapshotting",
