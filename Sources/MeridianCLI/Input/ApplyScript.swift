@@ -48,15 +48,7 @@ package enum ApplyScript {
 
     /// Parses one operation line.
     static func parseLine(_ line: String, schema: Schema) throws(CLIError) -> WriteOperation {
-        let json: JSON
-        do {
-            json = try JSON.parse(line)
-        } catch {
-            throw CLIError.badInput("invalid JSON at column \(error.column): \(error.message)")
-        }
-        guard case .object(let members) = json else {
-            throw CLIError.badInput("expected a JSON object {\"op\":…,\"entity\":…}, found \(json.kindDescription)")
-        }
+        let (json, members) = try JSON.object(line: line, expected: "a JSON object {\"op\":…,\"entity\":…}")
         for (key, _) in members where !Self.keys.contains(key) {
             var message = "unknown key \"\(key)\""
             if let guess = NameSuggestion.closest(to: key, in: Self.keys) { message += " (did you mean \"\(guess)\"?)" }

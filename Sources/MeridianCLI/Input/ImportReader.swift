@@ -114,15 +114,7 @@ enum ImportReader {
     }
 
     static func parseJSONLine(_ line: String, number: Int, entity: EntitySchema) throws(CLIError) -> Item {
-        let json: JSON
-        do {
-            json = try JSON.parse(line)
-        } catch {
-            throw CLIError.badInput("invalid JSON at column \(error.column): \(error.message)")
-        }
-        guard case .object(let members) = json else {
-            throw CLIError.badInput("expected a JSON object, found \(json.kindDescription)")
-        }
+        let (json, members) = try JSON.object(line: line, expected: "a JSON object")
         var item = Item(line: number, id: nil, values: [:])
         switch json["id"] {
         case nil, .null?: break

@@ -137,6 +137,23 @@ struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 extension JSON {
+    /// One input line that must hold a JSON object: the object and its members.
+    ///
+    /// - Parameter expected: How the message names what was expected (`a JSON object {"op":…}`).
+    /// - Throws: ``CLIError`` `badInput`: the syntax error and its column, or what was found instead of an object.
+    static func object(line: String, expected: String) throws(CLIError) -> (json: JSON, members: [(String, JSON)]) {
+        let json: JSON
+        do {
+            json = try JSON.parse(line)
+        } catch {
+            throw CLIError.badInput("invalid JSON at column \(error.column): \(error.message)")
+        }
+        guard case .object(let members) = json else {
+            throw CLIError.badInput("expected \(expected), found \(json.kindDescription)")
+        }
+        return (json, members)
+    }
+
     /// Parses one JSON value that spans the whole text (surrounding whitespace allowed).
     ///
     /// - Throws: ``JSONSyntaxError`` with the column of the fault.
