@@ -40,7 +40,7 @@ extension Store {
             try writer.write { db in
                 guard try SchemaRecord.exists(db) else {
                     try SchemaRecord.createMetaTables(db)
-                    try db.execute(sql: StoreDDL.appliedTable)
+                    try StoreDDL.prepareAppliedTable(db)
                     try db.execute(sql: StoreDDL.changesRowIndex)
                     for entity in schema.entities {
                         for sql in StoreDDL.createEntity(entity) { try db.execute(sql: sql) }
@@ -68,7 +68,7 @@ extension Store {
                 {
                     try SchemaRecord.write(schema, db)
                 }
-                try db.execute(sql: StoreDDL.appliedTable)
+                try StoreDDL.prepareAppliedTable(db)
                 try db.execute(sql: StoreDDL.changesRowIndex)
                 try refreshTriggers(db, schema: schema)
                 if try SchemaRecord.meta(db, "format") != String(StoreDDL.formatVersion) {

@@ -246,8 +246,9 @@ public final class Store: Sendable {
     /// its own savepoint, so one failing does not fail the others.
     ///
     /// With an `idempotencyKey`, the transaction is applied at most once for that key: when a transaction with the
-    /// same key already committed (a client retrying after its answer was lost), nothing is written and that
-    /// commit's result is returned. Keys are kept as long as the change log keeps their commit (see ``prune``).
+    /// same key and the same request (operations and policy) already committed — a client retrying after its answer
+    /// was lost — nothing is written and that commit's result is returned; a different request reusing the key is
+    /// refused with `alreadyExists`. Keys are kept as long as the change log keeps their commit (see ``prune``).
     ///
     /// - Parameters:
     ///   - operations: The transaction.
@@ -255,7 +256,7 @@ public final class Store: Sendable {
     ///   - idempotencyKey: A key unique to this transaction (at most 128 UTF-8 bytes), or `nil`.
     /// - Returns: The commit's `seq` and the written rows' ids and versions.
     /// - Throws: ``StoreError`` with `operationIndex` set: `validation`, `conflict` (with `attributes`), `notFound`,
-    ///   `alreadyExists`; `validation` for a key too long; or `io`.
+    ///   `alreadyExists` (also for a key reused by another request); `validation` for a key too long; or `io`.
     @discardableResult
     public func apply(
         _ operations: [WriteOperation],
@@ -269,8 +270,10 @@ public final class Store: Sendable {
             )
         }
         let prepared = try self.validation.prepare(operations)
-        return try await self.committer.submit(
-            prepared, policy: policy, idempotencyKey: idempotencyKey?.isEmpty == false ? idempotencyKey : nil)
+        let key = idempotencyKey.flatMap { key in
+            key.isEmpty ? nil : (key, RequestDigest.of(operations, policy: policy))
+        }
+        return try await self.committer.submit(prepared, policy: policy, idempotencyKey: key)
     }
 
     // MARK: - Helpers

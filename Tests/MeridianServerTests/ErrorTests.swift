@@ -203,6 +203,14 @@ struct ErrorTests {
             #expect(try await store.latestSeq() == first.result.seq)
             request.idempotencyKey = ""
             #expect(try await client.apply(request).error.code == .alreadyExists)
+            // Another write reusing the key is refused, not acknowledged.
+            var other = Meridian_V1_ApplyRequest()
+            other.operations = [Meridian_V1_Operation(kind: .insert, entity: "Point", id: "c", values: ["title": "C"])]
+            other.idempotencyKey = "client-7:1"
+            let reused = try await client.apply(other)
+            #expect(reused.error.code == .alreadyExists)
+            #expect(reused.error.message.contains("idempotency key"))
+            #expect(try await directQuery(store, Fixtures.fetch("Point"))["c"] == nil)
         }
     }
 

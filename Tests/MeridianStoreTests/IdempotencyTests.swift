@@ -28,6 +28,93 @@ import Testing
         }
     }
 
+    @Test("a key reused by a different request is refused, never answered", arguments: StoreVariant.allCases)
+    func reusedKey(variant: StoreVariant) async throws {
+        try await withStore(variant) { store in
+            let insert: [WriteOperation] = [.insert("Tag", id: "a", ["name": "Pen"])]
+            let first = try await store.apply(insert, idempotencyKey: "k")
+            let others: [(operations: [WriteOperation], policy: ConflictPolicy)] = [
+                ([.insert("Tag", id: "b", ["name": "Pen"])], .storeWins),
+                ([.insert("Tag", id: "a", ["name": "Ink"])], .storeWins),
+                (insert, .clientWins),
+                (insert + [.insert("Tag", id: "c", ["name": "Cap"])], .storeWins),
+            ]
+            for (operations, policy) in others {
+                let error = await #expect(throws: StoreError.self) {
+                    try await store.apply(operations, policy: policy, idempotencyKey: "k")
+                }
+                #expect(error?.code == .alreadyExists)
+                #expect(error?.message.contains("idempotency key \"k\" belongs to another transaction") == true)
+            }
+            #expect(try await tableState(store, "Tag").keys.sorted() == ["a"])
+            // The same request is still answered with the first commit.
+            #expect(try await store.apply(insert, idempotencyKey: "k") == first)
+            // An insert without an id: its retry matches although the store chose the id.
+            let generated: [WriteOperation] = [.insert("Item", ["title": "Gen", "price": 1.0])]
+            let made = try await store.apply(generated, idempotencyKey: "g")
+            #expect(try await store.apply(generated, idempotencyKey: "g") == made)
+        }
+    }
+
+    @Test("two requests with one key at once: one is applied, the other refused")
+    func reusedKeyAtOnce() async throws {
+        try await withStore(.file) { store in
+            for round in 0..<20 {
+                let results = await withTaskGroup(of: Result<CommitResult, StoreError>.self) { group in
+                    for name in ["x", "y"] {
+                        group.addTask {
+                            do {
+                                return .success(
+                                    try await store.apply(
+                                        [.insert("Tag", id: "\(round)-\(name)", ["name": .string(name)])],
+                                        idempotencyKey: "once:\(round)"))
+                            } catch {
+                                return .failure(error as! StoreError)
+                            }
+                        }
+                    }
+                    return await group.reduce(into: []) { $0.append($1) }
+                }
+                let refused = results.compactMap { result -> StoreError? in
+                    if case .failure(let error) = result { return error }
+                    return nil
+                }
+                #expect(refused.map(\.code) == [.alreadyExists], "round \(round)")
+            }
+            let rows = try await tableState(store, "Tag")
+            #expect(rows.count == 20)
+        }
+    }
+
+    @Test("a file whose key table predates digests gets the column; its old keys answer any request")
+    func olderTable() async throws {
+        let directory = try TemporaryDirectory()
+        var store: Store? = try Store.open(path: directory.storePath, schema: Fixtures.schema())
+        let first = try await store!.apply([.insert("Tag", id: "a", ["name": "Pen"])], idempotencyKey: "old")
+        try store!.close()
+        store = nil
+        try ChildProcess.sqlite3(
+            directory.storePath,
+            """
+            CREATE TABLE applied_copy AS SELECT key, seq, rows FROM meridian_applied;
+            DROP TABLE meridian_applied;
+            CREATE TABLE meridian_applied (key TEXT PRIMARY KEY NOT NULL, seq INTEGER NOT NULL, rows TEXT NOT NULL)
+                WITHOUT ROWID;
+            INSERT INTO meridian_applied SELECT * FROM applied_copy;
+            DROP TABLE applied_copy;
+            """)
+        let reopened = try Store.open(path: directory.storePath, schema: Fixtures.schema())
+        #expect(
+            try await reopened.apply([.insert("Tag", id: "b", ["name": "Ink"])], idempotencyKey: "old") == first)
+        let fresh = try await reopened.apply([.insert("Tag", id: "c", ["name": "Cap"])], idempotencyKey: "new")
+        let error = await #expect(throws: StoreError.self) {
+            try await reopened.apply([.insert("Tag", id: "d", ["name": "Cap"])], idempotencyKey: "new")
+        }
+        #expect(error?.code == .alreadyExists)
+        #expect(fresh.seq > first.seq)
+        try reopened.close()
+    }
+
     @Test("a rejected transaction records no key: its retry runs again")
     func rejectedKeepsNoKey() async throws {
         try await withStore(.file) { store in

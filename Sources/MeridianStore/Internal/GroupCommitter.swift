@@ -15,7 +15,8 @@ final class GroupCommitter: Sendable {
     struct Pending: Sendable {
         var operations: [PreparedOperation]
         var policy: ConflictPolicy
-        var idempotencyKey: String?
+        /// The idempotency key and the digest of the request it is recorded with.
+        var idempotencyKey: (key: String, digest: [UInt8])?
         var continuation: CheckedContinuation<CommitResult, any Error>
     }
 
@@ -50,7 +51,7 @@ final class GroupCommitter: Sendable {
     func submit(
         _ operations: [PreparedOperation],
         policy: ConflictPolicy,
-        idempotencyKey: String?
+        idempotencyKey: (key: String, digest: [UInt8])?
     ) async throws -> CommitResult {
         try await withCheckedThrowingContinuation { continuation in
             let (start, wake) = self.state.withLock { state -> (Bool, Bool) in
@@ -185,7 +186,7 @@ final class GroupCommitter: Sendable {
             var shapes = TransactionExecutor.Shapes(own: self.own)
             try Self.inImmediateTransaction(db) {
                 for pending in batch {
-                    let knownKey = pending.idempotencyKey.map { shapes.keys[$0] != nil } ?? true
+                    let knownKey = pending.idempotencyKey.map { shapes.keys[$0.key] != nil } ?? true
                     do {
                         var outcome = TransactionExecutor.Outcome(rows: [], replayedSeq: nil)
                         try db.inSavepoint {
@@ -199,7 +200,7 @@ final class GroupCommitter: Sendable {
                         // from GRDB's statement cache (which resets them).
                         shapes.forget()
                         // Its savepoint is rolled back: so is the key it kept.
-                        if !knownKey { shapes.keys[pending.idempotencyKey!] = nil }
+                        if !knownKey { shapes.keys[pending.idempotencyKey!.key] = nil }
                         outcomes.append(.failure(error))
                         // Some SQLite errors (disk full, I/O) abort the whole transaction: fail the batch.
                         if !db.isInsideTransaction { throw error }

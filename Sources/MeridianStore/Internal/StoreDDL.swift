@@ -1,6 +1,7 @@
 // MARK: - StoreDDL
 
 internal import Foundation
+internal import GRDB
 internal import MeridianCore
 
 /// The SQL that lays out a store file: Meridian's own tables, and per entity its table, indexes and capture triggers.
@@ -40,13 +41,24 @@ enum StoreDDL {
         """,
     ]
 
-    /// Idempotency keys of committed transactions, with their results, so that a retried transaction is answered
-    /// instead of applied twice. Created by every open (files made before it existed get it then); pruned with the
-    /// change log.
+    /// Idempotency keys of committed transactions, with their results and the digest of their request
+    /// (``RequestDigest``), so that a retried transaction is answered instead of applied twice, and a different one
+    /// reusing the key is refused. Created by every open (files made before it existed get it then, and files made
+    /// before the digest its column: their keys, recorded without one, answer any request); pruned with the change
+    /// log.
     static let appliedTable = """
         CREATE TABLE IF NOT EXISTS meridian_applied (
-            key TEXT PRIMARY KEY NOT NULL, seq INTEGER NOT NULL, rows TEXT NOT NULL) WITHOUT ROWID
+            key TEXT PRIMARY KEY NOT NULL, seq INTEGER NOT NULL, rows TEXT NOT NULL, digest BLOB) WITHOUT ROWID
         """
+
+    /// Creates `meridian_applied`, or adds the digest column to one made before it existed.
+    static func prepareAppliedTable(_ db: Database) throws {
+        try db.execute(sql: Self.appliedTable)
+        let columns = try String.fetchAll(db, sql: "SELECT name FROM pragma_table_info('meridian_applied')")
+        if !columns.contains("digest") {
+            try db.execute(sql: "ALTER TABLE meridian_applied ADD COLUMN digest BLOB")
+        }
+    }
 
     /// Finds the next update or delete of a row after an insert (where a reader finds the after-image of an insert
     /// whose row has changed since). Partial: inserts, most of the log, are not indexed and pay nothing for it.

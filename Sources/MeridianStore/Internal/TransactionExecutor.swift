@@ -26,30 +26,47 @@ enum TransactionExecutor {
     /// Runs a queued transaction: answers a repeated idempotency key from `meridian_applied` or from the keys of the
     /// group's earlier transactions, else applies the operations and keeps the key with its rows in `shapes`, for
     /// ``recordKeys(_:seq:db:)`` to record with the group's seq: the seq every transaction of the group is answered
-    /// with, so that a retry gets exactly the first answer.
+    /// with, so that a retry gets exactly the first answer. A key recorded with another request's digest is refused
+    /// (`alreadyExists`): answering would acknowledge a write that was never applied.
     static func run(_ pending: GroupCommitter.Pending, db: Database, shapes: inout Shapes) throws -> Outcome {
-        guard let key = pending.idempotencyKey else {
+        guard let (key, digest) = pending.idempotencyKey else {
             return Outcome(
                 rows: try run(pending.operations, policy: pending.policy, db: db, shapes: &shapes), replayedSeq: nil)
         }
-        if let rows = shapes.keys[key] { return Outcome(rows: rows, replayedSeq: nil) }
+        if let kept = shapes.keys[key] {
+            guard kept.digest == digest else { throw Self.reusedKey(key, seq: nil) }
+            return Outcome(rows: kept.rows, replayedSeq: nil)
+        }
         if let recorded = try GRDB.Row.fetchOne(
-            db.cachedStatement(sql: "SELECT seq, rows FROM meridian_applied WHERE key = ?"), arguments: [key])
+            db.cachedStatement(sql: "SELECT seq, rows, digest FROM meridian_applied WHERE key = ?"), arguments: [key])
         {
+            // A key recorded before digests were kept (no digest) answers any request, as it did then.
+            if let recordedDigest = recorded[2] as Data?, [UInt8](recordedDigest) != digest {
+                throw Self.reusedKey(key, seq: recorded[0])
+            }
             let rows = try JSONDecoder().decode([RecordedRow].self, from: Data((recorded[1] as String).utf8))
             return Outcome(rows: rows.map(\.written), replayedSeq: recorded[0])
         }
         let rows = try run(pending.operations, policy: pending.policy, db: db, shapes: &shapes)
-        shapes.keys[key] = rows
+        shapes.keys[key] = (rows, digest)
         return Outcome(rows: rows, replayedSeq: nil)
     }
 
-    /// Records the keys of the group's applied transactions with the group's final `seq`, before it commits.
+    private static func reusedKey(_ key: String, seq: Int64?) -> StoreError {
+        let when = seq.map { " (committed at seq \($0))" } ?? " in the same group commit"
+        return StoreError(
+            .alreadyExists,
+            "the idempotency key \(Value.quote(key)) belongs to another transaction\(when); a retry must repeat its "
+                + "request exactly, and a new transaction needs a new key")
+    }
+
+    /// Records the keys of the group's applied transactions with the group's final `seq` and their requests'
+    /// digests, before it commits.
     static func recordKeys(_ shapes: Shapes, seq: Int64, db: Database) throws {
-        for (key, rows) in shapes.keys {
-            let json = String(decoding: try JSONEncoder().encode(rows.map(RecordedRow.init)), as: UTF8.self)
-            try db.cachedStatement(sql: "INSERT INTO meridian_applied (key, seq, rows) VALUES (?, ?, ?)")
-                .execute(arguments: [key, seq, json])
+        for (key, kept) in shapes.keys {
+            let json = String(decoding: try JSONEncoder().encode(kept.rows.map(RecordedRow.init)), as: UTF8.self)
+            try db.cachedStatement(sql: "INSERT INTO meridian_applied (key, seq, rows, digest) VALUES (?, ?, ?, ?)")
+                .execute(arguments: [key, seq, json, Data(kept.digest)])
         }
     }
 
@@ -267,7 +284,7 @@ enum TransactionExecutor {
         /// then write one statement of eight entries.
         var pendingInserts: [(entity: String, id: String)] = []
         /// The idempotency keys of the group's applied transactions, with their rows (see ``recordKeys(_:seq:db:)``).
-        var keys: [String: [WrittenRow]] = [:]
+        var keys: [String: (rows: [WrittenRow], digest: [UInt8])] = [:]
         var insert: (entity: String, columns: [String], statement: Statement)?
         var update: (entity: String, columns: [String], statement: Statement)?
 
