@@ -22,12 +22,12 @@ extension CacheContext {
         }
         var rows: [RowKey: VersionedRow] = [:]
         for (entity, id, bytes) in cache.rows {
-            guard let proto = try? Meridian_V1_Row(serializedBytes: bytes), let row = try? Row(proto) else {
+            guard let proto = try? Meridian_V1_Row(serializedBytes: bytes), let row = try? VersionedRow(proto) else {
                 self.logger.warning(
                     "skipping a cached row that does not decode", metadata: ["meridian.row.id": "\(id)"])
                 continue
             }
-            rows[RowKey(entity: entity, id: id)] = VersionedRow(row: row, version: proto.version)
+            rows[RowKey(entity: entity, id: id)] = row
         }
         var members: [String: [String]] = [:]
         for (subscription, id) in cache.memberships { members[subscription, default: []].append(id) }

@@ -23,9 +23,7 @@ extension SyncEvent {
         case .snapshotChunk(let chunk):
             let rows: [VersionedRow]
             do {
-                rows = try chunk.rows.map { proto throws(ProtoConversionError) in
-                    VersionedRow(row: try Row(proto), version: proto.version)
-                }
+                rows = try chunk.rows.map(VersionedRow.init)
             } catch {
                 throw ClientError(.malformedRequest, "snapshot row does not decode: \(error)", cause: error)
             }
@@ -42,9 +40,7 @@ extension SyncEvent {
                         Delta(
                             subscriptionID: delta.subscriptionID, epoch: delta.epoch, snapshot: delta.snapshot,
                             replaced: delta.replaced, left: delta.left,
-                            entered: try delta.entered.map { proto throws(ProtoConversionError) in
-                                VersionedRow(row: try Row(proto), version: proto.version)
-                            },
+                            entered: try delta.entered.map(VersionedRow.init),
                             updated: try delta.updated.map { update throws(ProtoConversionError) in
                                 let (row, version, _) = try update.decoded()
                                 return VersionedRow(row: row, version: version)
@@ -65,5 +61,14 @@ extension SyncEvent {
         case nil:
             self = .unknown
         }
+    }
+}
+
+extension VersionedRow {
+    /// A wire row and its version.
+    ///
+    /// - Throws: ``ProtoConversionError`` naming the row and attribute whose value is invalid.
+    init(_ proto: Meridian_V1_Row) throws(ProtoConversionError) {
+        self.init(row: try Row(proto), version: proto.version)
     }
 }
