@@ -254,8 +254,9 @@ public actor CacheContext {
     ///
     /// - Throws: ``ClientError`` when the request does not bind or the server rejects it (the old one stays).
     func replaceRequest(of controller: UInt64, with request: FetchRequest) async throws(ClientError) {
+        // The phase only, not a copy of the subscription: a copy held while members are dropped would copy them.
         guard let record = self.controllers[controller],
-            let subscription = self.replica.subscriptions[record.subscriptionID]
+            let phase = self.replica.subscriptions[record.subscriptionID]?.phase
         else { throw ClientError(.closed, "the controller is closed") }
         guard let schema else { throw ClientError(.notSubscribed, "the schema is not known yet") }
         let bound: BoundFetchRequest
@@ -266,15 +267,15 @@ public actor CacheContext {
         }
         let id = record.subscriptionID
         let replace = PendingReplace(request: request, bound: bound)
-        guard let outbound = self.outbound, subscription.phase == .live else {
+        guard let outbound = self.outbound, phase == .live else {
             // Offline (or not yet subscribed): adopt now, keep the cached rows the new request still selects, and
             // diff the next snapshot against what is shown.
             self.logger.debug(
                 "request replaced before the server can answer",
-                metadata: ["meridian.subscription.id": "\(id)", "meridian.phase": "\(subscription.phase)"])
+                metadata: ["meridian.subscription.id": "\(id)", "meridian.phase": "\(phase)"])
             var work = CommitWork()
             self.replica.adoptOffline(id, replace, work: &work)
-            if let outbound, subscription.phase != .idle {
+            if let outbound, phase != .idle {
                 // Subscribed but its snapshot has not completed: subscribe again under the new request (a new epoch:
                 // the old request's snapshot may be on its way).
                 if self.replica.unsubscribe(id) { outbound.unsubscribe(id) }

@@ -139,9 +139,11 @@ extension ReplicaState {
         }
         for delta in current {
             let id = delta.subscriptionID
-            guard let subscription = self.subscriptions[id], subscription.phase == .live else { continue }
-            if delta.replaced, let replace = subscription.pendingReplace {
-                if replace.request.entity != subscription.entity { self.dropAllMembers(of: id, work: &work) }
+            // Only fields are read, never the whole subscription: a copy held while rows are stored would make the
+            // first insert copy its members.
+            guard self.subscriptions[id]?.phase == .live else { continue }
+            if delta.replaced, let replace = self.subscriptions[id]?.pendingReplace {
+                if replace.request.entity != self.subscriptions[id]?.entity { self.dropAllMembers(of: id, work: &work) }
                 self.modify(id) { $0.adopt(replace) }
                 self.record(id)
                 outcome.answeredReplaces.append(id)
@@ -163,16 +165,16 @@ extension ReplicaState {
         work: inout CommitWork,
         outcome: inout BatchOutcome
     ) throws(ClientError) {
-        guard let subscription = self.subscriptions[id], let buffer = subscription.snapshot, buffer.isComplete else {
+        guard let buffer = self.subscriptions[id]?.snapshot, buffer.isComplete else {
             throw ClientError(
                 .malformedRequest, "a Batch names the snapshot of '\(id)', whose last chunk did not arrive")
         }
         outcome.snapshots.append(
             AppliedSnapshot(id: id, seq: buffer.seq, rowCount: buffer.rows.count, resnapshot: buffer.resnapshot))
         var cause = ResultsChangeCause.snapshot
-        if let replace = subscription.pendingReplace {
+        if let replace = self.subscriptions[id]?.pendingReplace {
             // A Replace answered by a snapshot: the new request is in force from here.
-            if replace.request.entity != subscription.entity { self.dropAllMembers(of: id, work: &work) }
+            if replace.request.entity != self.subscriptions[id]?.entity { self.dropAllMembers(of: id, work: &work) }
             self.modify(id) { $0.adopt(replace) }
             cause = .replaced
         }
