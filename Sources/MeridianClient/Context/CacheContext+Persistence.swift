@@ -1,8 +1,8 @@
-// MARK: - Persistence
+// MARK: - CacheContext: persistence
 //
 // A persisted context restores everything at start-up (controllers created afterwards show the cached rows at
-// once) and records what each commit changed into `delta`, which `flush()` hands to the cache file as one SQLite
-// transaction, in commit order.
+// once). The replica state and the write queue record what each step changed, in Core terms; `flush()` encodes it
+// into one `CacheDelta` and hands it to the cache file as one SQLite transaction, in commit order.
 
 internal import Logging
 internal import MeridianCore
@@ -12,7 +12,7 @@ internal import SwiftProtobuf
 extension CacheContext {
     /// Rebuilds the context from a persisted cache.
     func restore(from cache: PersistedCache) throws(ClientError) {
-        self.appliedSeq = cache.seq
+        self.replica.restore(seq: cache.seq)
         if self.schema == nil, let bytes = cache.schema, !bytes.isEmpty {
             do {
                 self.schema = try Schema(Meridian_V1_Schema(serializedBytes: bytes))
@@ -20,14 +20,14 @@ extension CacheContext {
                 throw ClientError(.cacheFailure, "the cached schema does not decode: \(error)", cause: error)
             }
         }
-        var rows: [RowKey: (row: Row, version: Int64)] = [:]
+        var rows: [RowKey: VersionedRow] = [:]
         for (entity, id, bytes) in cache.rows {
-            guard let proto = try? Meridian_V1_Row(serializedBytes: bytes), let row = try? Row(proto) else {
+            guard let proto = try? Meridian_V1_Row(serializedBytes: bytes), let row = try? VersionedRow(proto) else {
                 self.logger.warning(
                     "skipping a cached row that does not decode", metadata: ["meridian.row.id": "\(id)"])
                 continue
             }
-            rows[RowKey(entity: entity, id: id)] = (row, proto.version)
+            rows[RowKey(entity: entity, id: id)] = row
         }
         var members: [String: [String]] = [:]
         for (subscription, id) in cache.memberships { members[subscription, default: []].append(id) }
@@ -40,75 +40,64 @@ extension CacheContext {
                 self.logger.warning(
                     "dropping a cached subscription that no longer binds",
                     metadata: ["meridian.subscription.id": "\(persisted.id)"])
-                self.delta.subscriptions[persisted.id] = .some(nil)
+                self.replica.forget(persisted.id)
                 continue
             }
             var subscription = SubscriptionState(
                 id: persisted.id, request: request, bound: bound, shareable: persisted.shareable)
             subscription.hasData = persisted.hasData
-            for id in members[persisted.id] ?? [] {
-                guard let (row, version) = rows[RowKey(entity: request.entity, id: id)] else { continue }
-                subscription.members.insert(id)
-                var cached = self.rows[request.entity]?[id] ?? CachedRow(row: row, version: version, references: 0)
-                cached.references += 1
-                self.rows[request.entity, default: [:]][id] = cached
-            }
-            self.subscriptions[persisted.id] = subscription
-            if !persisted.shareable {
-                self.nextPrivateSubscription = max(
-                    self.nextPrivateSubscription,
-                    (Int(persisted.id.dropFirst(2).prefix { $0 != "-" }) ?? 0) + 1)
-            }
+            self.replica.restore(subscription, members: members[persisted.id] ?? [], rows: rows)
         }
         for persisted in cache.transactions {
-            guard let request = try? Meridian_V1_ApplyRequest(serializedBytes: persisted.request) else { continue }
-            let phase: TransactionState.Phase = persisted.commitSeq.map { .committed($0) } ?? .queued
-            self.enqueue(
-                TransactionState(id: persisted.localID, request: request, phase: phase, keys: []), showing: false)
+            do {
+                let request = try Meridian_V1_ApplyRequest(serializedBytes: persisted.request)
+                self.writes.enqueue(
+                    try QueuedTransaction(id: persisted.localID, request: request, commitSeq: persisted.commitSeq))
+            } catch {
+                self.logger.warning(
+                    "skipping a cached transaction that does not decode",
+                    metadata: ["meridian.transaction.id": "\(persisted.localID)", "meridian.error": "\(error)"])
+            }
         }
-        self.delta.transactions = [:]
+        self.writes.discardChanges()
         self.view.withLock { $0.seq = cache.seq }
     }
 
-    /// Records a cached row's current state (or its removal) for the next flush.
-    func recordRow(_ entity: String, _ id: String) {
-        guard self.file != nil else { return }
-        let key = RowKey(entity: entity, id: id)
-        if let cached = self.rows[entity]?[id] {
-            self.delta.rows[key] = .some(Meridian_V1_Row(cached.row, version: cached.version).serializedBytesOrEmpty)
-        } else {
-            self.delta.rows[key] = .some(nil)
-        }
-    }
-
-    /// Records a subscription's current state for the next flush.
-    func recordSubscription(_ id: String) {
-        guard self.file != nil, let subscription = self.subscriptions[id] else { return }
-        self.delta.subscriptions[id] = PersistedSubscription(
-            id: id,
-            request: Meridian_V1_FetchRequest(subscription.request).serializedBytesOrEmpty,
-            hasData: subscription.hasData,
-            shareable: subscription.shareable)
-    }
-
-    /// Records a queued transaction for the next flush.
-    func recordTransaction(_ transaction: TransactionState) {
-        guard self.file != nil else { return }
-        var commitSeq: Int64?
-        if case .committed(let seq) = transaction.phase { commitSeq = seq }
-        self.delta.transactions[transaction.id] = PersistedTransaction(
-            localID: transaction.id, request: transaction.request.serializedBytesOrEmpty, commitSeq: commitSeq)
-    }
-
-    /// Hands the recorded changes to the cache file (one SQLite transaction, written in order off the actor).
+    /// Hands what changed since the last flush to the cache file (one SQLite transaction, written in order off the
+    /// actor).
     func flush() {
-        guard let file else {
-            self.delta = CacheDelta()
-            return
+        let replicaChanges = self.replica.takeChanges()
+        let transactionChanges = self.writes.takeChanges()
+        let schemaChanged = self.schemaChanged
+        self.schemaChanged = false
+        guard let file else { return }
+        var delta = CacheDelta()
+        delta.seq = replicaChanges.seq
+        if schemaChanged, let schema { delta.schema = Meridian_V1_Schema(schema).serializedBytesOrEmpty }
+        for (key, row) in replicaChanges.rows {
+            delta.rows[key] = .some(row.map { Meridian_V1_Row($0.row, version: $0.version).serializedBytesOrEmpty })
         }
-        guard !self.delta.isEmpty else { return }
-        file.write(self.delta)
-        self.delta = CacheDelta()
+        delta.memberships = replicaChanges.memberships
+        for (id, record) in replicaChanges.subscriptions {
+            delta.subscriptions[id] = .some(
+                record.map { record in
+                    PersistedSubscription(
+                        id: id, request: Meridian_V1_FetchRequest(record.request).serializedBytesOrEmpty,
+                        hasData: record.hasData, shareable: record.shareable)
+                })
+        }
+        for (id, transaction) in transactionChanges {
+            delta.transactions[id] = .some(
+                transaction.map { transaction in
+                    var commitSeq: Int64?
+                    if case .committed(let seq) = transaction.phase { commitSeq = seq }
+                    return PersistedTransaction(
+                        localID: id, request: Meridian_V1_ApplyRequest(transaction).serializedBytesOrEmpty,
+                        commitSeq: commitSeq)
+                })
+        }
+        guard !delta.isEmpty else { return }
+        file.write(delta)
     }
 
     /// Waits until everything recorded so far is on disk.

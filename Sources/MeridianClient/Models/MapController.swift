@@ -39,7 +39,7 @@ public final class MapController: Sendable {
     ///
     /// - Throws: ``ClientError`` when the server rejects the new request (the old region stays in force).
     public func setRegion(_ region: MapRegion?) async throws(ClientError) {
-        let request = try Self.request(self.baseRequest, configuration: self.configuration, region: region)
+        let request = Self.request(self.baseRequest, configuration: self.configuration, region: region)
         try await self.controller.replaceRequest(request)
         self.currentRegion.withLock { $0 = region }
     }
@@ -70,40 +70,37 @@ public final class MapController: Sendable {
         await self.controller.close()
     }
 
-    /// The base request restricted to a region.
-    static func request(
-        _ base: FetchRequest,
-        configuration: MapConfiguration,
-        region: MapRegion?
-    ) throws(ClientError) -> FetchRequest {
+    /// The base request restricted to a region: the base predicate and a region predicate built as a syntax tree,
+    /// `latitude BETWEEN $meridianRegionLatitudes AND longitude BETWEEN $meridianRegionLongitudes`, or, for a region
+    /// across the antimeridian (west > east), `… AND (longitude >= $meridianRegionWest OR longitude <=
+    /// $meridianRegionEast)`.
+    static func request(_ base: FetchRequest, configuration: MapConfiguration, region: MapRegion?) -> FetchRequest {
         guard let region else { return base }
-        var request = base
-        let latitude = configuration.latitude
-        let longitude = configuration.longitude
-        let longitudeText =
-            region.west <= region.east
-            ? "\(longitude) BETWEEN $meridianRegionLongitudes"
-            : "(\(longitude) >= $meridianRegionWest OR \(longitude) <= $meridianRegionEast)"
-        let text = "\(latitude) BETWEEN $meridianRegionLatitudes AND \(longitudeText)"
-        do {
-            let regionPredicate = try PredicateExpression.parse(text)
-            if case .constant(true, _) = base.predicate {
-                request.predicate = regionPredicate
-            } else {
-                request.predicate = .and(base.predicate, regionPredicate)
-            }
-        } catch {
-            throw ClientError(.internal, "cannot build the region predicate: \(error)", cause: error)
+        func comparison(_ attribute: String, _ op: ComparisonOperator, _ variable: String) -> PredicateExpression {
+            .comparison(PredicateComparison(attribute: attribute, op: op, operand: .variable(variable, .none)))
         }
+        var request = base
+        let latitude = comparison(configuration.latitude, .between, "meridianRegionLatitudes")
         request.variables["meridianRegionLatitudes"] = .list([.double(region.south), .double(region.north)])
-        request.variables["meridianRegionLongitudes"] = .list([.double(region.west), .double(region.east)])
-        request.variables["meridianRegionWest"] = .value(.double(region.west))
-        request.variables["meridianRegionEast"] = .value(.double(region.east))
+        let longitude: PredicateExpression
         if region.west <= region.east {
+            longitude = comparison(configuration.longitude, .between, "meridianRegionLongitudes")
+            request.variables["meridianRegionLongitudes"] = .list([.double(region.west), .double(region.east)])
             request.variables["meridianRegionWest"] = nil
             request.variables["meridianRegionEast"] = nil
         } else {
+            longitude = .or(
+                comparison(configuration.longitude, .greaterOrEqual, "meridianRegionWest"),
+                comparison(configuration.longitude, .lessOrEqual, "meridianRegionEast"))
+            request.variables["meridianRegionWest"] = .value(.double(region.west))
+            request.variables["meridianRegionEast"] = .value(.double(region.east))
             request.variables["meridianRegionLongitudes"] = nil
+        }
+        let regionPredicate = PredicateExpression.and(latitude, longitude)
+        if case .constant(true, _) = base.predicate {
+            request.predicate = regionPredicate
+        } else {
+            request.predicate = .and(base.predicate, regionPredicate)
         }
         return request
     }
@@ -187,7 +184,7 @@ extension MeridianContainer {
             }
             resolved = derived
         }
-        let regional = try MapController.request(request, configuration: resolved, region: region)
+        let regional = MapController.request(request, configuration: resolved, region: region)
         let controller: ResultsController<Row> = try await self.makeController(
             for: regional, narrowing: nil, private: true)
         return MapController(controller: controller, configuration: resolved, base: request, region: region)

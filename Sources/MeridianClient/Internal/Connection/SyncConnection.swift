@@ -87,7 +87,9 @@ struct SyncConnection: Sendable {
                                         await context.setSchema(try Schema(fresh.schema))
                                     }
                                 }
-                                try await context.receive(message)
+                                // Decoded here, off the context's actor: it receives domain events only.
+                                let event = try SyncEvent(message)
+                                try await context.receive(event)
                             }
                         }
                     )
@@ -100,7 +102,7 @@ struct SyncConnection: Sendable {
                         while let (id, request) = await context.nextTransactionToSend() {
                             do {
                                 let response = try await meridian.apply(request)
-                                await context.transactionAnswered(id, response: response)
+                                await context.transactionAnswered(id, outcome: ApplyOutcome(response))
                             } catch {
                                 let failure = ClientError(calling: error)
                                 await context.transactionFailed(id, error: failure)

@@ -1,0 +1,180 @@
+// MARK: - CacheContext: the commit step
+//
+// Every change — a Batch, a local save, a confirmation, a revert, a replaced request — ends here: the rows it
+// touched are read as the controllers show them (the replica's server rows with the write queue's overlay on top),
+// every controller moves in one critical section of the view store, and each one's change set is delivered.
+
+internal import Logging
+internal import MeridianCore
+
+extension CacheContext {
+    // MARK: - Rows as shown
+
+    /// The row as `subscription` shows it: the server's row with pending writes on top; a pending write makes a row
+    /// part of the subscription while it matches the subscription's predicate.
+    func effectiveRow(_ id: String, in subscription: SubscriptionState) -> Row? {
+        let isMember = subscription.members.contains(id)
+        let key = RowKey(entity: subscription.entity, id: id)
+        guard self.writes.isPending(key) else {
+            return isMember ? self.replica.serverRow(subscription.entity, id) : nil
+        }
+        let row = self.writes.pendingRow(
+            key, over: self.replica.serverRow(subscription.entity, id),
+            entity: self.schema?.entity(named: subscription.entity))
+        guard let row, subscription.bound.matches(row) else { return nil }
+        return row
+    }
+
+    /// Every row `subscription` shows (server rows and pending ones).
+    func effectiveRows(of subscription: SubscriptionState) -> [Row] {
+        var result: [Row] = []
+        result.reserveCapacity(subscription.members.count)
+        for id in subscription.members {
+            if let row = self.effectiveRow(id, in: subscription) { result.append(row) }
+        }
+        for key in self.writes.overlay.keys
+        where key.entity == subscription.entity && !subscription.members.contains(key.id) {
+            if let row = self.effectiveRow(key.id, in: subscription) { result.append(row) }
+        }
+        return result
+    }
+
+    /// The row as the context currently shows it: the server's, with pending operations on top.
+    func currentRow(_ entity: String, _ id: String) -> Row? {
+        self.writes.pendingRow(
+            RowKey(entity: entity, id: id), over: self.replica.serverRow(entity, id),
+            entity: self.schema?.entity(named: entity))
+    }
+
+    /// Ends a step that may have moved the applied seq: confirms the transactions it covers, commits, persists,
+    /// acknowledges, and wakes whoever waited for it.
+    func finishStep(_ work: CommitWork, moved: Bool, cause: ResultsChangeCause = .remote) {
+        var work = work
+        let (confirmed, rows) = self.writes.confirm(upTo: self.replica.appliedSeq)
+        for key in rows { self.replica.touch(key.entity, key.id, work: &work) }
+        if !work.isEmpty || moved || !confirmed.isEmpty {
+            self.commit(work, cause: work.isEmpty && !confirmed.isEmpty ? .confirmed : cause)
+        }
+        self.flush()
+        self.acknowledge()
+        for (id, commitSeq) in confirmed { self.resolveWaiters(id, with: .success(commitSeq)) }
+        self.resumeSeqWaiters()
+    }
+
+    // MARK: - Commit
+
+    /// Moves every controller to the current state in one critical section and delivers each one's change set.
+    ///
+    /// - Parameters:
+    ///   - work: The rows that may have changed, by subscription, and the subscriptions to re-read entirely.
+    ///   - cause: Why.
+    ///   - error: For a revert, the server's reason.
+    func commit(_ work: CommitWork, cause: ResultsChangeCause, error: ClientError? = nil) {
+        enum Action {
+            case apply([RowMutation])
+            case reset([Row])
+            case rebuild(BoundFetchRequest, [Row])
+        }
+        var actions: [UInt64: Action] = [:]
+        for (id, record) in self.controllers {
+            guard let subscription = self.replica.subscriptions[record.subscriptionID] else { continue }
+            if record.follows && record.bound != subscription.bound {
+                actions[id] = .rebuild(subscription.bound, self.effectiveRows(of: subscription))
+                self.controllers[id]?.bound = subscription.bound
+            } else if work.resets.contains(record.subscriptionID) {
+                actions[id] = .reset(self.effectiveRows(of: subscription))
+            } else if let ids = work.affected[record.subscriptionID], !ids.isEmpty {
+                actions[id] = .apply(
+                    ids.map { id in self.effectiveRow(id, in: subscription).map(RowMutation.upsert) ?? .delete(id: id) }
+                )
+            }
+        }
+        let seq = self.replica.appliedSeq
+        let loaded = Set(self.replica.subscriptions.values.filter(\.hasData).map(\.id))
+        var failures: [String] = []
+        self.view.withLock { state in
+            state.seq = seq
+            for (id, box) in state.engines {
+                guard let record = self.controllers[id] else { continue }
+                let oldCounts = self.validatesChangeSets ? box.results.sections.map(\.count) : []
+                var changeSet = ChangeSet<Row>()
+                switch actions[id] {
+                case .apply(let mutations)?:
+                    changeSet = box.results.apply(mutations)
+                case .reset(let rows)?:
+                    changeSet = box.results.reset(rows: rows)
+                case .rebuild(let bound, let rows)?:
+                    let before = box.results.snapshot
+                    if var results = try? LiveResults(bound) {
+                        results.reset(rows: rows)
+                        box.results = results
+                        changeSet = (try? ChangeSet.between(old: before, new: results.snapshot)) ?? ChangeSet()
+                    }
+                case nil:
+                    break
+                }
+                if self.validatesChangeSets, !changeSet.isEmpty {
+                    do {
+                        try changeSet.validate(
+                            oldSectionCounts: oldCounts, newSectionCounts: box.results.sections.map(\.count))
+                    } catch {
+                        failures.append("controller \(id) (\(record.bound.request)): \(error)")
+                    }
+                }
+                let pending = self.pendingIDs(shownBy: box)
+                let pendingChanged = pending != box.pendingIDs
+                box.pendingIDs = pending
+                let complete = loaded.contains(record.subscriptionID)
+                // Said when it flips for a controller that showed complete data before (a first load is its own
+                // change already).
+                let completenessChanged = complete != box.isComplete && box.isLoaded
+                box.isComplete = complete
+                if !box.isLoaded, loaded.contains(record.subscriptionID) {
+                    box.isLoaded = true
+                    for waiter in box.loadWaiters { waiter.resume() }
+                    box.loadWaiters = []
+                }
+                if !changeSet.isEmpty || pendingChanged || completenessChanged || cause == .reverted {
+                    box.deliver(
+                        RawChange(
+                            seq: seq, changeSet: changeSet, cause: cause, error: error, pendingIDs: pending,
+                            provisional: !complete))
+                }
+            }
+        }
+        if !failures.isEmpty {
+            for failure in failures {
+                self.logger.error("change set failed validation", metadata: ["meridian.failure": "\(failure)"])
+            }
+            self.changeSetValidationFailures += failures
+        }
+    }
+
+    /// The pending ids a controller shows.
+    func pendingIDs(shownBy box: EngineBox) -> Set<String> {
+        var result: Set<String> = []
+        for key in self.writes.overlay.keys where key.entity == box.entity && box.results.row(id: key.id) != nil {
+            result.insert(key.id)
+        }
+        return result
+    }
+
+    /// Ends a subscription's controllers with an error (its Subscribe was rejected).
+    func failControllers(of subscriptionID: String, with error: ClientError) {
+        let ids = self.controllers.filter { $0.value.subscriptionID == subscriptionID }.map(\.key)
+        let sinks = self.view.withLock { state in
+            var sinks: [AsyncThrowingStream<RawChange, any Error>.Continuation] = []
+            for id in ids {
+                guard let box = state.engines[id] else { continue }
+                box.error = error
+                sinks += box.sinks.values
+                box.sinks = [:]
+                for waiter in box.loadWaiters { waiter.resume(throwing: error) }
+                box.loadWaiters = []
+            }
+            return sinks
+        }
+        // Finish outside the lock: a stream's termination handler takes the lock to unregister itself.
+        for sink in sinks { sink.finish(throwing: error) }
+    }
+}

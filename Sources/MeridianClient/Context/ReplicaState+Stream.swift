@@ -1,0 +1,257 @@
+// MARK: - ReplicaState: the Sync stream
+//
+// The protocol's one rule, on the replica: a SnapshotChunk is only staged, and a Batch — the staged snapshots it
+// names, oldest snapshot seq first, then every delta — is applied as one step that ends at its seq. Messages about a
+// subscription carry the epoch of the Subscribe that made it; those with another epoch were sent for an earlier
+// subscription under the same id, and are dropped.
+
+internal import MeridianCore
+
+extension ReplicaState {
+    // MARK: - Subscribing
+
+    /// A stream opened: epochs count from 1 again.
+    ///
+    /// - Returns: The subscriptions to re-add in `Hello`, by id, each counted as the stream's first Subscribe of its
+    ///   id (resumed when its rows are complete); rejected subscriptions are not re-added.
+    mutating func streamOpened() -> [(id: String, request: FetchRequest, resume: Bool)] {
+        self.epochs = [:]
+        var result: [(id: String, request: FetchRequest, resume: Bool)] = []
+        for id in self.subscriptions.keys.sorted() {
+            let resume = self.subscriptions[id]?.hasData ?? false
+            if let request = self.subscribe(id, resume: resume) { result.append((id, request, resume)) }
+        }
+        return result
+    }
+
+    /// Whether a stream opening now resumes from the applied seq.
+    var isResumable: Bool {
+        self.appliedSeq > 0 || self.subscriptions.values.contains { $0.hasData }
+    }
+
+    /// Counts a Subscribe for a subscription on the open stream (its next epoch).
+    ///
+    /// - Returns: The request to subscribe, or `nil` for a subscription the server rejected (or none).
+    mutating func subscribe(_ id: String, resume: Bool) -> FetchRequest? {
+        guard let subscription = self.subscriptions[id], !subscription.phase.isFailed else { return nil }
+        let epoch = (self.epochs[id] ?? 0) &+ 1
+        self.epochs[id] = epoch
+        self.modify(id) { subscription in
+            subscription.epoch = epoch
+            subscription.phase = resume ? .live : .awaitingSnapshot
+            subscription.snapshot = nil
+        }
+        return subscription.request
+    }
+
+    /// Forgets a subscription's Subscribe on the open stream: whatever the server still sends for it carries the
+    /// old epoch and is dropped.
+    ///
+    /// - Returns: Whether it was subscribed (an Unsubscribe is then due).
+    mutating func unsubscribe(_ id: String) -> Bool {
+        self.modify(id) { subscription in
+            defer {
+                subscription.epoch = nil
+                subscription.snapshot = nil
+            }
+            return subscription.epoch != nil
+        } ?? false
+    }
+
+    /// The stream ended: staged snapshots are dropped, and Replaces in flight are adopted as offline replaces
+    /// (their subscriptions are subscribed afresh next time, and show at once the cached rows the new request
+    /// selects).
+    ///
+    /// - Returns: The ids whose Replace was adopted (its waiters may go on).
+    mutating func streamClosed(work: inout CommitWork) -> [String] {
+        self.epochs = [:]
+        var adopted: [String] = []
+        for id in self.subscriptions.keys {
+            let replace = self.modify(id) { subscription -> PendingReplace? in
+                subscription.snapshot = nil
+                subscription.epoch = nil
+                if !subscription.phase.isFailed { subscription.phase = .idle }
+                return subscription.pendingReplace
+            }
+            if let replace = replace ?? nil {
+                self.adoptOffline(id, replace, work: &work)
+                adopted.append(id)
+            }
+        }
+        return adopted
+    }
+
+    /// Records a Replace sent on the open stream; the old request stays in force until the server answers.
+    mutating func replaceSent(_ id: String, _ replace: PendingReplace) {
+        self.modify(id) { $0.pendingReplace = replace }
+    }
+
+    // MARK: - Receiving
+
+    /// Whether a message about `id` at `epoch` is about the subscription the replica holds under that id (and not
+    /// about one it unsubscribed, whose messages may still be on their way).
+    func isCurrent(_ id: String, epoch: UInt32) -> Bool {
+        guard let current = self.subscriptions[id]?.epoch else { return false }
+        return current == epoch
+    }
+
+    /// Stages a chunk of a subscription's snapshot; nothing changes until a Batch names it.
+    ///
+    /// - Returns: Whether it was staged (`false`: another epoch's, dropped).
+    @discardableResult
+    mutating func stage(_ chunk: SyncEvent.SnapshotChunk) -> Bool {
+        guard self.isCurrent(chunk.subscriptionID, epoch: chunk.epoch) else { return false }
+        self.modify(chunk.subscriptionID) { subscription in
+            if chunk.index == 0 || subscription.snapshot == nil {
+                subscription.snapshot = SnapshotBuffer(seq: chunk.seq, resnapshot: chunk.resnapshot)
+            }
+            subscription.snapshot?.rows += chunk.rows
+            if chunk.isLast { subscription.snapshot?.isComplete = true }
+        }
+        return true
+    }
+
+    /// Applies one Batch as one step: the staged snapshots it names, oldest first, then every delta; then the
+    /// applied seq moves to the batch's.
+    ///
+    /// The order matters because subscriptions share cached rows: a snapshot is at its own seq, at most the batch's,
+    /// while the deltas bring every row they name to the batch's seq. A snapshot applied after another
+    /// subscription's delta would put an older image of a shared row back (found by `meridian-check`: a Batch
+    /// merging a re-snapshot with later deltas).
+    ///
+    /// - Throws: ``ClientError`` `malformedRequest` when the batch names a snapshot whose last chunk did not arrive
+    ///   (the replica may then hold part of the batch: the stream must be dropped, and resumes from the applied seq).
+    mutating func apply(_ batch: SyncEvent.Batch, work: inout CommitWork) throws(ClientError) -> BatchOutcome {
+        var outcome = BatchOutcome()
+        var current: [SyncEvent.Delta] = []
+        for delta in batch.deltas {
+            if self.isCurrent(delta.subscriptionID, epoch: delta.epoch) {
+                current.append(delta)
+            } else {
+                outcome.ignored.append((delta.subscriptionID, delta.epoch))
+            }
+        }
+        let snapshots = current.filter(\.snapshot).map(\.subscriptionID).sorted {
+            (self.subscriptions[$0]?.snapshot?.seq ?? 0) < (self.subscriptions[$1]?.snapshot?.seq ?? 0)
+        }
+        for id in snapshots {
+            try self.applyStagedSnapshot(id, work: &work, outcome: &outcome)
+        }
+        for delta in current {
+            let id = delta.subscriptionID
+            // Only fields are read, never the whole subscription: a copy held while rows are stored would make the
+            // first insert copy its members.
+            guard self.subscriptions[id]?.phase == .live else { continue }
+            if delta.replaced, let replace = self.subscriptions[id]?.pendingReplace {
+                if replace.request.entity != self.subscriptions[id]?.entity { self.dropAllMembers(of: id, work: &work) }
+                self.modify(id) { $0.adopt(replace) }
+                self.record(id)
+                outcome.answeredReplaces.append(id)
+                outcome.cause = Self.stronger(outcome.cause, .replaced)
+            }
+            for left in delta.left { self.dropMember(left, from: id, work: &work) }
+            for row in delta.entered { self.store(row, in: id, work: &work) }
+            for row in delta.updated { self.store(row, in: id, work: &work) }
+        }
+        outcome.moved = self.advance(to: batch.seq)
+        return outcome
+    }
+
+    /// Makes a subscription's staged snapshot its result (diffed against what it held, into `work`).
+    ///
+    /// - Throws: ``ClientError`` `malformedRequest` when the snapshot did not arrive whole.
+    private mutating func applyStagedSnapshot(
+        _ id: String,
+        work: inout CommitWork,
+        outcome: inout BatchOutcome
+    ) throws(ClientError) {
+        guard let buffer = self.subscriptions[id]?.snapshot, buffer.isComplete else {
+            throw ClientError(
+                .malformedRequest, "a Batch names the snapshot of '\(id)', whose last chunk did not arrive")
+        }
+        outcome.snapshots.append(
+            AppliedSnapshot(id: id, seq: buffer.seq, rowCount: buffer.rows.count, resnapshot: buffer.resnapshot))
+        var cause = ResultsChangeCause.snapshot
+        if let replace = self.subscriptions[id]?.pendingReplace {
+            // A Replace answered by a snapshot: the new request is in force from here.
+            if replace.request.entity != self.subscriptions[id]?.entity { self.dropAllMembers(of: id, work: &work) }
+            self.modify(id) { $0.adopt(replace) }
+            cause = .replaced
+        }
+        self.modify(id) { subscription in
+            subscription.snapshot = nil
+            subscription.phase = .live
+            subscription.hasData = true
+        }
+        self.record(id)
+        // Whoever waits for a Replace of this subscription is answered by its snapshot.
+        outcome.answeredReplaces.append(id)
+        outcome.cause = Self.stronger(outcome.cause, cause)
+
+        let incoming = Set(buffer.rows.map(\.row.id))
+        let stale = (self.subscriptions[id]?.members ?? []).filter { !incoming.contains($0) }
+        for member in stale { self.dropMember(member, from: id, work: &work) }
+        for row in buffer.rows { self.store(row, in: id, work: &work) }
+        work.resets.insert(id)
+    }
+
+    /// Which cause names a step that has several: a replacement over a snapshot over the rest.
+    private static func stronger(_ a: ResultsChangeCause, _ b: ResultsChangeCause) -> ResultsChangeCause {
+        func rank(_ cause: ResultsChangeCause) -> Int {
+            switch cause {
+            case .replaced: 3
+            case .snapshot: 2
+            case .remote: 1
+            default: 0
+            }
+        }
+        return rank(b) > rank(a) ? b : a
+    }
+
+    /// The server rejected a subscription's Subscribe or Replace.
+    mutating func fail(_ failure: SyncEvent.SubscriptionFailure) -> FailureOutcome {
+        guard self.isCurrent(failure.subscriptionID, epoch: failure.epoch) else { return .ignored }
+        return self.modify(failure.subscriptionID) { subscription -> FailureOutcome in
+            if subscription.pendingReplace != nil {
+                // A rejected Replace: the previous request stays in force.
+                subscription.pendingReplace = nil
+                return .replaceRejected
+            }
+            subscription.phase = .failed(failure.error)
+            subscription.snapshot = nil
+            return .subscriptionFailed
+        } ?? .ignored
+    }
+}
+
+/// What applying one Batch did, besides the rows it touched.
+struct BatchOutcome {
+    /// Why the controllers change.
+    var cause = ResultsChangeCause.remote
+    /// Whether the applied seq moved.
+    var moved = false
+    /// Subscriptions whose Replace (or Subscribe after an offline replace) the batch answered.
+    var answeredReplaces: [String] = []
+    /// The staged snapshots it applied, in order.
+    var snapshots: [AppliedSnapshot] = []
+    /// Deltas dropped for another epoch's (id, epoch).
+    var ignored: [(id: String, epoch: UInt32)] = []
+}
+
+/// A staged snapshot a Batch applied (for the log).
+struct AppliedSnapshot: Hashable {
+    var id: String
+    var seq: Int64
+    var rowCount: Int
+    var resnapshot: Bool
+}
+
+/// What a SubscriptionError did.
+enum FailureOutcome: Hashable {
+    /// It was about another epoch's subscription, or one the replica does not hold.
+    case ignored
+    /// It rejected a Replace: the previous request stays in force.
+    case replaceRejected
+    /// It rejected the subscription: its controllers end with the error.
+    case subscriptionFailed
+}

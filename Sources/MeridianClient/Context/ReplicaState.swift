@@ -1,0 +1,277 @@
+// MARK: - ReplicaState
+//
+// The replicated rows of one client as a value: the subscriptions (request, members, phase on the stream), the union
+// of their rows with reference counts, the applied seq and the epochs of the open stream. Every change is a
+// mutating operation that says what it touched (`CommitWork`) and records what to persist (`ReplicaChanges`); the
+// context's actor owns one and decides what to send and whom to wake. Split by concern:
+// - ReplicaState.swift: subscriptions and rows;
+// - ReplicaState+Stream.swift: the Sync stream's side (Subscribe and its epoch, staged snapshots, Batches, errors).
+
+internal import MeridianCore
+
+/// The replicated state of a cache context: subscriptions, their rows and the applied seq.
+struct ReplicaState: Sendable {
+    /// The last seq applied (a Batch, a completed snapshot or a Heartbeat).
+    private(set) var appliedSeq: Int64 = 0
+    /// The union of every subscription's rows: entity → id → row.
+    private(set) var rows: [String: [String: CachedRow]] = [:]
+    /// The subscriptions, by id.
+    private(set) var subscriptions: [String: SubscriptionState] = [:]
+    /// The number of Subscribes sent per id on the open stream: the epoch the server puts on every message about
+    /// the subscription (a subscription subscribed again under the same id — a region moved before its snapshot
+    /// arrived, a shared request closed and reopened — drops what was sent for the old one by its epoch).
+    var epochs: [String: UInt32] = [:]
+    /// The number the next private subscription's id carries.
+    private var nextPrivateSubscription = 1
+    /// Whether changes are recorded for persistence.
+    let recordsChanges: Bool
+    /// What changed since the last ``takeChanges()``.
+    private(set) var changes = ReplicaChanges()
+
+    /// An empty replica.
+    ///
+    /// - Parameter recordsChanges: Record what to persist (for a context with a cache file).
+    init(recordsChanges: Bool) {
+        self.recordsChanges = recordsChanges
+    }
+
+    // MARK: - Reading
+
+    /// The server's row for an id, if any subscription holds it.
+    func serverRow(_ entity: String, _ id: String) -> Row? {
+        self.rows[entity]?[id]?.row
+    }
+
+    /// The version of a cached row, if any subscription holds it.
+    func version(_ entity: String, _ id: String) -> Int64? {
+        self.rows[entity]?[id]?.version
+    }
+
+    /// The number of cached rows across all entities.
+    var rowCount: Int { self.rows.values.reduce(0) { $0 + $1.count } }
+
+    /// Marks a row as changed for every subscription of its entity.
+    func touch(_ entity: String, _ id: String, work: inout CommitWork) {
+        for (subscriptionID, subscription) in self.subscriptions where subscription.entity == entity {
+            work.affected[subscriptionID, default: []].insert(id)
+        }
+    }
+
+    // MARK: - Subscriptions
+
+    /// Adds a subscription (not yet subscribed on any stream).
+    mutating func add(_ subscription: SubscriptionState) {
+        self.subscriptions[subscription.id] = subscription
+        self.record(subscription.id)
+    }
+
+    /// An id for a subscription that is not shared, unique in this replica.
+    mutating func makePrivateSubscriptionID(key: String) -> String {
+        defer { self.nextPrivateSubscription += 1 }
+        return "m-\(self.nextPrivateSubscription)-\(key.dropFirst(2))"
+    }
+
+    /// Removes a subscription and releases its rows.
+    ///
+    /// - Returns: The subscription as it was, or `nil` when there was none.
+    @discardableResult
+    mutating func remove(_ id: String) -> SubscriptionState? {
+        guard let subscription = self.subscriptions.removeValue(forKey: id) else { return nil }
+        for rowID in subscription.members { self.releaseRow(subscription.entity, rowID) }
+        if self.recordsChanges { self.changes.subscriptions[id] = .some(nil) }
+        return subscription
+    }
+
+    /// Counts one more controller showing a subscription.
+    mutating func retain(_ id: String) {
+        self.modify(id) { $0.controllerCount += 1 }
+    }
+
+    /// Counts one controller less showing a subscription.
+    ///
+    /// - Returns: How many controllers still show it (`nil` when there is no such subscription).
+    mutating func release(_ id: String) -> Int? {
+        self.modify(id) { subscription in
+            subscription.controllerCount -= 1
+            return subscription.controllerCount
+        }
+    }
+
+    /// Changes a subscription's request at once, keeping the cached rows the new request selects; the server's
+    /// answer (a snapshot, on the next Subscribe) completes it.
+    mutating func adoptOffline(_ id: String, _ replace: PendingReplace, work: inout CommitWork) {
+        guard let entity = self.subscriptions[id]?.entity else { return }
+        self.modify(id) { subscription in
+            subscription.adopt(replace)
+            subscription.hasData = false
+        }
+        self.dropMembers(of: id, entity: entity, work: &work) { !replace.bound.matches($0) }
+        self.record(id)
+    }
+
+    // MARK: - Rows
+
+    /// Adds (or refreshes) a server row as a member of a subscription.
+    mutating func store(_ row: VersionedRow, in subscriptionID: String, work: inout CommitWork) {
+        var row = row
+        if row.row.values.values.contains(where: \.isNull) {
+            // An explicit null reads like an absent value; store one form so equal rows compare equal.
+            row.row.values = row.row.values.filter { !$0.value.isNull }
+        }
+        let id = row.row.id
+        guard let (entity, isNewMember) = self.modify(subscriptionID, { ($0.entity, $0.members.insert(id).inserted) })
+        else { return }
+        if isNewMember, self.recordsChanges {
+            self.changes.memberships[MembershipKey(subscription: subscriptionID, id: id)] = true
+        }
+        var cached = self.rows[entity]?[id] ?? CachedRow(row: row.row, version: row.version, references: 0)
+        let changed = cached.row != row.row || cached.version != row.version || isNewMember && cached.references == 0
+        cached.row = row.row
+        cached.version = row.version
+        if isNewMember { cached.references += 1 }
+        self.rows[entity, default: [:]][id] = cached
+        if changed { self.recordRow(entity, id) }
+        if isNewMember { work.affected[subscriptionID, default: []].insert(id) }
+        if changed { self.touch(entity, id, work: &work) }
+    }
+
+    /// Removes a row from a subscription's members.
+    mutating func dropMember(_ id: String, from subscriptionID: String, work: inout CommitWork) {
+        guard let (entity, removed) = self.modify(subscriptionID, { ($0.entity, $0.members.remove(id) != nil) }),
+            removed
+        else { return }
+        if self.recordsChanges {
+            self.changes.memberships[MembershipKey(subscription: subscriptionID, id: id)] = false
+        }
+        self.releaseRow(entity, id)
+        work.affected[subscriptionID, default: []].insert(id)
+    }
+
+    /// Drops every member of a subscription.
+    mutating func dropAllMembers(of subscriptionID: String, work: inout CommitWork) {
+        for member in self.subscriptions[subscriptionID]?.members ?? [] {
+            self.dropMember(member, from: subscriptionID, work: &work)
+        }
+    }
+
+    /// Drops the members of a subscription whose row fails `isStale` (or is not cached).
+    mutating func dropMembers(
+        of subscriptionID: String,
+        entity: String,
+        work: inout CommitWork,
+        where isStale: (Row) -> Bool
+    ) {
+        let stale = (self.subscriptions[subscriptionID]?.members ?? []).filter { id in
+            self.serverRow(entity, id).map(isStale) ?? true
+        }
+        for id in stale { self.dropMember(id, from: subscriptionID, work: &work) }
+    }
+
+    /// Drops one subscription's reference to a cached row, forgetting the row when none is left.
+    private mutating func releaseRow(_ entity: String, _ id: String) {
+        guard var cached = self.rows[entity]?[id] else { return }
+        cached.references -= 1
+        if cached.references <= 0 {
+            self.rows[entity]?[id] = nil
+        } else {
+            self.rows[entity]?[id] = cached
+        }
+        self.recordRow(entity, id)
+    }
+
+    // MARK: - Seq
+
+    /// Moves the applied seq forward.
+    ///
+    /// - Returns: Whether it moved.
+    @discardableResult
+    mutating func advance(to seq: Int64) -> Bool {
+        guard seq > self.appliedSeq else { return false }
+        self.appliedSeq = seq
+        if self.recordsChanges { self.changes.seq = seq }
+        return true
+    }
+
+    // MARK: - Restoring
+
+    /// Rebuilds a subscription and its members from a persisted cache (nothing is recorded: it is on disk).
+    ///
+    /// - Parameters:
+    ///   - members: The ids of its rows.
+    ///   - rows: Every persisted row, by key; members missing from it are skipped.
+    mutating func restore(_ subscription: SubscriptionState, members: [String], rows: [RowKey: VersionedRow]) {
+        var subscription = subscription
+        let entity = subscription.entity
+        for id in members {
+            guard let row = rows[RowKey(entity: entity, id: id)] else { continue }
+            subscription.members.insert(id)
+            var cached = self.rows[entity]?[id] ?? CachedRow(row: row.row, version: row.version, references: 0)
+            cached.references += 1
+            self.rows[entity, default: [:]][id] = cached
+        }
+        self.subscriptions[subscription.id] = subscription
+        if !subscription.shareable {
+            self.nextPrivateSubscription = max(
+                self.nextPrivateSubscription, (Int(subscription.id.dropFirst(2).prefix { $0 != "-" }) ?? 0) + 1)
+        }
+    }
+
+    /// Sets the applied seq of a persisted cache (nothing is recorded).
+    mutating func restore(seq: Int64) {
+        self.appliedSeq = seq
+    }
+
+    /// Records that a persisted subscription was dropped.
+    mutating func forget(_ id: String) {
+        if self.recordsChanges { self.changes.subscriptions[id] = .some(nil) }
+    }
+
+    // MARK: - Changes
+
+    /// Returns what changed since the last call, and forgets it.
+    mutating func takeChanges() -> ReplicaChanges {
+        defer { self.changes = ReplicaChanges() }
+        return self.changes
+    }
+
+    /// Records a subscription's current state for persistence.
+    mutating func record(_ id: String) {
+        guard self.recordsChanges, let subscription = self.subscriptions[id] else { return }
+        self.changes.subscriptions[id] = SubscriptionRecord(
+            request: subscription.request, hasData: subscription.hasData, shareable: subscription.shareable)
+    }
+
+    /// Records a cached row's current state (or its removal) for persistence.
+    private mutating func recordRow(_ entity: String, _ id: String) {
+        guard self.recordsChanges else { return }
+        self.changes.rows[RowKey(entity: entity, id: id)] = .some(
+            self.rows[entity]?[id].map { VersionedRow(row: $0.row, version: $0.version) })
+    }
+
+    /// Runs `body` on a subscription in place (a copy would copy its members on every change).
+    ///
+    /// - Returns: What `body` returned, or `nil` when there is no such subscription.
+    @discardableResult
+    mutating func modify<T>(_ id: String, _ body: (inout SubscriptionState) throws -> T) rethrows -> T? {
+        guard let index = self.subscriptions.index(forKey: id) else { return nil }
+        return try body(&self.subscriptions.values[index])
+    }
+}
+
+/// What a replica changed since its changes were last taken, for the cache file.
+struct ReplicaChanges: Sendable {
+    var seq: Int64?
+    /// Rows written or removed (nil), by key.
+    var rows: [RowKey: VersionedRow?] = [:]
+    /// Memberships added (true) or removed (false), net.
+    var memberships: [MembershipKey: Bool] = [:]
+    /// Subscriptions written or removed (nil).
+    var subscriptions: [String: SubscriptionRecord?] = [:]
+}
+
+/// A subscription as the cache file keeps it.
+struct SubscriptionRecord: Sendable {
+    var request: FetchRequest
+    var hasData: Bool
+    var shareable: Bool
+}

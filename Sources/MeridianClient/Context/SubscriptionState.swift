@@ -1,0 +1,96 @@
+// MARK: - SubscriptionState
+//
+// The value types the replica state is made of: a subscription (its request, members and where it stands on the
+// stream), a cached row, and the work one commit leaves for the controllers.
+
+internal import MeridianCore
+
+/// One subscription: its request, its members, and where it stands.
+struct SubscriptionState: Sendable {
+    let id: String
+    var request: FetchRequest
+    var bound: BoundFetchRequest
+    /// Whether other controllers may share it (region-mode subscriptions are private).
+    let shareable: Bool
+    var members: Set<String> = []
+    /// Whether `members` is the complete result at the applied seq (so it may resume).
+    var hasData = false
+    var phase = SubscriptionPhase.idle
+    /// The snapshot being received, staged until a Batch names it.
+    var snapshot: SnapshotBuffer?
+    /// A Replace sent and not yet answered.
+    var pendingReplace: PendingReplace?
+    /// The epoch of its Subscribe on the open stream (see ``ReplicaState``); nil when not subscribed.
+    var epoch: UInt32?
+    /// How many results controllers show it.
+    var controllerCount = 0
+
+    var entity: String { self.request.entity }
+
+    init(id: String, request: FetchRequest, bound: BoundFetchRequest, shareable: Bool) {
+        self.id = id
+        self.request = request
+        self.bound = bound
+        self.shareable = shareable
+    }
+
+    /// Makes `request` the subscription's request.
+    mutating func adopt(_ replace: PendingReplace) {
+        self.request = replace.request
+        self.bound = replace.bound
+        self.pendingReplace = nil
+    }
+}
+
+/// Where a subscription stands on the current stream.
+enum SubscriptionPhase: Sendable, Equatable {
+    /// Not subscribed on the current stream (offline, or not sent yet).
+    case idle
+    /// Subscribed; no Batch has applied its snapshot yet.
+    case awaitingSnapshot
+    /// Receiving deltas.
+    case live
+    /// The server rejected it.
+    case failed(ClientError)
+
+    static func == (lhs: SubscriptionPhase, rhs: SubscriptionPhase) -> Bool {
+        switch (lhs, rhs) {
+        case (.idle, .idle), (.awaitingSnapshot, .awaitingSnapshot), (.live, .live), (.failed, .failed): true
+        default: false
+        }
+    }
+
+    var isFailed: Bool {
+        if case .failed = self { true } else { false }
+    }
+}
+
+/// A Replace sent and not yet answered.
+struct PendingReplace: Sendable {
+    var request: FetchRequest
+    var bound: BoundFetchRequest
+}
+
+/// A snapshot being received, staged until a Batch makes it the subscription's result.
+struct SnapshotBuffer: Sendable {
+    var seq: Int64
+    var resnapshot: Bool
+    var rows: [VersionedRow] = []
+    /// Whether its last chunk arrived.
+    var isComplete = false
+}
+
+/// A cached server row: its latest image, its version, and how many subscriptions hold it.
+struct CachedRow: Sendable {
+    var row: Row
+    var version: Int64
+    var references: Int32
+}
+
+/// What one commit touched: rows by subscription, and subscriptions to re-read entirely.
+struct CommitWork: Sendable {
+    var affected: [String: Set<String>] = [:]
+    var resets: Set<String> = []
+
+    var isEmpty: Bool { self.affected.isEmpty && self.resets.isEmpty }
+}

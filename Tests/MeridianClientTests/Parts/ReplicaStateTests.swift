@@ -1,0 +1,255 @@
+// MARK: - ReplicaState, alone
+//
+// The replica state is a value: these tests feed it decoded events and check its rows, members, seq and epochs,
+// with no server, no actor and no controllers.
+
+import MeridianCore
+import Testing
+
+@testable import MeridianClient
+
+@Suite("Replica state")
+struct ReplicaStateTests {
+    /// A replica with one subscription per id, each subscribed on a fresh stream (epoch 1), not yet loaded.
+    func replica(_ ids: [String] = ["s"], where predicate: String = "", recordsChanges: Bool = false) throws
+        -> ReplicaState
+    {
+        var replica = ReplicaState(recordsChanges: recordsChanges)
+        for id in ids {
+            let request = try FetchRequest(entity: "Point", where: predicate)
+            replica.add(
+                SubscriptionState(id: id, request: request, bound: try request.bind(to: testSchema), shareable: true))
+        }
+        _ = replica.streamOpened()
+        return replica
+    }
+
+    func chunk(
+        _ id: String, seq: Int64, _ rows: [VersionedRow], epoch: UInt32 = 1, index: UInt32 = 0, last: Bool = true
+    ) -> SyncEvent.SnapshotChunk {
+        SyncEvent.SnapshotChunk(
+            subscriptionID: id, epoch: epoch, seq: seq, index: index, isLast: last, resnapshot: false, rows: rows)
+    }
+
+    func delta(
+        _ id: String, epoch: UInt32 = 1, snapshot: Bool = false, left: [String] = [], entered: [VersionedRow] = [],
+        updated: [VersionedRow] = []
+    ) -> SyncEvent.Delta {
+        SyncEvent.Delta(
+            subscriptionID: id, epoch: epoch, snapshot: snapshot, replaced: false, left: left, entered: entered,
+            updated: updated)
+    }
+
+    func versioned(_ row: Row, _ version: Int64) -> VersionedRow {
+        VersionedRow(row: row, version: version)
+    }
+
+    @Test("a snapshot is staged and shows only when a Batch names it")
+    func snapshotStagedUntilBatch() throws {
+        var replica = try self.replica()
+        let stagedFirst = replica.stage(
+            self.chunk("s", seq: 5, [self.versioned(point("a", "Alpha", 1), 3)], last: false))
+        #expect(stagedFirst)
+        let stagedLast = replica.stage(
+            self.chunk("s", seq: 5, [self.versioned(point("b", "Bravo", 2), 4)], index: 1, last: true))
+        #expect(stagedLast)
+        #expect(replica.rowCount == 0)
+        #expect(replica.appliedSeq == 0)
+        #expect(replica.subscriptions["s"]?.hasData == false)
+
+        var work = CommitWork()
+        let outcome = try replica.apply(.init(seq: 5, deltas: [self.delta("s", snapshot: true)]), work: &work)
+        #expect(outcome.cause == .snapshot)
+        #expect(outcome.moved)
+        #expect(outcome.snapshots.map(\.rowCount) == [2])
+        #expect(replica.appliedSeq == 5)
+        #expect(replica.subscriptions["s"]?.members == ["a", "b"])
+        #expect(replica.subscriptions["s"]?.hasData == true)
+        #expect(replica.subscriptions["s"]?.phase == .live)
+        #expect(replica.serverRow("Point", "b") == point("b", "Bravo", 2))
+        #expect(replica.version("Point", "a") == 3)
+        #expect(work.resets == ["s"])
+    }
+
+    @Test("a Batch applies its snapshots oldest seq first, then its deltas")
+    func batchOrder() throws {
+        var replica = try self.replica(["a", "b", "c"])
+        var work = CommitWork()
+        // "c" is live first, holding x.
+        replica.stage(self.chunk("c", seq: 1, [self.versioned(point("x", "one", 1), 1)]))
+        _ = try replica.apply(.init(seq: 1, deltas: [self.delta("c", snapshot: true)]), work: &work)
+        // "a"'s snapshot is at seq 4, "b"'s at 2; "c"'s delta brings x to the batch's seq, 6.
+        replica.stage(self.chunk("a", seq: 4, [self.versioned(point("x", "four", 1), 4)]))
+        replica.stage(self.chunk("b", seq: 2, [self.versioned(point("x", "two", 1), 2)]))
+        let batch = SyncEvent.Batch(
+            seq: 6,
+            deltas: [
+                self.delta("c", updated: [self.versioned(point("x", "six", 1), 6)]),
+                self.delta("a", snapshot: true), self.delta("b", snapshot: true),
+            ])
+        work = CommitWork()
+        _ = try replica.apply(batch, work: &work)
+        #expect(replica.serverRow("Point", "x")?["title"] == "six", "the deltas come after every snapshot")
+        #expect(replica.version("Point", "x") == 6)
+        #expect(replica.appliedSeq == 6)
+        #expect(replica.subscriptions.values.allSatisfy { $0.members == ["x"] })
+
+        // Without the delta, the newer snapshot wins over the older one, whatever the batch's order.
+        var other = try self.replica(["a", "b"])
+        other.stage(self.chunk("a", seq: 4, [self.versioned(point("x", "four", 1), 4)]))
+        other.stage(self.chunk("b", seq: 2, [self.versioned(point("x", "two", 1), 2)]))
+        _ = try other.apply(
+            .init(seq: 6, deltas: [self.delta("a", snapshot: true), self.delta("b", snapshot: true)]), work: &work)
+        #expect(other.serverRow("Point", "x")?["title"] == "four")
+    }
+
+    @Test("messages of another epoch are dropped")
+    func epochs() throws {
+        var replica = try self.replica()
+        // The subscription is unsubscribed and subscribed again: its second Subscribe on this stream is epoch 2.
+        let wasSubscribed = replica.unsubscribe("s")
+        #expect(wasSubscribed)
+        let resubscribed = replica.subscribe("s", resume: false)
+        #expect(resubscribed != nil)
+        #expect(replica.subscriptions["s"]?.epoch == 2)
+        let stagedOld = replica.stage(self.chunk("s", seq: 3, [self.versioned(point("old", "Old", 1), 1)], epoch: 1))
+        #expect(!stagedOld)
+        let stagedNew = replica.stage(self.chunk("s", seq: 3, [self.versioned(point("new", "New", 1), 1)], epoch: 2))
+        #expect(stagedNew)
+        var work = CommitWork()
+        let outcome = try replica.apply(
+            .init(
+                seq: 3,
+                deltas: [
+                    self.delta("s", epoch: 1, snapshot: true), self.delta("s", epoch: 2, snapshot: true),
+                ]),
+            work: &work)
+        #expect(outcome.ignored.map { $0.epoch } == [1])
+        #expect(replica.subscriptions["s"]?.members == ["new"])
+        #expect(
+            replica.fail(.init(subscriptionID: "s", epoch: 1, error: ClientError(.badPredicate, "old"))) == .ignored)
+
+        // A new stream counts from 1 again.
+        _ = replica.streamOpened()
+        #expect(replica.subscriptions["s"]?.epoch == 1)
+    }
+
+    @Test("a Batch naming a snapshot whose last chunk did not arrive is refused")
+    func incompleteSnapshot() throws {
+        var replica = try self.replica()
+        replica.stage(self.chunk("s", seq: 2, [self.versioned(point("a", "Alpha", 1), 1)], last: false))
+        var work = CommitWork()
+        let error = #expect(throws: ClientError.self) {
+            try replica.apply(.init(seq: 2, deltas: [self.delta("s", snapshot: true)]), work: &work)
+        }
+        #expect(error?.code == .malformedRequest)
+        #expect(replica.appliedSeq == 0)
+    }
+
+    @Test("deltas leave, enter and update rows; a shared row stays until its last subscription lets it go")
+    func deltasAndSharedRows() throws {
+        var replica = try self.replica(["a", "b"])
+        var work = CommitWork()
+        replica.stage(self.chunk("a", seq: 1, [self.versioned(point("x", "X", 1), 1)]))
+        replica.stage(self.chunk("b", seq: 1, [self.versioned(point("x", "X", 1), 1)]))
+        _ = try replica.apply(
+            .init(seq: 1, deltas: [self.delta("a", snapshot: true), self.delta("b", snapshot: true)]), work: &work)
+        #expect(replica.rowCount == 1)
+
+        work = CommitWork()
+        _ = try replica.apply(
+            .init(
+                seq: 2,
+                deltas: [self.delta("a", left: ["x"], entered: [self.versioned(point("y", "Y", 2), 2)])]),
+            work: &work)
+        #expect(replica.subscriptions["a"]?.members == ["y"])
+        #expect(replica.serverRow("Point", "x") != nil, "b still holds x")
+        #expect(work.affected["a"] == ["x", "y"])
+
+        work = CommitWork()
+        _ = try replica.apply(.init(seq: 3, deltas: [self.delta("b", left: ["x"])]), work: &work)
+        #expect(replica.serverRow("Point", "x") == nil)
+        let removed = replica.remove("a")
+        #expect(removed?.members == ["y"])
+        #expect(replica.rowCount == 0)
+
+        // A heartbeat's seq moves the replica without a Batch.
+        let moved = replica.advance(to: 9)
+        #expect(moved)
+        let movedBack = replica.advance(to: 8)
+        #expect(!movedBack)
+        #expect(replica.appliedSeq == 9)
+    }
+
+    @Test("a rejected Replace keeps the old request; a rejected Subscribe fails the subscription")
+    func failures() throws {
+        var replica = try self.replica(where: "category < 3")
+        let wider = try FetchRequest(entity: "Point", where: "category < 9")
+        replica.replaceSent("s", PendingReplace(request: wider, bound: try wider.bind(to: testSchema)))
+        let error = ClientError(.badPredicate, "no")
+        let replaceFailure = replica.fail(.init(subscriptionID: "s", epoch: 1, error: error))
+        #expect(replaceFailure == .replaceRejected)
+        #expect(replica.subscriptions["s"]?.request.predicateText == "category < 3")
+        #expect(replica.subscriptions["s"]?.pendingReplace == nil)
+        let subscribeFailure = replica.fail(.init(subscriptionID: "s", epoch: 1, error: error))
+        #expect(subscribeFailure == .subscriptionFailed)
+        #expect(replica.subscriptions["s"]?.phase == .failed(error))
+        let readded = replica.streamOpened()
+        #expect(readded.isEmpty, "a rejected subscription is not re-added")
+    }
+
+    @Test("closing the stream adopts a Replace in flight and keeps only the cached rows it selects")
+    func closeAdoptsReplace() throws {
+        var replica = try self.replica(where: "category < 3")
+        var work = CommitWork()
+        replica.stage(
+            self.chunk("s", seq: 1, [self.versioned(point("a", "A", 1), 1), self.versioned(point("b", "B", 2), 1)]))
+        _ = try replica.apply(.init(seq: 1, deltas: [self.delta("s", snapshot: true)]), work: &work)
+        let narrower = try FetchRequest(entity: "Point", where: "category < 2")
+        replica.replaceSent("s", PendingReplace(request: narrower, bound: try narrower.bind(to: testSchema)))
+
+        work = CommitWork()
+        let adopted = replica.streamClosed(work: &work)
+        #expect(adopted == ["s"])
+        let subscription = try #require(replica.subscriptions["s"])
+        #expect(subscription.request.predicateText == "category < 2")
+        #expect(subscription.members == ["a"])
+        #expect(!subscription.hasData, "complete again only with the server's answer")
+        #expect(subscription.phase == .idle)
+        #expect(subscription.epoch == nil)
+        #expect(work.affected["s"] == ["b"])
+
+        // The next stream re-adds it without resume; the replica still resumes from its seq.
+        let hello = replica.streamOpened()
+        #expect(hello.map { $0.id } == ["s"])
+        #expect(hello.map { $0.resume } == [false])
+        #expect(replica.isResumable)
+    }
+
+    @Test("what changed is recorded for the cache file, once per step")
+    func recordedChanges() throws {
+        var replica = try self.replica(recordsChanges: true)
+        _ = replica.takeChanges()
+        var work = CommitWork()
+        replica.stage(self.chunk("s", seq: 4, [self.versioned(point("a", "A", 1), 1)]))
+        _ = try replica.apply(.init(seq: 4, deltas: [self.delta("s", snapshot: true)]), work: &work)
+        let changes = replica.takeChanges()
+        #expect(changes.seq == 4)
+        #expect(changes.rows[RowKey(entity: "Point", id: "a")]??.row == point("a", "A", 1))
+        #expect(changes.memberships == [MembershipKey(subscription: "s", id: "a"): true])
+        #expect(changes.subscriptions["s"]??.hasData == true)
+        let again = replica.takeChanges()
+        #expect(again.rows.isEmpty)
+
+        replica.remove("s")
+        let removed = replica.takeChanges()
+        #expect(removed.rows[RowKey(entity: "Point", id: "a")] == .some(nil))
+        #expect(removed.subscriptions["s"].map { $0 == nil } == true, "recorded as removed")
+
+        var unrecorded = try self.replica(recordsChanges: false)
+        unrecorded.stage(self.chunk("s", seq: 4, [self.versioned(point("a", "A", 1), 1)]))
+        _ = try unrecorded.apply(.init(seq: 4, deltas: [self.delta("s", snapshot: true)]), work: &work)
+        let unrecordedChanges = unrecorded.takeChanges()
+        #expect(unrecordedChanges.rows.isEmpty)
+    }
+}
