@@ -113,11 +113,6 @@ struct ReplicaState: Sendable {
 
     /// Adds (or refreshes) a server row as a member of a subscription.
     mutating func store(_ row: VersionedRow, in subscriptionID: String, work: inout CommitWork) {
-        var row = row
-        if row.row.values.values.contains(where: \.isNull) {
-            // An explicit null reads like an absent value; store one form so equal rows compare equal.
-            row.row.values = row.row.values.filter { !$0.value.isNull }
-        }
         let id = row.row.id
         guard let (entity, isNewMember) = self.modify(subscriptionID, { ($0.entity, $0.members.insert(id).inserted) })
         else { return }

@@ -238,14 +238,8 @@ struct OverlayOperation: Sendable {
     }
 
     private static func merge(_ values: [String: Value], into row: inout Row) {
-        for (name, value) in values {
-            // Not `value.isNull ? nil : value`: `Value` is expressible by `nil`, which would store `.null`.
-            if value.isNull {
-                row.values.removeValue(forKey: name)
-            } else {
-                row.values[name] = value
-            }
-        }
+        // A null removes the attribute (Row drops it).
+        for (name, value) in values { row.values[name] = value }
     }
 
     private static func defaults(of entity: EntitySchema?) -> [String: Value] {
