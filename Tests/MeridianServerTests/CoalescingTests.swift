@@ -4,6 +4,7 @@ import MeridianProto
 import MeridianStore
 @testable import MeridianServer
 import SwiftProtobuf
+import Synchronization
 import Testing
 
 /// A slow client's queued batches are folded row by row; the folded `changed` lists must name what a client would
@@ -179,6 +180,48 @@ import Testing
             return
         }
         #expect(heartbeat.heartbeat.seq == 4)
+        continuation.finish()
+    }
+
+    @Test("a snapshot answering a Replace is flagged replaced; a re-snapshot of the request in force is not")
+    func snapshotsAnsweringReplaces() async throws {
+        let store = try Fixtures.store()
+        try await commit(store, [.insert("Point", id: "a", Fixtures.point("A", category: 1))])
+        let hub = Hub(
+            store: store, configuration: Fixtures.configuration(), metrics: ServerMetrics(), logger: .init(label: "t"))
+        try await hub.start()
+        let outbox = ClientOutbox(limit: 1_000)
+        let (jobs, continuation) = AsyncStream<Int>.makeStream()
+        var pendings = jobs.makeAsyncIterator()
+        let (client, _) = try hub.connect(
+            outbox: outbox, jobs: continuation, name: "t", resumeFrom: nil,
+            welcome: { _ in Meridian_V1_SyncResponse() })
+        func request(_ predicate: String) throws -> BoundFetchRequest {
+            try bindForTest(Fixtures.fetch("Point", predicate), store.schema)
+        }
+        /// Reads the next `reads` pending bases (a Replace drops the pending it supersedes: its read does nothing),
+        /// then describes the next batch's delta: `snapshot`, `replaced`, both or neither.
+        func answer(reads: Int = 1) async throws -> String {
+            for _ in 0..<reads { await hub.read(try #require(await pendings.next())) }
+            while true {
+                guard let item = await outbox.next() else { throw CancellationError() }
+                guard case .batch(let batch) = item else { continue }
+                let delta = try #require(try Meridian_V1_SyncResponse(serializedBytes: batch.encoded()).batch.deltas.first)
+                return [delta.snapshot ? "snapshot" : nil, delta.replaced ? "replaced" : nil].compactMap { $0 }
+                    .joined(separator: " ")
+            }
+        }
+        hub.subscribe(client, .success(.init(id: "s", epoch: 1, request: try request("category == 1"), resume: false)))
+        #expect(try await answer() == "snapshot")
+        try hub.replace(client, id: "s", request: try request("category == 2"))
+        #expect(try await answer() == "replaced")
+        // An overflow re-snapshots the request in force: not an answer to anything.
+        hub.state.withLock { hub.resnapshotAll(client, &$0) }
+        #expect(try await answer() == "snapshot")
+        // A Replace read while the re-snapshot is pending: the snapshot that answers it is of the new request.
+        hub.state.withLock { hub.resnapshotAll(client, &$0) }
+        try hub.replace(client, id: "s", request: try request("category == 3"))
+        #expect(try await answer(reads: 2) == "snapshot replaced")
         continuation.finish()
     }
 }

@@ -131,11 +131,13 @@ extension ReplicaState {
                 outcome.ignored.append((delta.subscriptionID, delta.epoch))
             }
         }
-        let snapshots = current.filter(\.snapshot).map(\.subscriptionID).sorted {
-            (self.subscriptions[$0]?.snapshot?.seq ?? 0) < (self.subscriptions[$1]?.snapshot?.seq ?? 0)
+        let snapshots = current.filter(\.snapshot).sorted {
+            (self.subscriptions[$0.subscriptionID]?.snapshot?.seq ?? 0)
+                < (self.subscriptions[$1.subscriptionID]?.snapshot?.seq ?? 0)
         }
-        for id in snapshots {
-            try self.applyStagedSnapshot(id, work: &work, outcome: &outcome)
+        for delta in snapshots {
+            try self.applyStagedSnapshot(
+                delta.subscriptionID, answersReplace: delta.replaced, work: &work, outcome: &outcome)
         }
         for delta in current {
             let id = delta.subscriptionID
@@ -159,9 +161,13 @@ extension ReplicaState {
 
     /// Makes a subscription's staged snapshot its result (diffed against what it held, into `work`).
     ///
+    /// - Parameter answersReplace: The batch flags the snapshot `replaced`: it is of the request of the Replace the
+    ///   subscription waits for. Without the flag it is of the request in force (a re-snapshot the server sent before
+    ///   it read the Replace), and the Replace stays pending.
     /// - Throws: ``ClientError`` `malformedRequest` when the snapshot did not arrive whole.
     private mutating func applyStagedSnapshot(
         _ id: String,
+        answersReplace: Bool,
         work: inout CommitWork,
         outcome: inout BatchOutcome
     ) throws(ClientError) {
@@ -173,10 +179,18 @@ extension ReplicaState {
             AppliedSnapshot(id: id, seq: buffer.seq, rowCount: buffer.rows.count, resnapshot: buffer.resnapshot))
         var cause = ResultsChangeCause.snapshot
         if let replace = self.subscriptions[id]?.pendingReplace {
-            // A Replace answered by a snapshot: the new request is in force from here.
-            if replace.request.entity != self.subscriptions[id]?.entity { self.dropAllMembers(of: id, work: &work) }
-            self.modify(id) { $0.adopt(replace) }
-            cause = .replaced
+            if answersReplace {
+                // A Replace answered by a snapshot: the new request is in force from here.
+                if replace.request.entity != self.subscriptions[id]?.entity {
+                    self.dropAllMembers(of: id, work: &work)
+                }
+                self.modify(id) { $0.adopt(replace) }
+                cause = .replaced
+                outcome.answeredReplaces.append(id)
+            }
+        } else {
+            // No Replace in flight: whoever waits for one (made offline, subscribed afresh) is answered.
+            outcome.answeredReplaces.append(id)
         }
         self.modify(id) { subscription in
             subscription.snapshot = nil
@@ -184,8 +198,6 @@ extension ReplicaState {
             subscription.hasData = true
         }
         self.record(id)
-        // Whoever waits for a Replace of this subscription is answered by its snapshot.
-        outcome.answeredReplaces.append(id)
         outcome.cause = Self.stronger(outcome.cause, cause)
 
         let incoming = Set(buffer.rows.map(\.row.id))

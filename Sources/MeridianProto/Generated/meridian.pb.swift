@@ -886,8 +886,8 @@ package nonisolated struct Meridian_V1_Subscribe: Sendable {
 
 /// Changes a subscription's fetch request (a map region moving, a search field edited). The server answers with one
 /// Batch whose delta for this subscription has `replaced` set and carries only what entered and left (and what
-/// stayed but changed since the client's state), or, when that would be larger, with a snapshot flagged
-/// `resnapshot`. If the new request is bad, a SubscriptionError arrives and the previous request stays in force.
+/// stayed but changed since the client's state), or with a snapshot whose Batch delta has both `snapshot` and
+/// `replaced` set. If the new request is bad, a SubscriptionError arrives and the previous request stays in force.
 package nonisolated struct Meridian_V1_Replace: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -1140,7 +1140,9 @@ package nonisolated struct Meridian_V1_SubscriptionDelta: Sendable {
   /// Rows that stayed in the result and changed (their position may have changed with them).
   package var updated: [Meridian_V1_RowUpdate] = []
 
-  /// This delta answers a Replace: from this batch on, the subscription is the new fetch request.
+  /// This delta answers a Replace: from this batch on, the subscription is the new fetch request. Set together with
+  /// `snapshot` when a snapshot answers the Replace; a snapshot without it is of the request in force (a re-snapshot
+  /// the server sent before it read the Replace), and the Replace is still to be answered.
   package var replaced: Bool = false
 
   /// The subscription's epoch (see Subscribe): drop a delta whose epoch is not the subscription's current one.

@@ -60,9 +60,9 @@ struct BatchPart: Sendable {
     }
 
     /// The part that makes a subscription's staged snapshot visible, with nothing else.
-    static func snapshotReady(_ subscription: WireSubscription) -> BatchPart {
+    static func snapshotReady(_ subscription: WireSubscription, replaced: Bool = false) -> BatchPart {
         BatchPart(
-            subscription: subscription, delta: SharedDelta(entered: [], left: [], updated: []), replaced: false,
+            subscription: subscription, delta: SharedDelta(entered: [], left: [], updated: []), replaced: replaced,
             snapshot: true)
     }
 }

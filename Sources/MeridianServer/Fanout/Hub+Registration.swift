@@ -164,6 +164,7 @@ extension Hub {
             }
             state.clients[clientID]!.subscriptions[id]!.pending = nil
             state.clients[clientID]!.subscriptions[id]!.request = request
+            state.clients[clientID]!.subscriptions[id]!.replaceUnanswered = true
             if let old = subscription.activeRequest {
                 self.addPending(clientID, id, request, .replace(old: old), grouped: grouped, &state)
             } else {
@@ -223,6 +224,8 @@ extension Hub {
                 if base.seq <= state.processedSeq { self.release(pendingID, &state) }
             }
         } catch {
+            // The stream ended meanwhile (its session's task is cancelled): nothing to answer, nothing to report.
+            if Task.isCancelled { return }
             self.logger.info(
                 "cannot read a subscription's base: \(error)",
                 metadata: ["meridian.subscription.id": "\(pending.subscriptionID)"])
@@ -302,7 +305,9 @@ extension Hub {
         let request = pending.request
         let id = pending.subscriptionID
         let wire = WireSubscription(id: id, epoch: subscription.epoch)
+        let answersReplace = subscription.replaceUnanswered
         state.clients[pending.clientID]!.subscriptions[id]!.pending = nil
+        state.clients[pending.clientID]!.subscriptions[id]!.replaceUnanswered = false
         func changes(after seq: Int64, _ entity: String) -> [NetChange] {
             NetChange.of(pending.buffer.lazy.filter { $0.seq > seq && $0.entity == entity })
         }
@@ -313,7 +318,7 @@ extension Hub {
             client.outbox.enqueue(
                 QueuedSnapshot(
                     subscriptionID: id, epoch: wire.epoch, seq: seq, rows: request.window(all), resnapshot: resnapshot))
-            self.enqueue(pending.clientID, seq, [.snapshotReady(wire)], &state)
+            self.enqueue(pending.clientID, seq, [.snapshotReady(wire, replaced: answersReplace)], &state)
 
         case .missed(let missed, let baseSeq):
             let later = pending.buffer.filter { $0.seq > baseSeq && $0.entity == request.entity.name }
@@ -401,7 +406,8 @@ extension Hub {
             if let pending = subscription.pending { state.pendings[pending] = nil }
             if let key = subscription.active { self.removeHolder(key, clientID, id, &state) }
             state.clients[clientID]!.subscriptions[id] = ClientSubscription(
-                epoch: subscription.epoch, request: subscription.request)
+                epoch: subscription.epoch, request: subscription.request,
+                replaceUnanswered: subscription.replaceUnanswered)
             self.metrics.resnapshots.increment()
             self.addPending(clientID, id, subscription.request, .snapshot(resnapshot: true), grouped: true, &state)
         }

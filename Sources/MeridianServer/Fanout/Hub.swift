@@ -101,6 +101,10 @@ final class Hub: Sendable {
         var activeRequest: BoundFetchRequest?
         /// The pending registration, if any.
         var pending: Int?
+        /// A Replace the client sent is not answered yet: the next snapshot or replacement sent for the subscription
+        /// answers it, and says so (`SubscriptionDelta.replaced`), so that the client can tell it from a snapshot of
+        /// the previous request sent before the server read the Replace.
+        var replaceUnanswered = false
     }
 
     /// What a pending registration will send when released.

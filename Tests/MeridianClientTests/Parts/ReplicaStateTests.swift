@@ -32,11 +32,11 @@ struct ReplicaStateTests {
     }
 
     func delta(
-        _ id: String, epoch: UInt32 = 1, snapshot: Bool = false, left: [String] = [], entered: [VersionedRow] = [],
-        updated: [VersionedRow] = []
+        _ id: String, epoch: UInt32 = 1, snapshot: Bool = false, replaced: Bool = false, left: [String] = [],
+        entered: [VersionedRow] = [], updated: [VersionedRow] = []
     ) -> SyncEvent.Delta {
         SyncEvent.Delta(
-            subscriptionID: id, epoch: epoch, snapshot: snapshot, replaced: false, left: left, entered: entered,
+            subscriptionID: id, epoch: epoch, snapshot: snapshot, replaced: replaced, left: left, entered: entered,
             updated: updated)
     }
 
@@ -196,6 +196,40 @@ struct ReplicaStateTests {
         #expect(replica.subscriptions["s"]?.phase == .failed(error))
         let readded = replica.streamOpened()
         #expect(readded.isEmpty, "a rejected subscription is not re-added")
+    }
+
+    @Test("a snapshot sent before the server read a Replace is of the old request; only one flagged replaced answers")
+    func snapshotDuringReplace() throws {
+        var replica = try self.replica(where: "category < 3")
+        var work = CommitWork()
+        replica.stage(self.chunk("s", seq: 1, [self.versioned(point("a", "A", 1), 1)]))
+        _ = try replica.apply(.init(seq: 1, deltas: [self.delta("s", snapshot: true)]), work: &work)
+        let wider = try FetchRequest(entity: "Point", where: "category < 9")
+        replica.replaceSent("s", PendingReplace(request: wider, bound: try wider.bind(to: testSchema)))
+
+        // An overflow's re-snapshot of the old request, queued before the server read the Replace.
+        replica.stage(
+            self.chunk("s", seq: 2, [self.versioned(point("a", "A", 1), 1), self.versioned(point("b", "B", 2), 1)]))
+        var outcome = try replica.apply(.init(seq: 2, deltas: [self.delta("s", snapshot: true)]), work: &work)
+        #expect(outcome.cause == .snapshot)
+        #expect(outcome.answeredReplaces.isEmpty)
+        #expect(replica.subscriptions["s"]?.request.predicateText == "category < 3")
+        #expect(replica.subscriptions["s"]?.pendingReplace != nil)
+        #expect(replica.subscriptions["s"]?.members == ["a", "b"])
+
+        // The Replace's answer: a snapshot of the new request, flagged replaced.
+        replica.stage(
+            self.chunk(
+                "s", seq: 3,
+                [self.versioned(point("a", "A", 1), 1), self.versioned(point("b", "B", 2), 1),
+                 self.versioned(point("c", "C", 7), 1)]))
+        outcome = try replica.apply(
+            .init(seq: 3, deltas: [self.delta("s", snapshot: true, replaced: true)]), work: &work)
+        #expect(outcome.cause == .replaced)
+        #expect(outcome.answeredReplaces == ["s"])
+        #expect(replica.subscriptions["s"]?.request.predicateText == "category < 9")
+        #expect(replica.subscriptions["s"]?.pendingReplace == nil)
+        #expect(replica.subscriptions["s"]?.members == ["a", "b", "c"])
     }
 
     @Test("closing the stream adopts a Replace in flight and keeps only the cached rows it selects")
