@@ -115,6 +115,7 @@ enum ClientBenchmark {
             let end = min(rows, start + 10_000)
             var chunk = Meridian_V1_SnapshotChunk()
             chunk.subscriptionID = subscriptionID
+            chunk.epoch = 1
             chunk.seq = 1
             chunk.rows = (start..<end).map { Meridian_V1_Row(Self.row($0), version: 1) }
             chunk.chunkIndex = index
@@ -151,6 +152,7 @@ enum ClientBenchmark {
             let id = Self.changedID(k, rows: rows)
             var delta = Meridian_V1_SubscriptionDelta()
             delta.subscriptionID = subscriptionID
+            delta.epoch = 1
             delta.updated = [
                 Meridian_V1_RowUpdate(Self.row(id, version: k + 1), version: Int64(k + 2), changed: ["title"])
             ]
