@@ -118,9 +118,13 @@ struct CheckerRunTests {
         let kills = try #require(run.summary("kills"), "\(run)")
         #expect(!kills.hasPrefix("0 "), "no kill was injected: \(run)")
         #expect(kills.contains("full disks: ") && !kills.hasSuffix("full disks: 0"), "no full disk: \(run)")
-        // A write that failed on the full disk says why (it used to say only "the commit failed").
-        if let reason = run.summary("reverted internal, e.g.") {
+        // A write that failed on the full disk is UNAVAILABLE and says why (it used to be INTERNAL, and before that
+        // to say only "the commit failed").
+        if let reason = run.summary("reverted unavailable, e.g.") {
             #expect(reason.contains("disk") || reason.contains("full"), "\(run)")
+        }
+        if let reason = run.summary("reverted internal, e.g.") {
+            #expect(!reason.contains("disk") && !reason.contains("full"), "a disk error answered as internal: \(run)")
         }
         // Neither controllers nor the map may show a state the store did not have (docs/checker.md, "Findings").
         let lines = try run.violationLines()

@@ -239,7 +239,7 @@ extension Hub {
                 var failure = Meridian_V1_SubscriptionError()
                 failure.subscriptionID = pending.subscriptionID
                 failure.epoch = subscription.epoch
-                failure.error = Meridian_V1_ErrorDetail(.internal, "cannot read the subscription's rows: \(error)")
+                failure.error = RequestDecoding.readFailure(error, "cannot read the subscription's rows")
                 var response = Meridian_V1_SyncResponse()
                 response.subscriptionError = failure
                 outbox.enqueue(response)

@@ -83,6 +83,16 @@ enum RequestDecoding {
         }
     }
 
+    /// The detail for a failed read (a snapshot, a query): `UNAVAILABLE` with SQLite's reason for an I/O error (the
+    /// disk); otherwise `INTERNAL`, saying what failed but not why (the caller logs the error: its text may hold
+    /// SQL, which a client never sees).
+    static func readFailure(_ error: any Error, _ what: String) -> Meridian_V1_ErrorDetail {
+        if let error = error as? StoreError, error.code == .io {
+            return Meridian_V1_ErrorDetail(.unavailable, "\(what): \(error.message)")
+        }
+        return Meridian_V1_ErrorDetail(.internal, "\(what): an internal error (the server logged it)")
+    }
+
     /// The detail for a store error raised by a transaction; the entity and id come from the operation at fault.
     static func detail(_ error: StoreError, operations: [WriteOperation]) -> Meridian_V1_ErrorDetail {
         let operation = error.operationIndex.flatMap { operations.indices.contains($0) ? operations[$0] : nil }
@@ -96,6 +106,9 @@ enum RequestDecoding {
             case .notFound: .notFound
             case .alreadyExists: .alreadyExists
             case .schemaMismatch, .migrationRefused: .schemaMismatch
+            // A full disk, a read-only file, an I/O error: the server cannot write now; SQLite's reason is in the
+            // message. Nothing of the transaction was written, so a retry later is safe.
+            case .io: .unavailable
             default: .internal
             }
         return Meridian_V1_ErrorDetail(

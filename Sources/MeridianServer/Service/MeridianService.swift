@@ -159,7 +159,8 @@ struct MeridianService: RegistrableRPCService {
         do {
             snapshot = try await self.store.snapshot(bound)
         } catch {
-            throw RPCError(Meridian_V1_ErrorDetail(.internal, "cannot read the query's rows: \(error)"), cause: error)
+            self.logger.error("cannot read a query's rows: \(error)", metadata: ["meridian.entity": "\(bound.entity.name)"])
+            throw RPCError(RequestDecoding.readFailure(error, "cannot read the query's rows"), cause: error)
         }
         let maxBytes = Chunking.chunkBytes(requested: Int(request.maxChunkBytes), configured: self.configuration)
         let rows = zip(snapshot.rows, snapshot.versions).map { VersionedRow(row: $0.0, version: $0.1) }
