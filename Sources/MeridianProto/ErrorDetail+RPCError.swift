@@ -63,7 +63,7 @@ extension Meridian_V1_ErrorDetail {
         case .conflict: .aborted
         case .notFound: .notFound
         case .alreadyExists: .alreadyExists
-        case .tooManySubscriptions, .messageTooLarge: .resourceExhausted
+        case .tooManySubscriptions, .messageTooLarge, .limitExceeded: .resourceExhausted
         case .schemaMismatch, .unsupportedProtocol: .failedPrecondition
         case .shuttingDown, .unavailable: .unavailable
         case .internal, .unspecified, .UNRECOGNIZED: .internalError

@@ -32,6 +32,12 @@ public struct ServerConfiguration: Sendable, Hashable {
     public var logRetention: LogRetention = LogRetention()
     /// How often the server checks the store file for commits by other processes.
     public var commitPollInterval: Duration = .milliseconds(5)
+    /// How long a `Sync` stream may stay open without sending `Hello`; past it, the stream ends with
+    /// `RESOURCE_EXHAUSTED` (`CODE_LIMIT_EXCEEDED`), so that idle streams cannot pile up.
+    public var helloTimeout: Duration = .seconds(10)
+    /// The most operations one transaction (`Apply`, or one request of `ApplyStream`) may hold; a larger one is
+    /// refused with `CODE_LIMIT_EXCEEDED` before any of it runs.
+    public var maxOperationsPerTransaction: Int = 100_000
 
     /// A configuration listening on `host:port` with default limits.
     public init(host: String = "127.0.0.1", port: Int = 7400) {

@@ -63,6 +63,15 @@ struct MeridianServerCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            "How long a Sync stream may stay open without sending Hello: seconds, or a number with ms, s or m (500ms, 10s, 1m).",
+            valueName: "duration"))
+    var helloTimeout = "10s"
+
+    @Option(help: "The most operations one transaction may hold.")
+    var maxOperations = 100_000
+
+    @Option(
+        help: ArgumentHelp(
             "full: every commit is flushed to the disk before it is acknowledged, and survives a power loss; normal: flushed at checkpoints only, faster, but a power loss or OS crash may undo the last commits.",
             valueName: "full|normal"))
     var durability = "full"
@@ -87,13 +96,31 @@ struct MeridianServerCommand: AsyncParsableCommand {
         guard Store.Durability(rawValue: self.durability) != nil else {
             throw ValidationError("--durability must be full or normal, not '\(self.durability)'")
         }
+        guard Self.duration(self.helloTimeout) != nil else {
+            throw ValidationError(
+                "--hello-timeout must be a positive number of seconds, or a number with ms, s or m (500ms, 10s, 1m); not '\(self.helloTimeout)'"
+            )
+        }
         for (name, value) in [
+            ("--max-operations", self.maxOperations),
             ("--max-subscriptions", self.maxSubscriptions), ("--max-request-bytes", self.maxRequestBytes),
             ("--client-queue-limit", self.clientQueueLimit), ("--snapshot-chunk-bytes", self.snapshotChunkBytes),
             ("--heartbeat-ms", self.heartbeatMs), ("--commit-poll-ms", self.commitPollMs),
         ] where value < 0 || (value == 0 && name != "--max-subscriptions") {
             throw ValidationError("\(name) must be positive, not \(value)")
         }
+    }
+
+    /// A positive duration: a number of seconds, or a number with `ms`, `s` or `m`.
+    static func duration(_ text: String) -> Duration? {
+        let units: [(suffix: String, duration: (Int) -> Duration)] = [
+            ("ms", { .milliseconds($0) }), ("s", { .seconds($0) }), ("m", { .seconds($0 * 60) }), ("", { .seconds($0) }),
+        ]
+        for (suffix, make) in units where text.hasSuffix(suffix) {
+            guard let value = Int(text.dropLast(suffix.count)), value > 0, value <= 1_000_000 else { continue }
+            return make(value)
+        }
+        return nil
     }
 
     /// `HOST:PORT` or `[IPV6]:PORT`.
@@ -144,6 +171,8 @@ struct MeridianServerCommand: AsyncParsableCommand {
         configuration.snapshotChunkBytes = self.snapshotChunkBytes
         configuration.heartbeatInterval = .milliseconds(self.heartbeatMs)
         configuration.commitPollInterval = .milliseconds(self.commitPollMs)
+        configuration.helloTimeout = Self.duration(self.helloTimeout)!
+        configuration.maxOperationsPerTransaction = self.maxOperations
         configuration.logRetention = LogRetention(parsing: self.logRetention)!
 
         let server = MeridianServer(store: store, configuration: configuration, logger: logger)

@@ -214,6 +214,49 @@ struct ErrorTests {
         }
     }
 
+    @Test("a stream that sends no Hello within --hello-timeout ends with LIMIT_EXCEEDED; one that does carries on", arguments: Wire.allCases)
+    func helloTimeout(wire: Wire) async throws {
+        let error = try #require(
+            try await self.streamError(wire: wire, configure: { $0.helloTimeout = .milliseconds(200) }) { _ in })
+        #expect(error.code == .resourceExhausted)
+        #expect(error.errorDetail?.code == .limitExceeded)
+        #expect(error.message.contains("no Hello within 200 ms"))
+        #expect(error.message.contains("--hello-timeout"))
+
+        let store = try Fixtures.store()
+        try await onWire(wire, store: store, configuration: Fixtures.configuration { $0.helloTimeout = .milliseconds(200) }) {
+            client in
+            try await withSyncStream(client) { stream in
+                stream.hello()
+                var mirror = Mirror()
+                mirror.apply(try await stream.nextMessage())
+                try await Task.sleep(for: .milliseconds(400))
+                stream.subscribe("a", Fixtures.fetch("Point"))
+                try await mirror.awaitSnapshot(stream, "a")
+            }
+        }
+    }
+
+    @Test("a transaction over --max-operations is refused with LIMIT_EXCEEDED before any of it runs", arguments: Wire.allCases)
+    func maxOperations(wire: Wire) async throws {
+        let store = try Fixtures.store()
+        try await onWire(wire, store: store, configuration: Fixtures.configuration { $0.maxOperationsPerTransaction = 3 }) {
+            client in
+            func apply(_ count: Int) async throws -> Meridian_V1_ApplyResponse {
+                var request = Meridian_V1_ApplyRequest()
+                request.operations = (0..<count).map {
+                    Meridian_V1_Operation(kind: .insert, entity: "Point", id: "p\($0)-\(count)", values: ["title": "t"])
+                }
+                return try await client.apply(request)
+            }
+            let refused = try await apply(4)
+            #expect(refused.error.code == .limitExceeded)
+            #expect(refused.error.message == "the transaction has 4 operations; at most 3 are allowed (--max-operations)")
+            #expect(try await apply(3).result.seq > 0)
+            #expect(try await directQuery(store, Fixtures.fetch("Point")).count == 3)
+        }
+    }
+
     @Test("Apply answers store errors with typed details", arguments: Wire.allCases)
     func applyErrors(wire: Wire) async throws {
         let store = try Fixtures.store()

@@ -113,7 +113,7 @@ struct ProcessTests {
         for flag in [
             "--db", "--in-memory", "--schema", "--listen", "--log-level", "--log-retention", "--max-subscriptions",
             "--max-request-bytes", "--client-queue-limit", "--snapshot-chunk-bytes", "--heartbeat-ms",
-            "--commit-poll-ms", "--durability",
+            "--commit-poll-ms", "--durability", "--hello-timeout", "--max-operations",
         ] {
             #expect(out.contains(flag), "--help mentions \(flag)")
         }
@@ -128,6 +128,8 @@ struct ProcessTests {
             (["--in-memory", "--schema", "s.yaml", "--log-retention", "7w"], "--log-retention must be"),
             (["--in-memory"], "Missing expected argument '--schema <path>'"),
             (["--in-memory", "--schema", "s.yaml", "--durability", "fast"], "--durability must be full or normal"),
+            (["--in-memory", "--schema", "s.yaml", "--hello-timeout", "0s"], "--hello-timeout must be a positive"),
+            (["--in-memory", "--schema", "s.yaml", "--max-operations", "0"], "--max-operations must be positive"),
         ])
     func badArguments(arguments: [String], message: String) async throws {
         let (status, _, stderr) = try await ServerProcess.run(arguments)

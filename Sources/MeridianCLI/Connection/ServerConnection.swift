@@ -40,7 +40,8 @@ enum ServerConnection {
         let status: CLIError.Status =
             switch error.code {
             case .validation, .conflict, .notFound, .alreadyExists, .schemaMismatch: .rejected
-            case .badPredicate, .unknownEntity, .unknownAttribute, .malformedRequest, .messageTooLarge: .badInput
+            case .badPredicate, .unknownEntity, .unknownAttribute, .malformedRequest, .messageTooLarge, .limitExceeded:
+                .badInput
             case .shuttingDown, .unavailable: .unreachable
             default: .failure
             }

@@ -23,6 +23,7 @@ extension ClientError {
             case .shuttingDown: .shuttingDown
             case .unsupportedProtocol: .unsupportedProtocol
             case .unavailable: .unavailable
+            case .limitExceeded: .limitExceeded
             case .internal, .unspecified, .UNRECOGNIZED: .internal
             }
         self.init(

@@ -20,7 +20,7 @@ public struct ClientError: Error, Sendable, CustomStringConvertible {
         enum Wrapped: String, Sendable, Hashable {
             case validation, conflict, notFound, alreadyExists, badPredicate, unknownEntity, unknownAttribute
             case tooManySubscriptions, malformedRequest, messageTooLarge, schemaMismatch, shuttingDown, `internal`
-            case unsupportedProtocol
+            case unsupportedProtocol, limitExceeded
             case unavailable, cancelled, modelMismatch, cacheFailure, notSubscribed, closed
         }
 
@@ -54,6 +54,8 @@ public struct ClientError: Error, Sendable, CustomStringConvertible {
         /// The server does not serve the protocol version this library speaks (it is older or newer than the
         /// versions the server supports).
         public static let unsupportedProtocol = Code(.unsupportedProtocol)
+        /// The request is over one of the server's limits (operations in a transaction, …); the message names it.
+        public static let limitExceeded = Code(.limitExceeded)
         /// A fault in the server or in this library.
         public static let `internal` = Code(.internal)
         /// The server could not be reached.

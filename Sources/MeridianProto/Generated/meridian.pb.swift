@@ -630,9 +630,14 @@ package nonisolated struct Meridian_V1_ErrorDetail: Sendable {
     /// minimum); the message names both versions.
     case unsupportedProtocol // = 16
 
-    /// The server cannot serve the request now, for a reason that is not the request's (its fan-out stopped on a
-    /// read or decode error); the message says what, without the server's internals. Retry later.
+    /// The server cannot serve the request now, for a reason that is not the request's: its disk refused a write or
+    /// a read (full, read-only, an I/O error; the message has SQLite's reason), or its fan-out stopped on a read or
+    /// decode error. The message says what, without the server's internals. Retry later.
     case unavailable // = 17
+
+    /// The request is over one of the server's limits (operations in a transaction, the time before Hello, …); the
+    /// message names the limit, its value and the server flag that sets it. Status RESOURCE_EXHAUSTED.
+    case limitExceeded // = 18
     case UNRECOGNIZED(Int)
 
     package init() {
@@ -659,6 +664,7 @@ package nonisolated struct Meridian_V1_ErrorDetail: Sendable {
       case 15: self = .internal
       case 16: self = .unsupportedProtocol
       case 17: self = .unavailable
+      case 18: self = .limitExceeded
       default: self = .UNRECOGNIZED(rawValue)
       }
     }
@@ -683,6 +689,7 @@ package nonisolated struct Meridian_V1_ErrorDetail: Sendable {
       case .internal: return 15
       case .unsupportedProtocol: return 16
       case .unavailable: return 17
+      case .limitExceeded: return 18
       case .UNRECOGNIZED(let i): return i
       }
     }
@@ -707,6 +714,7 @@ package nonisolated struct Meridian_V1_ErrorDetail: Sendable {
       .internal,
       .unsupportedProtocol,
       .unavailable,
+      .limitExceeded,
     ]
 
   }
@@ -2142,7 +2150,7 @@ nonisolated extension Meridian_V1_ErrorDetail: SwiftProtobuf.Message, SwiftProto
 }
 
 nonisolated extension Meridian_V1_ErrorDetail.Code: SwiftProtobuf._ProtoNameProviding {
-  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CODE_UNSPECIFIED\0\u{1}CODE_VALIDATION\0\u{1}CODE_CONFLICT\0\u{1}CODE_NOT_FOUND\0\u{1}CODE_ALREADY_EXISTS\0\u{1}CODE_BAD_PREDICATE\0\u{1}CODE_UNKNOWN_ENTITY\0\u{1}CODE_UNKNOWN_ATTRIBUTE\0\u{1}CODE_TOO_MANY_SUBSCRIPTIONS\0\u{1}CODE_MALFORMED_REQUEST\0\u{1}CODE_MESSAGE_TOO_LARGE\0\u{1}CODE_UNKNOWN_SUBSCRIPTION\0\u{1}CODE_DUPLICATE_SUBSCRIPTION\0\u{1}CODE_SCHEMA_MISMATCH\0\u{1}CODE_SHUTTING_DOWN\0\u{1}CODE_INTERNAL\0\u{1}CODE_UNSUPPORTED_PROTOCOL\0\u{1}CODE_UNAVAILABLE\0")
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CODE_UNSPECIFIED\0\u{1}CODE_VALIDATION\0\u{1}CODE_CONFLICT\0\u{1}CODE_NOT_FOUND\0\u{1}CODE_ALREADY_EXISTS\0\u{1}CODE_BAD_PREDICATE\0\u{1}CODE_UNKNOWN_ENTITY\0\u{1}CODE_UNKNOWN_ATTRIBUTE\0\u{1}CODE_TOO_MANY_SUBSCRIPTIONS\0\u{1}CODE_MALFORMED_REQUEST\0\u{1}CODE_MESSAGE_TOO_LARGE\0\u{1}CODE_UNKNOWN_SUBSCRIPTION\0\u{1}CODE_DUPLICATE_SUBSCRIPTION\0\u{1}CODE_SCHEMA_MISMATCH\0\u{1}CODE_SHUTTING_DOWN\0\u{1}CODE_INTERNAL\0\u{1}CODE_UNSUPPORTED_PROTOCOL\0\u{1}CODE_UNAVAILABLE\0\u{1}CODE_LIMIT_EXCEEDED\0")
 }
 
 nonisolated extension Meridian_V1_SyncRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {

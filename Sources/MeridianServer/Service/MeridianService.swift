@@ -80,6 +80,15 @@ struct MeridianService: RegistrableRPCService {
     func apply(_ request: Meridian_V1_ApplyRequest) async -> Meridian_V1_ApplyResponse {
         var response = Meridian_V1_ApplyResponse()
         response.clientTag = request.clientTag
+        let limit = self.configuration.maxOperationsPerTransaction
+        guard request.operations.count <= limit else {
+            self.metrics.applyRejected.increment()
+            response.error = Meridian_V1_ErrorDetail(
+                .limitExceeded,
+                "the transaction has \(request.operations.count) operations; at most \(limit) are allowed "
+                    + "(--max-operations)")
+            return response
+        }
         let operations: [WriteOperation]
         let policy: ConflictPolicy
         do {

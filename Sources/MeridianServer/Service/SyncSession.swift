@@ -14,7 +14,7 @@ struct SyncSession {
     let service: MeridianService
 
     private enum Ended: Sendable {
-        case writer, reader, jobs
+        case writer, reader, jobs, helloTimer
     }
 
     func run(
@@ -26,7 +26,9 @@ struct SyncSession {
         let (jobs, jobsContinuation) = AsyncStream<Int>.makeStream()
         let chunkBytes = ChunkSize()
         let clientID = ClientIDBox()
+        let helloReceived = Flag()
         defer { if let id = clientID.value { hub.disconnect(id) } }
+        let helloTimeout = self.service.configuration.helloTimeout
 
         try await withThrowingTaskGroup(of: Ended.self) { group in
             group.addTask {
@@ -42,6 +44,17 @@ struct SyncSession {
                 return .jobs
             }
             group.addTask {
+                // An open stream that never says Hello costs a socket and a task: it ends after `helloTimeout`.
+                try await Task.sleep(for: helloTimeout)
+                guard helloReceived.isSet else {
+                    throw RPCError(
+                        Meridian_V1_ErrorDetail(
+                            .limitExceeded,
+                            "no Hello within \(Self.describe(helloTimeout)) of opening the stream (--hello-timeout)"))
+                }
+                return .helloTimer
+            }
+            group.addTask {
                 var client: Int? = nil
                 // The number of Subscribes read per id: the epoch every message about the subscription carries.
                 var epochs = Epochs()
@@ -50,6 +63,7 @@ struct SyncSession {
                         try self.handle(request, client: id, outbox: outbox, epochs: &epochs)
                         continue
                     }
+                    helloReceived.set()
                     guard case .hello(let hello) = request.kind else {
                         throw RPCError(
                             Meridian_V1_ErrorDetail(.malformedRequest, "a Sync stream must start with Hello"))
@@ -92,6 +106,12 @@ struct SyncSession {
                 }
             }
         }
+    }
+
+    /// A duration as people write it: `500 ms`, `10 s`.
+    static func describe(_ duration: Duration) -> String {
+        let milliseconds = duration.nanoseconds / 1_000_000
+        return milliseconds % 1_000 == 0 ? "\(milliseconds / 1_000) s" : "\(milliseconds) ms"
     }
 
     // MARK: - Requests
@@ -242,6 +262,13 @@ final class ChunkSize: Sendable {
 }
 
 /// The stream's client id once Hello registered it (read when the stream ends).
+/// A flag set once, read from another task.
+final class Flag: Sendable {
+    private let storage = Mutex(false)
+    var isSet: Bool { self.storage.withLock { $0 } }
+    func set() { self.storage.withLock { $0 = true } }
+}
+
 final class ClientIDBox: Sendable {
     private let storage = Mutex<Int?>(nil)
     var value: Int? {

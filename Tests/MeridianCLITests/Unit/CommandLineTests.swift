@@ -24,7 +24,8 @@ import Testing
             (Meridian_V1_ErrorDetail.Code.validation, CLIError.Status.rejected),
             (.conflict, .rejected), (.notFound, .rejected), (.alreadyExists, .rejected), (.schemaMismatch, .rejected),
             (.badPredicate, .badInput), (.unknownEntity, .badInput), (.unknownAttribute, .badInput),
-            (.malformedRequest, .badInput), (.shuttingDown, .unreachable), (.internal, .failure),
+            (.malformedRequest, .badInput), (.limitExceeded, .badInput), (.shuttingDown, .unreachable),
+            (.unavailable, .unreachable), (.internal, .failure),
             (.unspecified, .failure),
         ])
     func details(code: Meridian_V1_ErrorDetail.Code, status: CLIError.Status) {
