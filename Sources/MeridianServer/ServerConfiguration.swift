@@ -38,6 +38,12 @@ public struct ServerConfiguration: Sendable, Hashable {
     /// The most operations one transaction (`Apply`, or one request of `ApplyStream`) may hold; a larger one is
     /// refused with `CODE_LIMIT_EXCEEDED` before any of it runs.
     public var maxOperationsPerTransaction: Int = 100_000
+    /// The longest id — a row's in a write, a subscription's — in UTF-8 bytes; a longer one is refused with
+    /// `CODE_LIMIT_EXCEEDED`.
+    public var maxIDBytes: Int = 1_024
+    /// The longest predicate text of a Subscribe, Replace or Query, in UTF-8 bytes; a longer one is refused with
+    /// `CODE_LIMIT_EXCEEDED` before it is parsed.
+    public var maxPredicateBytes: Int = 64 << 10
 
     /// A configuration listening on `host:port` with default limits.
     public init(host: String = "127.0.0.1", port: Int = 7400) {

@@ -70,6 +70,12 @@ struct MeridianServerCommand: AsyncParsableCommand {
     @Option(help: "The most operations one transaction may hold.")
     var maxOperations = 100_000
 
+    @Option(help: "The longest id (a row's, a subscription's), in UTF-8 bytes.")
+    var maxIdBytes = 1_024
+
+    @Option(help: "The longest predicate of a subscription or query, in UTF-8 bytes.")
+    var maxPredicateBytes = 64 << 10
+
     @Option(
         help: ArgumentHelp(
             "full: every commit is flushed to the disk before it is acknowledged, and survives a power loss; normal: flushed at checkpoints only, faster, but a power loss or OS crash may undo the last commits.",
@@ -102,7 +108,8 @@ struct MeridianServerCommand: AsyncParsableCommand {
             )
         }
         for (name, value) in [
-            ("--max-operations", self.maxOperations),
+            ("--max-operations", self.maxOperations), ("--max-id-bytes", self.maxIdBytes),
+            ("--max-predicate-bytes", self.maxPredicateBytes),
             ("--max-subscriptions", self.maxSubscriptions), ("--max-request-bytes", self.maxRequestBytes),
             ("--client-queue-limit", self.clientQueueLimit), ("--snapshot-chunk-bytes", self.snapshotChunkBytes),
             ("--heartbeat-ms", self.heartbeatMs), ("--commit-poll-ms", self.commitPollMs),
@@ -173,6 +180,8 @@ struct MeridianServerCommand: AsyncParsableCommand {
         configuration.commitPollInterval = .milliseconds(self.commitPollMs)
         configuration.helloTimeout = Self.duration(self.helloTimeout)!
         configuration.maxOperationsPerTransaction = self.maxOperations
+        configuration.maxIDBytes = self.maxIdBytes
+        configuration.maxPredicateBytes = self.maxPredicateBytes
         configuration.logRetention = LogRetention(parsing: self.logRetention)!
 
         let server = MeridianServer(store: store, configuration: configuration, logger: logger)

@@ -257,6 +257,37 @@ struct ErrorTests {
         }
     }
 
+    @Test("ids over --max-id-bytes and predicates over --max-predicate-bytes: LIMIT_EXCEEDED", arguments: Wire.allCases)
+    func sizeLimits(wire: Wire) async throws {
+        let predicate = try #require(
+            try await self.subscriptionError(
+                Fixtures.fetch("Point", "title == \"\(String(repeating: "x", count: 100))\""), wire: wire,
+                configure: { $0.maxPredicateBytes = 64 }))
+        #expect(predicate.code == .limitExceeded)
+        #expect(predicate.message == "the predicate is 111 bytes long; at most 64 are allowed (--max-predicate-bytes)")
+
+        let store = try Fixtures.store()
+        try await onWire(wire, store: store, configuration: Fixtures.configuration { $0.maxIDBytes = 8 }) { client in
+            var request = Meridian_V1_ApplyRequest()
+            request.operations = [
+                Meridian_V1_Operation(kind: .insert, entity: "Point", id: "short", values: ["title": "t"]),
+                Meridian_V1_Operation(kind: .insert, entity: "Point", id: "much-too-long", values: ["title": "t"]),
+            ]
+            let refused = try await client.apply(request)
+            #expect(refused.error.code == .limitExceeded)
+            #expect(refused.error.message == "operation 1's id is 13 bytes long; at most 8 are allowed (--max-id-bytes)")
+            #expect(try await directQuery(store, Fixtures.fetch("Point")).isEmpty)
+            try await withSyncStream(client) { stream in
+                stream.hello()
+                var mirror = Mirror()
+                mirror.apply(try await stream.nextMessage())
+                stream.subscribe("much-too-long", Fixtures.fetch("Point"))
+                while mirror.errors.isEmpty { mirror.apply(try await stream.next()) }
+                #expect(mirror.errors[0].error.code == .limitExceeded)
+            }
+        }
+    }
+
     @Test("Apply answers store errors with typed details", arguments: Wire.allCases)
     func applyErrors(wire: Wire) async throws {
         let store = try Fixtures.store()

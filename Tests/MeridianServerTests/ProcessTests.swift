@@ -114,6 +114,7 @@ struct ProcessTests {
             "--db", "--in-memory", "--schema", "--listen", "--log-level", "--log-retention", "--max-subscriptions",
             "--max-request-bytes", "--client-queue-limit", "--snapshot-chunk-bytes", "--heartbeat-ms",
             "--commit-poll-ms", "--durability", "--hello-timeout", "--max-operations",
+            "--max-id-bytes", "--max-predicate-bytes",
         ] {
             #expect(out.contains(flag), "--help mentions \(flag)")
         }

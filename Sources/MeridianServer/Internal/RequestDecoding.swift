@@ -12,11 +12,19 @@ enum RequestDecoding {
     /// - Throws: ``DetailError`` — `UNKNOWN_ENTITY`, `UNKNOWN_ATTRIBUTE` (sort key, section key or predicate),
     ///   `BAD_PREDICATE` with position and length, or `MALFORMED_REQUEST` (zero limit, section key that is not the
     ///   first sort key, a variable without a value).
-    static func bind(_ proto: Meridian_V1_FetchRequest, schema: Schema) throws(DetailError) -> BoundFetchRequest {
-        guard let entity = schema.entity(named: proto.entity) else {
-            let known = schema.entities.map(\.name).joined(separator: ", ")
+    static func bind(
+        _ proto: Meridian_V1_FetchRequest, schema: Schema, limits: ServerConfiguration
+    ) throws(DetailError) -> BoundFetchRequest {
+        let predicateBytes = proto.predicate.utf8.count
+        guard predicateBytes <= limits.maxPredicateBytes else {
             throw DetailError(
-                .unknownEntity, "unknown entity '\(proto.entity)' (the schema has: \(known))", entity: proto.entity)
+                .limitExceeded,
+                "the predicate is \(predicateBytes) bytes long; at most \(limits.maxPredicateBytes) are allowed "
+                    + "(--max-predicate-bytes)")
+        }
+        // The schema's entities are not listed: a client learns the schema from GetSchema, if it may.
+        guard let entity = schema.entity(named: proto.entity) else {
+            throw DetailError(.unknownEntity, "unknown entity '\(proto.entity)'", entity: proto.entity)
         }
         let limit: UInt32?
         let variables: [String: WireVariable]
@@ -80,6 +88,16 @@ enum RequestDecoding {
             return (try request.decodedOperations(), try ConflictPolicy(request.conflictPolicy))
         } catch {
             throw DetailError(Meridian_V1_ErrorDetail(error))
+        }
+    }
+
+    /// Refuses an id (a subscription's, a row's) longer than `--max-id-bytes`.
+    static func checkID(_ id: String, _ what: String, limits: ServerConfiguration) throws(DetailError) {
+        let bytes = id.utf8.count
+        guard bytes <= limits.maxIDBytes else {
+            throw DetailError(
+                .limitExceeded,
+                "\(what) is \(bytes) bytes long; at most \(limits.maxIDBytes) are allowed (--max-id-bytes)")
         }
     }
 

@@ -92,6 +92,9 @@ struct MeridianService: RegistrableRPCService {
         let operations: [WriteOperation]
         let policy: ConflictPolicy
         do {
+            for (i, operation) in request.operations.enumerated() {
+                try RequestDecoding.checkID(operation.id, "operation \(i)'s id", limits: self.configuration)
+            }
             (operations, policy) = try RequestDecoding.operations(request)
         } catch {
             self.metrics.applyRejected.increment()
@@ -160,7 +163,7 @@ struct MeridianService: RegistrableRPCService {
     func query(_ request: Meridian_V1_QueryRequest) async throws -> StreamingServerResponse<Meridian_V1_QueryResponse> {
         let bound: BoundFetchRequest
         do {
-            bound = try RequestDecoding.bind(request.fetch, schema: self.store.schema)
+            bound = try RequestDecoding.bind(request.fetch, schema: self.store.schema, limits: self.configuration)
         } catch {
             throw RPCError(error.detail)
         }

@@ -131,7 +131,7 @@ struct SyncSession {
                 guard replace.hasFetch else {
                     throw DetailError(.malformedRequest, "Replace '\(id)' carries no fetch request")
                 }
-                let bound = try RequestDecoding.bind(replace.fetch, schema: schema)
+                let bound = try RequestDecoding.bind(replace.fetch, schema: schema, limits: self.service.configuration)
                 try hub.replace(client, id: id, request: bound)
             } catch {
                 outbox.enqueue(Self.subscriptionError(id, epoch: epochs[id], error.detail))
@@ -159,10 +159,12 @@ struct SyncSession {
         let id = subscribe.subscriptionID
         do throws(DetailError) {
             guard !id.isEmpty else { throw DetailError(.malformedRequest, "Subscribe needs a subscription id") }
+            try RequestDecoding.checkID(id, "the subscription id", limits: self.service.configuration)
             guard subscribe.hasFetch else {
                 throw DetailError(.malformedRequest, "Subscribe '\(id)' carries no fetch request")
             }
-            let bound = try RequestDecoding.bind(subscribe.fetch, schema: self.service.store.schema)
+            let bound = try RequestDecoding.bind(
+                subscribe.fetch, schema: self.service.store.schema, limits: self.service.configuration)
             return .success(Hub.SubscriptionRequest(id: id, epoch: epoch, request: bound, resume: subscribe.resume))
         } catch {
             return .failure(Hub.RefusedSubscription(id: id, epoch: epoch, error: error))
