@@ -263,7 +263,6 @@ final class ChunkSize: Sendable {
     }
 }
 
-/// The stream's client id once Hello registered it (read when the stream ends).
 /// A flag set once, read from another task.
 final class Flag: Sendable {
     private let storage = Mutex(false)
@@ -271,6 +270,7 @@ final class Flag: Sendable {
     func set() { self.storage.withLock { $0 = true } }
 }
 
+/// The stream's client id once Hello registered it (read when the stream ends).
 final class ClientIDBox: Sendable {
     private let storage = Mutex<Int?>(nil)
     var value: Int? {
