@@ -232,6 +232,35 @@ struct ReplicaStateTests {
         #expect(replica.subscriptions["s"]?.members == ["a", "b", "c"])
     }
 
+    @Test("a Replace cut off by the stream's end, adopted offline: the next stream's snapshot is the whole result")
+    func replaceAcrossReconnection() throws {
+        var replica = try self.replica(where: "category < 3")
+        var work = CommitWork()
+        replica.stage(
+            self.chunk("s", seq: 1, [self.versioned(point("a", "A", 1), 1), self.versioned(point("b", "B", 2), 1)]))
+        _ = try replica.apply(.init(seq: 1, deltas: [self.delta("s", snapshot: true)]), work: &work)
+        let moved = try FetchRequest(entity: "Point", where: "category >= 2")
+        replica.replaceSent("s", PendingReplace(request: moved, bound: try moved.bind(to: testSchema)))
+        _ = replica.streamClosed(work: &work)
+        #expect(replica.subscriptions["s"]?.members == ["b"])
+        let hello = replica.streamOpened()
+        #expect(hello.map { $0.resume } == [false])
+        let epoch = try #require(replica.subscriptions["s"]?.epoch)
+        replica.stage(
+            self.chunk(
+                "s", seq: 2,
+                [self.versioned(point("b", "B", 2), 1), self.versioned(point("c", "C", 5), 1),
+                 self.versioned(point("d", "D", 7), 1)],
+                epoch: epoch))
+        work = CommitWork()
+        let outcome = try replica.apply(
+            .init(seq: 2, deltas: [self.delta("s", epoch: epoch, snapshot: true)]), work: &work)
+        #expect(outcome.snapshots.map(\.rowCount) == [3])
+        #expect(replica.subscriptions["s"]?.members == ["b", "c", "d"])
+        #expect(replica.subscriptions["s"]?.hasData == true)
+        #expect(replica.subscriptions["s"]?.request.predicateText == "category >= 2")
+    }
+
     @Test("closing the stream adopts a Replace in flight and keeps only the cached rows it selects")
     func closeAdoptsReplace() throws {
         var replica = try self.replica(where: "category < 3")
