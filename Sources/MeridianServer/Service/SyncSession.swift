@@ -5,7 +5,6 @@ internal import Logging
 internal import MeridianCore
 internal import MeridianProto
 internal import MeridianStore
-internal import Synchronization
 
 /// One `Sync` stream: reads the client's requests, registers its subscriptions with the hub, reads their bases from
 /// the store, and writes its queue to the stream — three child tasks, so a stream that is slow to write never stops
@@ -24,9 +23,11 @@ struct SyncSession {
         let hub = self.service.hub
         let outbox = ClientOutbox(limit: self.service.configuration.clientQueueLimit)
         let (jobs, jobsContinuation) = AsyncStream<Int>.makeStream()
-        let chunkBytes = ChunkSize()
-        let clientID = ClientIDBox()
-        let helloReceived = Flag()
+        // Shared between the stream's tasks: the chunk size Hello sets (the writer reads it), the client id Hello
+        // registers (read when the stream ends), and whether the first message arrived (the Hello timer reads it).
+        let chunkBytes = LockedValue(1 << 20)
+        let clientID = LockedValue<Int?>(nil)
+        let helloReceived = LockedValue(false)
         defer { if let id = clientID.value { hub.disconnect(id) } }
         let helloTimeout = self.service.configuration.helloTimeout
 
@@ -46,7 +47,7 @@ struct SyncSession {
             group.addTask {
                 // An open stream that never says Hello costs a socket and a task: it ends after `helloTimeout`.
                 try await Task.sleep(for: helloTimeout)
-                guard helloReceived.isSet else {
+                guard helloReceived.value else {
                     throw RPCError(
                         Meridian_V1_ErrorDetail(
                             .limitExceeded,
@@ -63,7 +64,7 @@ struct SyncSession {
                         try self.handle(request, client: id, outbox: outbox, epochs: &epochs)
                         continue
                     }
-                    helloReceived.set()
+                    helloReceived.set(true)
                     guard case .hello(let hello) = request.kind else {
                         throw RPCError(
                             Meridian_V1_ErrorDetail(.malformedRequest, "a Sync stream must start with Hello"))
@@ -76,8 +77,8 @@ struct SyncSession {
                                     + "server serves versions \(ProtocolVersion.minimum) to \(ProtocolVersion.current) "
                                     + "(see docs/protocol.md, \"Versions\")"))
                     }
-                    chunkBytes.value = Chunking.chunkBytes(
-                        requested: Int(hello.maxBatchBytes), configured: self.service.configuration)
+                    chunkBytes.set(
+                        Chunking.chunkBytes(requested: Int(hello.maxBatchBytes), configured: self.service.configuration))
                     let resumeFrom = try await self.resumePoint(hello)
                     let subscriptions = hello.subscriptions.map { subscribe in
                         self.subscriptionRequest(subscribe, epoch: epochs.next(subscribe.subscriptionID))
@@ -92,7 +93,7 @@ struct SyncSession {
                         throw RPCError(error.detail)
                     }
                     client = id
-                    clientID.value = id
+                    clientID.set(id)
                     self.service.logger.debug(
                         "sync stream opened",
                         metadata: ["meridian.client": "\(hello.clientName)", "meridian.seq": "\(seq)"])
@@ -254,27 +255,3 @@ struct Epochs {
     subscript(_ id: String) -> UInt32 { self.counts[id] ?? 0 }
 }
 
-/// The stream's chunk size, set by Hello (read by the writer task).
-final class ChunkSize: Sendable {
-    private let storage = Mutex(1 << 20)
-    var value: Int {
-        get { self.storage.withLock { $0 } }
-        set { self.storage.withLock { $0 = newValue } }
-    }
-}
-
-/// A flag set once, read from another task.
-final class Flag: Sendable {
-    private let storage = Mutex(false)
-    var isSet: Bool { self.storage.withLock { $0 } }
-    func set() { self.storage.withLock { $0 = true } }
-}
-
-/// The stream's client id once Hello registered it (read when the stream ends).
-final class ClientIDBox: Sendable {
-    private let storage = Mutex<Int?>(nil)
-    var value: Int? {
-        get { self.storage.withLock { $0 } }
-        set { self.storage.withLock { $0 = newValue } }
-    }
-}

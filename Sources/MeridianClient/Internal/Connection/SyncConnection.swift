@@ -130,14 +130,6 @@ struct SyncConnection: Sendable {
     }
 }
 
-/// A small value shared between the session's tasks.
-final class LockedValue<Value: Sendable>: Sendable {
-    private let state: Mutex<Value>
-    init(_ value: Value) { self.state = Mutex(value) }
-    var value: Value { self.state.withLock { $0 } }
-    func set(_ value: Value) { self.state.withLock { $0 = value } }
-}
-
 /// The connection's status and its observers.
 final class ConnectionStatusBox: Sendable {
     private let state = Mutex(
