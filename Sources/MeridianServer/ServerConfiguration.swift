@@ -52,6 +52,23 @@ public struct ServerConfiguration: Sendable, Hashable {
     }
 }
 
+extension ServerConfiguration {
+    /// A duration as the server's flags write it: a whole number with `ms`, `s`, `m`, `h` or `d` (`500ms`, `45s`,
+    /// `7d`); `nil` for anything else, or for an amount too large to hold.
+    public static func duration(parsing text: some StringProtocol) -> Duration? {
+        let units: [(suffix: String, seconds: Int?)] = [
+            ("ms", nil), ("s", 1), ("m", 60), ("h", 3_600), ("d", 86_400),
+        ]
+        for (suffix, seconds) in units where text.hasSuffix(suffix) {
+            guard let amount = Int(text.dropLast(suffix.count)), amount >= 0 else { continue }
+            guard let seconds else { return .milliseconds(amount) }
+            let (total, overflow) = amount.multipliedReportingOverflow(by: seconds)
+            return overflow ? nil : .seconds(total)
+        }
+        return nil
+    }
+}
+
 // MARK: - LogRetention
 
 /// How long the store's change log keeps changes: the last `changes` changes, and nothing older than `age`.
@@ -90,16 +107,11 @@ public struct LogRetention: Sendable, Hashable, CustomStringConvertible {
                 self.changes = count
                 continue
             }
-            guard let unit = part.last, let amount = Int(part.dropLast()), amount >= 0, self.age == nil else {
-                return nil
-            }
-            switch unit {
-            case "d": self.age = .seconds(amount * 86_400)
-            case "h": self.age = .seconds(amount * 3_600)
-            case "m": self.age = .seconds(amount * 60)
-            case "s": self.age = .seconds(amount)
-            default: return nil
-            }
+            // Whole seconds or more: the description writes ages in d, h or s.
+            guard self.age == nil, let age = ServerConfiguration.duration(parsing: part),
+                age.components.attoseconds == 0
+            else { return nil }
+            self.age = age
         }
     }
 

@@ -63,7 +63,7 @@ struct MeridianServerCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "How long a Sync stream may stay open without sending Hello: seconds, or a number with ms, s or m (500ms, 10s, 1m).",
+            "How long a Sync stream may stay open without sending Hello: seconds, or a number with ms, s, m, h or d (500ms, 10s, 1m).",
             valueName: "duration"))
     var helloTimeout = "10s"
 
@@ -104,7 +104,7 @@ struct MeridianServerCommand: AsyncParsableCommand {
         }
         guard Self.duration(self.helloTimeout) != nil else {
             throw ValidationError(
-                "--hello-timeout must be a positive number of seconds, or a number with ms, s or m (500ms, 10s, 1m); not '\(self.helloTimeout)'"
+                "--hello-timeout must be a positive number of seconds, or a number with ms, s, m, h or d (500ms, 10s, 1m); not '\(self.helloTimeout)'"
             )
         }
         for (name, value) in [
@@ -118,16 +118,14 @@ struct MeridianServerCommand: AsyncParsableCommand {
         }
     }
 
-    /// A positive duration: a number of seconds, or a number with `ms`, `s` or `m`.
+    /// `--hello-timeout`: a positive duration of at most 1,000,000 minutes, as the server's flags write one
+    /// (``ServerConfiguration/duration(parsing:)``), or a bare number of seconds.
     static func duration(_ text: String) -> Duration? {
-        let units: [(suffix: String, duration: (Int) -> Duration)] = [
-            ("ms", { .milliseconds($0) }), ("s", { .seconds($0) }), ("m", { .seconds($0 * 60) }), ("", { .seconds($0) }),
-        ]
-        for (suffix, make) in units where text.hasSuffix(suffix) {
-            guard let value = Int(text.dropLast(suffix.count)), value > 0, value <= 1_000_000 else { continue }
-            return make(value)
-        }
-        return nil
+        let withUnit = text.allSatisfy({ $0.isASCII && $0.isNumber }) ? text + "s" : text
+        guard let duration = ServerConfiguration.duration(parsing: withUnit), duration > .zero,
+            duration <= .seconds(60_000_000)
+        else { return nil }
+        return duration
     }
 
     /// `HOST:PORT` or `[IPV6]:PORT`.
