@@ -127,20 +127,13 @@ public struct MeridianConnection: Sendable {
         _ body: @escaping @Sendable ([Row]) async throws -> Void
     ) async throws -> Int64 {
         do {
-            return try await self.stub.query(Self.queryRequest(request), options: self.streamOptions) { response in
-                var seq: Int64 = 0
-                for try await chunk in response.messages {
-                    seq = chunk.seq
-                    let rows = try Self.rows(chunk)
-                    do {
-                        try await body(rows)
-                    } catch {
-                        throw BodyError(error: error)
-                    }
-                    if chunk.last { break }
+            return try await self.fold(request, into: ()) { _, rows in
+                do {
+                    try await body(rows)
+                } catch {
+                    throw BodyError(error: error)
                 }
-                return seq
-            }
+            }.seq
         } catch let error as BodyError {
             throw error.error
         } catch {
@@ -154,18 +147,29 @@ public struct MeridianConnection: Sendable {
     /// - Throws: ``ClientError``: the server's typed error (a bad predicate with its position), or `unavailable`.
     public func query(_ request: FetchRequest) async throws(ClientError) -> (seq: Int64, rows: [Row]) {
         do {
-            return try await self.stub.query(Self.queryRequest(request), options: self.streamOptions) { response in
-                var seq: Int64 = 0
-                var rows: [Row] = []
-                for try await chunk in response.messages {
-                    seq = chunk.seq
-                    rows += try Self.rows(chunk)
-                    if chunk.last { break }
-                }
-                return (seq, rows)
-            }
+            let (seq, rows) = try await self.fold(request, into: [Row]()) { rows, chunk in rows += chunk }
+            return (seq, rows)
         } catch {
             throw ClientError(calling: error)
+        }
+    }
+
+    /// Runs a query, handing each chunk's rows to `add` as it arrives; returns the seq the result is consistent with
+    /// and what `add` built.
+    private func fold<Result: Sendable>(
+        _ request: FetchRequest,
+        into initial: Result,
+        _ add: @escaping @Sendable (inout Result, [Row]) async throws -> Void
+    ) async throws -> (seq: Int64, result: Result) {
+        try await self.stub.query(Self.queryRequest(request), options: self.streamOptions) { response in
+            var seq: Int64 = 0
+            var result = initial
+            for try await chunk in response.messages {
+                seq = chunk.seq
+                try await add(&result, try Self.rows(chunk))
+                if chunk.last { break }
+            }
+            return (seq, result)
         }
     }
 
