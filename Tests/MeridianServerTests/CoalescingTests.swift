@@ -222,6 +222,13 @@ import Testing
         hub.state.withLock { hub.resnapshotAll(client, &$0) }
         try hub.replace(client, id: "s", request: try request("category == 3"))
         #expect(try await answer(reads: 2) == "snapshot replaced")
+        // A Replace answered, its answer still queued when the client overflows: the answer is dropped with the
+        // queue, so the re-snapshot (of the new request) answers it. Unflagged, the client would keep waiting and
+        // show the new request's rows under the old one (found by `meridian-check soak --seed 7`).
+        try hub.replace(client, id: "s", request: try request("category == 4"))
+        await hub.read(try #require(await pendings.next()))
+        hub.state.withLock { hub.resnapshotAll(client, &$0) }
+        #expect(try await answer() == "snapshot replaced")
         continuation.finish()
     }
 }

@@ -109,6 +109,12 @@ struct QueuedBatch: Sendable {
         self.rowCount += self.merged[key]!.count - old
     }
 
+    /// The subscriptions this batch answers a Replace for (parts flagged `replaced`).
+    var answeredReplaces: [WireSubscription] {
+        if let shared { return shared.filter(\.replaced).map(\.subscription) }
+        return self.mergedOrder.filter { self.merged[$0]?.replaced == true }
+    }
+
     /// The serialized `SyncResponse{batch}`.
     func encoded() -> [UInt8] {
         if let shared {
@@ -249,6 +255,8 @@ final class ClientOutbox: Sendable {
         var held: QueuedBatch?
         /// Set when the stream must end with an error (the fan-out stopped): the writer throws it.
         var failure: RPCError?
+        /// The subscriptions whose Replace answer was dropped with the queue, until the hub re-snapshots them.
+        var droppedReplaceAnswers: Set<WireSubscription> = []
 
         var isEmpty: Bool { self.head == self.items.count }
 
@@ -350,11 +358,18 @@ final class ClientOutbox: Sendable {
     }
 
     /// Drops every queued batch and snapshot, and the held batch (the hub re-snapshots the client); messages stay.
+    /// The Replace answers dropped are remembered: the client never got them, so the re-snapshot must answer them.
     private static func drop(_ state: inout State) {
-        state.items = state.items[state.head...].filter {
-            if case .message = $0 { return true }
-            return false
+        var kept: [OutboxItem] = []
+        for item in state.items[state.head...] {
+            switch item {
+            case .message: kept.append(item)
+            case .batch(let batch): state.droppedReplaceAnswers.formUnion(batch.answeredReplaces)
+            case .snapshot: break
+            }
         }
+        if let held = state.held { state.droppedReplaceAnswers.formUnion(held.answeredReplaces) }
+        state.items = kept
         state.head = 0
         state.queuedRows = 0
         state.held = nil
@@ -362,10 +377,15 @@ final class ClientOutbox: Sendable {
 
     /// Drops everything queued but messages, and holds batches from now on (the hub re-snapshots every subscription
     /// of the client and answers them together).
-    func dropAndHold() {
+    ///
+    /// - Returns: The subscriptions whose Replace answer was dropped (since the last call): their re-snapshot is of
+    ///   the new request, and must say that it answers the Replace.
+    func dropAndHold() -> Set<WireSubscription> {
         self.state.withLock { state in
             Self.drop(&state)
             state.holding = true
+            defer { state.droppedReplaceAnswers = [] }
+            return state.droppedReplaceAnswers
         }
     }
 

@@ -399,15 +399,17 @@ extension Hub {
     /// group: the client gets them all in one batch.
     func resnapshotAll(_ clientID: Int, _ state: inout State) {
         guard let client = state.clients[clientID] else { return }
-        client.outbox.dropAndHold()
+        let droppedAnswers = client.outbox.dropAndHold()
         for pending in client.group { state.pendings[pending] = nil }
         state.clients[clientID]!.group = []
         for (id, subscription) in client.subscriptions {
             if let pending = subscription.pending { state.pendings[pending] = nil }
             if let key = subscription.active { self.removeHolder(key, clientID, id, &state) }
+            // A Replace whose answer was queued and dropped is unanswered again: the client still waits for it.
+            let answerDropped = droppedAnswers.contains(WireSubscription(id: id, epoch: subscription.epoch))
             state.clients[clientID]!.subscriptions[id] = ClientSubscription(
                 epoch: subscription.epoch, request: subscription.request,
-                replaceUnanswered: subscription.replaceUnanswered)
+                replaceUnanswered: subscription.replaceUnanswered || answerDropped)
             self.metrics.resnapshots.increment()
             self.addPending(clientID, id, subscription.request, .snapshot(resnapshot: true), grouped: true, &state)
         }
