@@ -70,9 +70,12 @@ package enum SharedBatchEncoding {
     /// `subscription_id` (always written), the shared `body` (fields 2–4), field 5 `replaced`, field 6 `epoch` and
     /// field 7 `snapshot` when set — in field order, as swift-protobuf writes them — written in one pass into one
     /// buffer of the exact size (every length is known beforehand), each body copied once.
-    package static func syncResponse(seq: Int64, parts: [Part]) -> [UInt8] {
+    ///
+    /// - Parameter continued: `Batch.continued` (field 3): more parts of this batch follow (protocol version 2).
+    package static func syncResponse(seq: Int64, parts: [Part], continued: Bool = false) -> [UInt8] {
         var batchSize = seq != 0 ? 1 + DeltaWireEncoding.varintSize(UInt64(bitPattern: seq)) : 0
         for part in parts { batchSize += DeltaWireEncoding.fieldSize(part.size) }
+        if continued { batchSize += 2 }
         var out: [UInt8] = []
         out.reserveCapacity(DeltaWireEncoding.fieldSize(batchSize))
         // SyncResponse: field 3 `batch`.
@@ -95,7 +98,100 @@ package enum SharedBatchEncoding {
             }
             if part.snapshot { out.append(contentsOf: [0x38, 0x01]) }
         }
+        if continued { out.append(contentsOf: [0x18, 0x01]) }
         return out
+    }
+
+    /// The serialized `SyncResponse`s of one batch, cut so that each is at most `maxBytes` long (protocol version 2):
+    /// the parts in order, a part too large for what is left of a message cut between its rows (its flags on its
+    /// first piece), every message but the last flagged `continued`. Only a message holding a single row larger than
+    /// `maxBytes` is longer. One message, as ``syncResponse(seq:parts:continued:)`` writes it, when the batch fits.
+    package static func syncResponses(seq: Int64, parts: [Part], maxBytes: Int) -> [[UInt8]] {
+        let seqSize = seq != 0 ? 1 + DeltaWireEncoding.varintSize(UInt64(bitPattern: seq)) : 0
+        let whole = parts.reduce(seqSize) { $0 + DeltaWireEncoding.fieldSize($1.size) }
+        if DeltaWireEncoding.fieldSize(whole) <= maxBytes { return [self.syncResponse(seq: seq, parts: parts)] }
+        // What a message's parts may take: the limit less the response's tag and length, the seq and `continued`.
+        let budget = max(1, maxBytes - 1 - DeltaWireEncoding.varintSize(UInt64(max(0, maxBytes))) - seqSize - 2)
+        var messages: [[Part]] = []
+        var current: [Part] = []
+        var used = 0
+        func flush() {
+            guard !current.isEmpty else { return }
+            messages.append(current)
+            current = []
+            used = 0
+        }
+        for part in parts {
+            let cost = DeltaWireEncoding.fieldSize(part.size)
+            if used + cost <= budget {
+                current.append(part)
+                used += cost
+                continue
+            }
+            if cost <= budget {
+                flush()
+                current.append(part)
+                used = cost
+                continue
+            }
+            // Too large for any message: cut between its rows (each a whole field of the body).
+            let header = part.size - part.body.count
+            var piece = Part(
+                subscriptionID: part.subscriptionID, epoch: part.epoch, body: [], replaced: part.replaced,
+                snapshot: part.snapshot)
+            for field in self.fields(of: part.body) {
+                let grown = DeltaWireEncoding.fieldSize(header + piece.body.count + field.count)
+                if used + grown > budget {
+                    if !piece.body.isEmpty {
+                        // The piece ends this message; the next one goes on without the flags.
+                        current.append(piece)
+                        piece = Part(
+                            subscriptionID: part.subscriptionID, epoch: part.epoch, body: [], replaced: false,
+                            snapshot: false)
+                    }
+                    flush()
+                }
+                piece.body += part.body[field]
+            }
+            let last = DeltaWireEncoding.fieldSize(piece.size)
+            if used + last > budget { flush() }
+            current.append(piece)
+            used += last
+        }
+        flush()
+        if messages.isEmpty { messages = [[]] }
+        return messages.enumerated().map { index, parts in
+            self.syncResponse(seq: seq, parts: parts, continued: index < messages.count - 1)
+        }
+    }
+
+    /// The ranges of a delta body's top-level fields (each a row, an id or a row update: length-delimited); what
+    /// does not parse as such is one range to the end.
+    static func fields(of body: [UInt8]) -> [Range<Int>] {
+        var ranges: [Range<Int>] = []
+        var index = 0
+        func varint() -> UInt64? {
+            var value: UInt64 = 0
+            var shift: UInt64 = 0
+            while index < body.count, shift < 64 {
+                let byte = body[index]
+                index += 1
+                value |= UInt64(byte & 0x7F) << shift
+                if byte & 0x80 == 0 { return value }
+                shift += 7
+            }
+            return nil
+        }
+        while index < body.count {
+            let start = index
+            guard let tag = varint(), tag & 7 == 2, let length = varint(), length <= UInt64(body.count - index) else {
+                ranges.append(start..<body.count)
+                break
+            }
+            index += Int(length)
+            ranges.append(start..<index)
+        }
+        return ranges
     }
 
     private static func appendVarint(_ value: UInt64, to bytes: inout [UInt8]) {

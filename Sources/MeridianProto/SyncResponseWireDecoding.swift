@@ -58,6 +58,9 @@ package enum SyncResponseWireDecoding {
             case (2, 2):
                 guard let body = reader.lengthDelimited(), let delta = self.delta(body) else { return nil }
                 batch.deltas.append(delta)
+            case (3, 0):
+                guard let flag = reader.varint() else { return nil }
+                batch.continued = flag != 0
             default:
                 return nil
             }
@@ -329,6 +332,7 @@ package struct SyncResponseDeserializer: MessageDeserializer {
 extension Meridian_V1_Meridian.ClientProtocol {
     /// The `Sync` call, its responses' batches and snapshot chunks decoded by hand (``SyncResponseDeserializer``).
     package func syncDecodingRowsByHand<Result: Sendable>(
+        options: CallOptions = .defaults,
         requestProducer producer: @Sendable @escaping (RPCWriter<Meridian_V1_SyncRequest>) async throws -> Void,
         onResponse handleResponse:
             @Sendable @escaping (StreamingClientResponse<Meridian_V1_SyncResponse>) async throws
@@ -338,7 +342,7 @@ extension Meridian_V1_Meridian.ClientProtocol {
             request: StreamingClientRequest(producer: producer),
             serializer: ProtobufSerializer<Meridian_V1_SyncRequest>(),
             deserializer: SyncResponseDeserializer(),
-            options: .defaults,
+            options: options,
             onResponse: handleResponse)
     }
 }

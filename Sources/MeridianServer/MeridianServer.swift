@@ -35,6 +35,8 @@ public final class MeridianServer: Service, Sendable {
     let hub: Hub
     let service: MeridianService
     private let transport: Transport
+    /// The open connections (HTTP/2 transport only).
+    private let connections: ConnectionLimiter?
     private let grpc: Mutex<GRPCServerHandle?> = Mutex(nil)
     private let shutdownRequested = Mutex(false)
 
@@ -62,6 +64,7 @@ public final class MeridianServer: Service, Sendable {
         metricsFactory: (any MetricsFactory)? = nil
     ) {
         let host = configuration.host == "localhost" ? "127.0.0.1" : configuration.host
+        let connections = ConnectionLimiter(limit: configuration.maxConnections, logger: logger)
         let transport = HTTP2ServerTransport.Posix(
             address: host.contains(":")
                 ? .ipv6(host: host, port: configuration.port) : .ipv4(host: host, port: configuration.port),
@@ -70,10 +73,13 @@ public final class MeridianServer: Service, Sendable {
                 // Leave room above our own limit so that oversized messages reach the deserializer, which answers
                 // them with a MESSAGE_TOO_LARGE detail; far larger ones are refused by the transport itself.
                 config.rpc.maxRequestPayloadSize = max(4 << 20, configuration.maxRequestBytes * 4)
+                config.http2.maxConcurrentStreams = configuration.maxStreamsPerConnection
+                config.connection.maxIdleTime = configuration.idleTimeout
+                config.channelDebuggingCallbacks.onAcceptTCPConnection = { channel in connections.accept(channel) }
             })
         self.init(
             store: store, configuration: configuration, logger: logger, metricsFactory: metricsFactory,
-            transport: .http2(transport))
+            transport: .http2(transport), connections: connections)
     }
 
     /// Creates a server on an in-process transport (tests): connect a client to `transport.client`.
@@ -90,8 +96,9 @@ public final class MeridianServer: Service, Sendable {
 
     private init(
         store: Store, configuration: ServerConfiguration, logger: Logger, metricsFactory: (any MetricsFactory)?,
-        transport: Transport
+        transport: Transport, connections: ConnectionLimiter? = nil
     ) {
+        self.connections = connections
         self.store = store
         self.configuration = configuration
         self.logger = logger
@@ -116,6 +123,9 @@ public final class MeridianServer: Service, Sendable {
             throw RuntimeError(code: .transportError, message: "the server listens on \(address), not an IP address")
         }
     }
+
+    /// The client connections open now (0 for an in-process server).
+    public var openConnections: Int { self.connections?.count ?? 0 }
 
     /// Serves until graceful shutdown (the service group's, or ``beginGracefulShutdown()``), or until cancelled.
     ///

@@ -23,6 +23,10 @@ public struct ServerConfiguration: Sendable, Hashable {
     /// How many row changes (after coalescing) may wait for one client whose stream is busy. Past this, the queue is
     /// dropped and every subscription of the client is re-snapshotted, so server memory per client stays bounded.
     public var clientQueueLimit: Int = 100_000
+    /// How many bytes may wait for one client: of batches (past it, as past ``clientQueueLimit``, the client is
+    /// re-snapshotted), and, apart, of snapshots (a subscription whose snapshot does not fit beside those waiting is
+    /// refused with `CODE_LIMIT_EXCEEDED`). Sizes are counted as the row bound counts them (`RowSize`).
+    public var clientQueueBytes: Int = 64 << 20
     /// The size snapshot and query chunks are cut to, in bytes, unless the client asks for smaller ones (a single
     /// larger row is still sent whole).
     public var snapshotChunkBytes: Int = 1 << 20
@@ -35,6 +39,15 @@ public struct ServerConfiguration: Sendable, Hashable {
     /// How long a `Sync` stream may stay open without sending `Hello`; past it, the stream ends with
     /// `RESOURCE_EXHAUSTED` (`CODE_LIMIT_EXCEEDED`), so that idle streams cannot pile up.
     public var helloTimeout: Duration = .seconds(10)
+    /// The most client connections (TCP) open at once; a connection past it is closed as soon as it is accepted, and
+    /// logged. 1,000 stays under the usual soft limit of 1,024 open files, with room for the store's.
+    public var maxConnections: Int = 1_000
+    /// The most calls (a `Sync` stream, an `Apply`, a `Query`) open at once on one connection (HTTP/2's
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS`): a client opening more waits for one to end.
+    public var maxStreamsPerConnection: Int = 100
+    /// How long a connection with no call open stays open; then the server closes it (HTTP/2 `GOAWAY`). A client
+    /// with a `Sync` stream is never idle.
+    public var idleTimeout: Duration = .seconds(300)
     /// The most operations one transaction (`Apply`, or one request of `ApplyStream`) may hold; a larger one is
     /// refused with `CODE_LIMIT_EXCEEDED` before any of it runs.
     public var maxOperationsPerTransaction: Int = 100_000

@@ -32,6 +32,9 @@ public final class Store: Sendable {
         public var maximumReaderCount: Int = 5
         /// How far a commit has reached the disk when `apply` returns (file stores only).
         public var durability: Durability = .full
+        /// The largest row a write may leave, as ``RowSize`` counts it; a larger one is refused with
+        /// ``StoreError/Code/tooLarge`` and nothing of its transaction is written. `nil`: no bound.
+        public var maxRowBytes: Int?
 
         /// The default configuration.
         public init() {}
@@ -111,7 +114,7 @@ public final class Store: Sendable {
     ) {
         self.writer = writer
         self.schema = schema
-        self.validation = OperationValidation.Plan(schema: schema)
+        self.validation = OperationValidation.Plan(schema: schema, maxRowBytes: configuration.maxRowBytes)
         self.path = path
         self.logger = logger
         self.configuration = configuration
@@ -119,7 +122,8 @@ public final class Store: Sendable {
         let notifier = CommitNotifier()
         self.notifier = notifier
         self.committer = GroupCommitter(
-            writer: writer, own: StoreDDL.OwnEntries(schema: schema), maxBatch: configuration.maxGroupCommitSize
+            writer: writer, own: StoreDDL.OwnEntries(schema: schema), maxBatch: configuration.maxGroupCommitSize,
+            maxRowBytes: configuration.maxRowBytes
         ) { seq in
             notifier.publish(seq)
         }

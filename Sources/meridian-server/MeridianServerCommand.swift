@@ -52,6 +52,10 @@ struct MeridianServerCommand: AsyncParsableCommand {
     @Option(help: "Row changes that may wait for a slow client before it is re-snapshotted.")
     var clientQueueLimit = 100_000
 
+    @Option(
+        help: "Bytes of changes that may wait for a slow client before it is re-snapshotted; also the most bytes of snapshots that may wait for one client (a subscription whose snapshot does not fit is refused).")
+    var clientQueueBytes = 64 << 20
+
     @Option(help: "The size snapshot and query chunks are cut to, in bytes.")
     var snapshotChunkBytes = 1 << 20
 
@@ -67,6 +71,18 @@ struct MeridianServerCommand: AsyncParsableCommand {
             valueName: "duration"))
     var helloTimeout = "10s"
 
+    @Option(help: "The most client connections open at once; one past it is closed as soon as it is accepted.")
+    var maxConnections = 1_000
+
+    @Option(help: "The most calls open at once on one connection (HTTP/2 concurrent streams).")
+    var maxStreamsPerConnection = 100
+
+    @Option(
+        help: ArgumentHelp(
+            "How long a connection with no call open stays open: seconds, or a number with ms, s, m, h or d.",
+            valueName: "duration"))
+    var idleTimeout = "5m"
+
     @Option(help: "The most operations one transaction may hold.")
     var maxOperations = 100_000
 
@@ -75,6 +91,10 @@ struct MeridianServerCommand: AsyncParsableCommand {
 
     @Option(help: "The longest predicate of a subscription or query, in UTF-8 bytes.")
     var maxPredicateBytes = 64 << 10
+
+    @Option(
+        help: "The largest row a write may leave, in bytes (its id, and each attribute's name and value: a string's UTF-8 bytes, a blob's bytes, 8 for a number or timestamp, 1 for a Boolean).")
+    var maxRowBytes = 1 << 20
 
     @Option(
         help: ArgumentHelp(
@@ -102,24 +122,31 @@ struct MeridianServerCommand: AsyncParsableCommand {
         guard Store.Durability(rawValue: self.durability) != nil else {
             throw ValidationError("--durability must be full or normal, not '\(self.durability)'")
         }
+        guard Self.duration(self.idleTimeout) != nil else {
+            throw ValidationError(
+                "--idle-timeout must be a positive number of seconds, or a number with ms, s, m, h or d (30s, 5m, 1h); not '\(self.idleTimeout)'"
+            )
+        }
         guard Self.duration(self.helloTimeout) != nil else {
             throw ValidationError(
                 "--hello-timeout must be a positive number of seconds, or a number with ms, s, m, h or d (500ms, 10s, 1m); not '\(self.helloTimeout)'"
             )
         }
         for (name, value) in [
-            ("--max-operations", self.maxOperations), ("--max-id-bytes", self.maxIdBytes),
-            ("--max-predicate-bytes", self.maxPredicateBytes),
+            ("--max-operations", self.maxOperations), ("--max-connections", self.maxConnections),
+            ("--max-streams-per-connection", self.maxStreamsPerConnection), ("--max-id-bytes", self.maxIdBytes),
+            ("--max-predicate-bytes", self.maxPredicateBytes), ("--max-row-bytes", self.maxRowBytes),
             ("--max-subscriptions", self.maxSubscriptions), ("--max-request-bytes", self.maxRequestBytes),
-            ("--client-queue-limit", self.clientQueueLimit), ("--snapshot-chunk-bytes", self.snapshotChunkBytes),
+            ("--client-queue-limit", self.clientQueueLimit), ("--client-queue-bytes", self.clientQueueBytes),
+            ("--snapshot-chunk-bytes", self.snapshotChunkBytes),
             ("--heartbeat-ms", self.heartbeatMs), ("--commit-poll-ms", self.commitPollMs),
         ] where value < 0 || (value == 0 && name != "--max-subscriptions") {
             throw ValidationError("\(name) must be positive, not \(value)")
         }
     }
 
-    /// `--hello-timeout`: a positive duration of at most 1,000,000 minutes, as the server's flags write one
-    /// (``ServerConfiguration/duration(parsing:)``), or a bare number of seconds.
+    /// `--hello-timeout`, `--idle-timeout`: a positive duration of at most 1,000,000 minutes, as the server's flags
+    /// write one (``ServerConfiguration/duration(parsing:)``), or a bare number of seconds.
     static func duration(_ text: String) -> Duration? {
         let withUnit = text.allSatisfy({ $0.isASCII && $0.isNumber }) ? text + "s" : text
         guard let duration = ServerConfiguration.duration(parsing: withUnit), duration > .zero,
@@ -155,6 +182,7 @@ struct MeridianServerCommand: AsyncParsableCommand {
         }
         var storeConfiguration = Store.Configuration()
         storeConfiguration.durability = Store.Durability(rawValue: self.durability) ?? .full
+        storeConfiguration.maxRowBytes = self.maxRowBytes
         let store: Store
         do {
             store =
@@ -173,10 +201,14 @@ struct MeridianServerCommand: AsyncParsableCommand {
         configuration.maxSubscriptionsPerStream = self.maxSubscriptions
         configuration.maxRequestBytes = self.maxRequestBytes
         configuration.clientQueueLimit = self.clientQueueLimit
+        configuration.clientQueueBytes = self.clientQueueBytes
         configuration.snapshotChunkBytes = self.snapshotChunkBytes
         configuration.heartbeatInterval = .milliseconds(self.heartbeatMs)
         configuration.commitPollInterval = .milliseconds(self.commitPollMs)
         configuration.helloTimeout = Self.duration(self.helloTimeout)!
+        configuration.idleTimeout = Self.duration(self.idleTimeout)!
+        configuration.maxConnections = self.maxConnections
+        configuration.maxStreamsPerConnection = self.maxStreamsPerConnection
         configuration.maxOperationsPerTransaction = self.maxOperations
         configuration.maxIDBytes = self.maxIdBytes
         configuration.maxPredicateBytes = self.maxPredicateBytes

@@ -3,6 +3,7 @@
 import Foundation
 import MeridianClient
 import MeridianCore
+import MeridianStore
 import Testing
 
 @Suite("Against a real server on loopback", .timeLimit(.minutes(5)), .serialized)
@@ -73,6 +74,32 @@ struct ServerTests {
                     #expect(log.list.inconsistency(with: sectioned) == nil)
                     #expect(await reader.context.changeSetValidationFailures.isEmpty)
                 }
+            }
+        }
+    }
+
+    @Test("a 10 MiB commit reaches a client that takes 1 MiB messages whole, as one change at its seq")
+    func largeCommit() async throws {
+        try await TestServer.with { port, store in
+            try await withConnectedContainer(port: port, configure: { $0.maxMessageBytes = 1 << 20 }) { container in
+                let all = try await container.controller(for: FetchRequest(entity: "Point"))
+                let inCategory = try await container.controller(
+                    for: try FetchRequest(entity: "Point", where: "category == 1", sortedBy: "id"))
+                for controller in [all, inCategory] { try await controller.waitUntilLoaded() }
+                let logs = [ChangeLog(all), ChangeLog(inCategory)]
+                for log in logs { _ = try await log.next() }
+                let title = String(repeating: "m", count: 64 << 10)
+                // 160 rows of 64 KiB; 4 of them in category 1 (the second controller's).
+                let operations: [WriteOperation] = (0..<160).map {
+                    .insert("Point", id: "big\($0)", ["title": .string(title), "category": .int($0 % 40 == 0 ? 1 : 0)])
+                }
+                let seq = try await store.apply(operations).seq
+                let changes = [try await logs[0].next(), try await logs[1].next()]
+                #expect(changes.map(\.seq) == [seq, seq])
+                #expect(changes.map { $0.changeSet.rowChanges.count } == [160, 4])
+                #expect(all.rows.count == 160 && inCategory.rows.count == 4)
+                #expect(all.rows.allSatisfy { $0.values["title"] == .string(title) })
+                #expect(await container.context.changeSetValidationFailures.isEmpty)
             }
         }
     }

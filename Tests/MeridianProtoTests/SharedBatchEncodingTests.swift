@@ -32,6 +32,65 @@ import Testing
         #expect(bytes == (try built.serializedBytes() as [UInt8]))
     }
 
+    @Test(
+        "a batch cut to a message size: every message fits, parts share the seq, and together they are the batch",
+        arguments: [200, 1_000, 4_096, 1 << 20])
+    func cutToSize(maxBytes: Int) throws {
+        let deltas = [Self.delta("a", rows: 0), Self.delta("b", rows: 3), Self.delta("c", rows: 200)]
+        var parts: [SharedBatchEncoding.Part] = []
+        for (i, delta) in deltas.enumerated() {
+            let body = DeltaWireEncoding.subscriptionDeltaBody(
+                entered: try delta.entered.map { (try Row($0), Int64(1)) }, left: delta.left,
+                updated: [(row: Row, version: Int64, changed: [String])]())
+            parts.append(
+                SharedBatchEncoding.Part(
+                    subscriptionID: delta.subscriptionID, epoch: UInt32(i + 1), body: body, replaced: i == 2,
+                    snapshot: i == 1))
+        }
+        let messages = SharedBatchEncoding.syncResponses(seq: 42, parts: parts, maxBytes: maxBytes)
+        let whole = try Meridian_V1_SyncResponse(
+            serializedBytes: SharedBatchEncoding.syncResponse(seq: 42, parts: parts)
+        ).batch
+        var joined: [Meridian_V1_SubscriptionDelta] = []
+        for (i, bytes) in messages.enumerated() {
+            // A row here is under 40 bytes: every message fits, whatever the size.
+            #expect(bytes.count <= maxBytes)
+            let batch = try Meridian_V1_SyncResponse(serializedBytes: bytes).batch
+            #expect(batch.seq == 42)
+            #expect(batch.continued == (i < messages.count - 1))
+            for delta in batch.deltas {
+                if let last = joined.last, last.subscriptionID == delta.subscriptionID {
+                    // A delta cut across parts: its flags are on its first piece only.
+                    #expect(!delta.snapshot && !delta.replaced)
+                    joined[joined.count - 1].entered += delta.entered
+                    joined[joined.count - 1].left += delta.left
+                    joined[joined.count - 1].updated += delta.updated
+                } else {
+                    joined.append(delta)
+                }
+            }
+        }
+        #expect(joined == whole.deltas)
+        #expect((messages.count == 1) == (maxBytes == 1 << 20))
+    }
+
+    @Test("a row larger than the message size goes alone, whole")
+    func oversizedRow() throws {
+        let big = Row(id: "big", values: ["title": .string(String(repeating: "x", count: 5_000))])
+        let small = Row(id: "small", values: ["title": .string("s")])
+        let body = DeltaWireEncoding.subscriptionDeltaBody(
+            entered: [(small, Int64(1)), (big, Int64(1)), (small, Int64(2))], left: [String](),
+            updated: [(row: Row, version: Int64, changed: [String])]())
+        let part = SharedBatchEncoding.Part(subscriptionID: "s", epoch: 1, body: body, replaced: false, snapshot: true)
+        let messages = SharedBatchEncoding.syncResponses(seq: 1, parts: [part], maxBytes: 1_000)
+        let batches = try messages.map { try Meridian_V1_SyncResponse(serializedBytes: $0).batch }
+        #expect(batches.map { $0.deltas.flatMap { $0.entered.map(\.id) } } == [["small"], ["big"], ["small"]])
+        #expect(batches.map(\.continued) == [true, true, false])
+        #expect(batches.map { $0.deltas.first?.snapshot == true } == [true, false, false])
+        #expect(messages[1].count > 1_000)
+        #expect(messages[0].count <= 1_000 && messages[2].count <= 1_000)
+    }
+
     @Test("a batch with no deltas is still a batch")
     func emptyBatch() throws {
         let decoded = try Meridian_V1_SyncResponse(

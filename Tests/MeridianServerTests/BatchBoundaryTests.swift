@@ -7,6 +7,7 @@ import MeridianProto
 import MeridianServer
 import MeridianStore
 import MeridianTestSupport
+import SwiftProtobuf
 import Testing
 
 @Suite("Batch boundaries", .timeLimit(.minutes(5)))  // a hang guard: a missing batch would wait forever
@@ -125,6 +126,95 @@ struct BatchBoundaryTests {
                     #expect(mirror.results[id] == (try await directQuery(store, fetch)), "\(id)")
                 }
             }
+        }
+    }
+}
+
+// MARK: - Batches larger than the client's messages
+//
+// Cut small here (256 KiB messages, a 1.25 MiB commit): the property is the same at any size, and decoding megabytes
+// in a debug build would slow the other tests running beside it. The 10 MiB commit is the client's test
+// (MeridianClientTests, "Against a real server on loopback").
+
+@Suite("Batches in parts", .timeLimit(.minutes(5)))
+struct BatchPartsTests {
+    static let messageBytes = 256 << 10
+
+    /// `rows` rows of `titleBytes` (half of them in category 1) and 10 deletes.
+    static func largeCommit(titleBytes: Int = 32 << 10, rows: Int = 40) -> [WriteOperation] {
+        let title = String(repeating: "m", count: titleBytes)
+        var operations: [WriteOperation] = (0..<rows).map {
+            .insert("Point", id: "big\($0)", Fixtures.point(title, category: Int64($0 % 2)))
+        }
+        operations += (0..<10).map { .delete("Point", id: "old\($0)") }
+        return operations
+    }
+
+    /// A store with 20 small rows in category 1, and a stream subscribed to all rows and to category 1.
+    func withSubscribedStream(
+        wire: Wire, protocolVersion: UInt32 = ProtocolVersion.current,
+        _ body: @Sendable (Store, SyncStream, inout Mirror) async throws -> Void
+    ) async throws {
+        let store = try Fixtures.store()
+        try await commit(store, (0..<20).map { .insert("Point", id: "old\($0)", Fixtures.point("old", category: 1)) })
+        try await onWire(wire, store: store) { client in
+            try await withSyncStream(client) { stream in
+                stream.hello(maxBatchBytes: UInt32(Self.messageBytes), protocolVersion: protocolVersion)
+                var mirror = Mirror()
+                mirror.apply(try await stream.nextMessage())
+                stream.subscribe("all", Fixtures.fetch("Point"))
+                stream.subscribe("one", Fixtures.fetch("Point", "category == 1"))
+                while mirror.results["all"] == nil || mirror.results["one"] == nil {
+                    mirror.apply(try await stream.nextMessage())
+                }
+                try await body(store, stream, &mirror)
+            }
+        }
+    }
+
+    @Test(
+        "a commit larger than the client's messages arrives as one Batch in parts, each within the client's size",
+        arguments: Wire.allCases)
+    func largeCommitInParts(wire: Wire) async throws {
+        try await self.withSubscribedStream(wire: wire) { store, stream, mirror in
+            let seq = try await commit(store, Self.largeCommit())
+            var parts = 0
+            while mirror.seq < seq {
+                let response = try await stream.nextMessage()
+                if case .batch(let batch) = response.kind {
+                    let bytes: [UInt8] = try response.serializedBytes()
+                    #expect(bytes.count <= Self.messageBytes)
+                    #expect(batch.seq == seq)
+                    // Atomic: nothing of the commit shows before its last part.
+                    if batch.continued { #expect(mirror.results["all"]?.count == 20) }
+                    parts += 1
+                }
+                mirror.apply(response)
+            }
+            // 1.25 MiB for "all" and 0.6 for "one", in parts of at most 256 KiB.
+            #expect(parts >= 8)
+            #expect(mirror.heldBatch == nil)
+            #expect(mirror.results["all"]?.count == 50)
+            #expect(mirror.results["one"]?.count == 30)
+            #expect(mirror.results["all"]?["big7"]?.values["title"]?.stringValue.utf8.count == 32 << 10)
+        }
+    }
+
+    @Test("a client of protocol version 1 gets a large Batch whole, as before")
+    func versionOneWhole() async throws {
+        try await self.withSubscribedStream(wire: .http2, protocolVersion: 1) { store, stream, mirror in
+            let seq = try await commit(store, Self.largeCommit())
+            let response = try await stream.nextMessage()
+            guard case .batch(let batch) = response.kind else {
+                Issue.record("expected a Batch, got \(response)")
+                return
+            }
+            let bytes: [UInt8] = try response.serializedBytes()
+            #expect(bytes.count > Self.messageBytes)
+            #expect(!batch.continued)
+            #expect(batch.seq == seq)
+            mirror.apply(response)
+            #expect(mirror.results["all"]?.count == 50)
         }
     }
 }

@@ -107,6 +107,45 @@ import Testing
         #expect(decoded.batch.deltas.first?.entered.map(\.id) == ["a"])
     }
 
+    @Test("the outbox is bounded in bytes: a few large rows overflow it, and snapshots wait only within the bound")
+    func boundedInBytes() async throws {
+        let outbox = ClientOutbox(limit: 1_000, limitBytes: 10_000)
+        func part(_ id: String) -> BatchPart {
+            let row = VersionedRow(row: Row(id: id, values: ["title": .string(String(repeating: "x", count: 3_000))]), version: 1)
+            return BatchPart(
+                subscription: WireSubscription(id: "s", epoch: 1),
+                delta: SharedDelta(entered: [row], left: [], updated: []), replaced: false)
+        }
+        // Nobody reads: the first batch waits, the next ones merge into it, 3 KB a row.
+        var results: [String] = []
+        for i in 0..<5 {
+            switch outbox.enqueueBatch(seq: Int64(i + 1), parts: [part("r\(i)")]) {
+            case .queued: results.append("queued")
+            case .overflowed: results.append("overflowed")
+            case .closed: results.append("closed")
+            }
+            if results.last == "overflowed" { break }
+        }
+        // Four rows, far under the 1,000-row limit, pass 10,000 bytes.
+        #expect(results == ["queued", "queued", "queued", "overflowed"])
+        #expect(outbox.queuedRows == 0)
+        // Snapshots: what waits may not pass the bound.
+        let rows = (0..<2).map {
+            VersionedRow(row: Row(id: "s\($0)", values: ["title": .string(String(repeating: "y", count: 3_000))]), version: 1)
+        }
+        let snapshot = QueuedSnapshot(subscriptionID: "a", epoch: 1, seq: 9, rows: rows, resnapshot: false)
+        #expect(snapshot.bytes > 6_000 && snapshot.bytes < 6_200)
+        #expect(outbox.canTake(snapshotBytes: snapshot.bytes))
+        outbox.enqueue(snapshot)
+        #expect(!outbox.canTake(snapshotBytes: snapshot.bytes))
+        // Sent, it no longer counts.
+        guard case .snapshot? = await outbox.next() else {
+            Issue.record("the snapshot was not queued")
+            return
+        }
+        #expect(outbox.canTake(snapshotBytes: snapshot.bytes))
+    }
+
     @Test("a holding outbox merges batches into one, passes snapshots and messages on, and sends the batch at the end")
     func holdingOutbox() async throws {
         let outbox = ClientOutbox(limit: 1_000)

@@ -257,6 +257,72 @@ struct ErrorTests {
         }
     }
 
+    @Test("a write leaving a row over --max-row-bytes is refused with LIMIT_EXCEEDED, an update by its whole row")
+    func maxRowBytes() async throws {
+        var storeConfiguration = Store.Configuration()
+        storeConfiguration.maxRowBytes = 100
+        let store = try Store.temporary(schema: try Fixtures.demoSchema(), configuration: storeConfiguration)
+        try await onWire(.inProcess, store: store) { client in
+            func apply(_ kind: Meridian_V1_Operation.Kind, title: String) async throws -> Meridian_V1_ApplyResponse {
+                var request = Meridian_V1_ApplyRequest()
+                request.operations = [
+                    Meridian_V1_Operation(kind: kind, entity: "Point", id: "p1", values: ["title": .string(title)])
+                ]
+                return try await client.apply(request)
+            }
+            // Counted: the id (2), "title" (5) and its value, "category" (8) and its default's 8 bytes.
+            let big = try await apply(.insert, title: String(repeating: "x", count: 78))
+            #expect(big.error.code == .limitExceeded)
+            #expect(
+                big.error.message
+                    == "operation 0 (insert Point 'p1'): the row would be 101 bytes; at most 100 are allowed "
+                    + "(--max-row-bytes)")
+            #expect(big.error.operationIndex == 0)
+            // At the bound exactly: accepted.
+            #expect(try await apply(.insert, title: String(repeating: "x", count: 77)).result.seq > 0)
+            // An update whose values fit, but whose whole row would not: refused, and nothing changes.
+            let grown = try await apply(.update, title: String(repeating: "y", count: 78))
+            #expect(grown.error.code == .limitExceeded)
+            #expect(grown.error.message.hasSuffix("the row would be 101 bytes; at most 100 are allowed (--max-row-bytes)"))
+            let rows = try await directQuery(store, Fixtures.fetch("Point"))
+            #expect(rows.values.map { $0.values["title"]?.stringValue.count } == [77])
+            #expect(try await apply(.update, title: "short").result.seq > 0)
+        }
+    }
+
+    @Test(
+        "a subscription whose snapshot does not fit --client-queue-bytes is refused with LIMIT_EXCEEDED; the stream goes on",
+        arguments: Wire.allCases)
+    func snapshotOverQueueBytes(wire: Wire) async throws {
+        let store = try Fixtures.store()
+        let title = String(repeating: "t", count: 400)
+        try await commit(store, (0..<20).map { .insert("Point", id: "p\($0)", Fixtures.point(title, category: 1)) })
+        let configuration = Fixtures.configuration { $0.clientQueueBytes = 4_096 }
+        try await onWire(wire, store: store, configuration: configuration) { client in
+            try await withSyncStream(client) { stream in
+                stream.hello()
+                var mirror = Mirror()
+                mirror.apply(try await stream.nextMessage())
+                stream.subscribe("all", Fixtures.fetch("Point"))
+                stream.subscribe("few", Fixtures.fetch("Point", "id == \"p1\""))
+                try await mirror.awaitSnapshot(stream, "few")
+                let refused = try #require(mirror.errors.first)
+                #expect(refused.subscriptionID == "all")
+                #expect(refused.error.code == .limitExceeded)
+                #expect(refused.ended)
+                #expect(
+                    refused.error.message
+                        == "the snapshot of 'all' takes about 8790 bytes; at most 4096 bytes of snapshots may wait for "
+                        + "one client (--client-queue-bytes)")
+                #expect(mirror.results["few"]?.count == 1)
+                // The id is free again, as after any refused Subscribe.
+                stream.subscribe("all", Fixtures.fetch("Point", "category == 2"))
+                try await mirror.awaitSnapshot(stream, "all")
+                #expect(mirror.results["all"]?.isEmpty == true)
+            }
+        }
+    }
+
     @Test("ids over --max-id-bytes and predicates over --max-predicate-bytes: LIMIT_EXCEEDED", arguments: Wire.allCases)
     func sizeLimits(wire: Wire) async throws {
         let predicate = try #require(

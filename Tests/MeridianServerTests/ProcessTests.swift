@@ -114,7 +114,8 @@ struct ProcessTests {
             "--db", "--in-memory", "--schema", "--listen", "--log-level", "--log-retention", "--max-subscriptions",
             "--max-request-bytes", "--client-queue-limit", "--snapshot-chunk-bytes", "--heartbeat-ms",
             "--commit-poll-ms", "--durability", "--hello-timeout", "--max-operations",
-            "--max-id-bytes", "--max-predicate-bytes",
+            "--max-id-bytes", "--max-predicate-bytes", "--max-row-bytes", "--client-queue-bytes", "--max-connections",
+            "--max-streams-per-connection", "--idle-timeout",
         ] {
             #expect(out.contains(flag), "--help mentions \(flag)")
         }
@@ -131,6 +132,9 @@ struct ProcessTests {
             (["--in-memory", "--schema", "s.yaml", "--durability", "fast"], "--durability must be full or normal"),
             (["--in-memory", "--schema", "s.yaml", "--hello-timeout", "0s"], "--hello-timeout must be a positive"),
             (["--in-memory", "--schema", "s.yaml", "--max-operations", "0"], "--max-operations must be positive"),
+            (["--in-memory", "--schema", "s.yaml", "--idle-timeout", "soon"], "--idle-timeout must be a positive"),
+            (["--in-memory", "--schema", "s.yaml", "--max-row-bytes", "0"], "--max-row-bytes must be positive"),
+            (["--in-memory", "--schema", "s.yaml", "--max-connections", "0"], "--max-connections must be positive"),
         ])
     func badArguments(arguments: [String], message: String) async throws {
         let (status, _, stderr) = try await ServerProcess.run(arguments)

@@ -100,6 +100,10 @@ struct Mirror {
     var batches = 0
     var replaced: Set<String> = []
     var errors: [Meridian_V1_SubscriptionError] = []
+    /// The parts received of a Batch sent in parts (`continued`), applied with its last part.
+    var heldBatch: Meridian_V1_Batch?
+    /// How many Batch messages were parts of a larger Batch.
+    var batchParts = 0
 
     /// Applies one response; returns it for inspection.
     @discardableResult
@@ -113,7 +117,20 @@ struct Mirror {
             self.chunks[chunk.subscriptionID, default: []].append(contentsOf: chunk.rows)
             self.complete[chunk.subscriptionID] = chunk.last
             self.resnapshotFlags[chunk.subscriptionID] = chunk.resnapshot
-        case .batch(let batch):
+        case .batch(let part):
+            if part.continued || self.heldBatch != nil { self.batchParts += 1 }
+            var batch = part
+            if var held = self.heldBatch {
+                #expect(held.seq == part.seq, "a Batch part at \(part.seq) after parts at \(held.seq)")
+                held.deltas += part.deltas
+                held.continued = part.continued
+                batch = held
+                self.heldBatch = nil
+            }
+            if batch.continued {
+                self.heldBatch = batch
+                return response
+            }
             #expect(batch.seq >= self.seq, "a batch at \(batch.seq) after seq \(self.seq)")
             self.seq = max(self.seq, batch.seq)
             self.batches += 1

@@ -50,6 +50,11 @@ public final class MeridianContainer: Sendable {
         public var validatesChangeSets: Bool
         /// Where the library logs (label `meridian.client` by default). The library never bootstraps logging.
         public var logger: Logger
+        /// The largest message the client takes from the server, in bytes (default 4 MiB, gRPC's usual limit). It is
+        /// announced in `Hello.max_batch_bytes`: the server cuts snapshots into chunks and large Batches into parts
+        /// that fit (the parts are applied together). Only a single row larger than this comes in a larger message;
+        /// the connection accepts up to 4 MiB or this, whichever is more.
+        public var maxMessageBytes = 4 << 20
 
         /// Creates a configuration.
         ///
@@ -117,6 +122,7 @@ public final class MeridianContainer: Sendable {
         let connection = SyncConnection(
             address: self.configuration.address,
             clientName: self.configuration.clientName,
+            maxMessageBytes: self.configuration.maxMessageBytes,
             context: self.context,
             logger: self.configuration.logger,
             status: self.status

@@ -19,9 +19,11 @@ extension CacheContext {
     /// - Parameters:
     ///   - outbound: Where the stream's outgoing messages go.
     ///   - clientName: A name for the server's logs.
+    ///   - maxMessageBytes: The largest message the client takes (`Hello.max_batch_bytes`; 0: the server's choice).
     package func connectionOpened(
         outbound: AsyncStream<Meridian_V1_SyncRequest>.Continuation,
-        clientName: String = "MeridianClient"
+        clientName: String = "MeridianClient",
+        maxMessageBytes: Int = 0
     ) {
         let outbound = SyncOutbound(continuation: outbound)
         self.outbound = outbound
@@ -32,7 +34,7 @@ extension CacheContext {
         }
         outbound.hello(
             clientName: clientName, resumeFrom: resumeFrom, schemaFingerprint: self.schema?.fingerprint,
-            subscriptions: subscriptions)
+            maxMessageBytes: maxMessageBytes, subscriptions: subscriptions)
     }
 
     /// The stream ended: staged snapshots are dropped, Replaces in flight are adopted as offline replaces (their
@@ -120,6 +122,8 @@ extension CacheContext {
         case .replaceRejected:
             for waiter in self.replaceWaiters.removeValue(forKey: id) ?? [] { waiter.resume(throwing: failure.error) }
         case .subscriptionFailed:
+            // A Replace it waited for ends with it.
+            for waiter in self.replaceWaiters.removeValue(forKey: id) ?? [] { waiter.resume(throwing: failure.error) }
             self.logger.info(
                 "subscription rejected",
                 metadata: ["meridian.subscription.id": "\(id)", "meridian.error": "\(failure.error)"])

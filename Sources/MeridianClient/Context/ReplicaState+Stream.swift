@@ -16,6 +16,7 @@ extension ReplicaState {
     ///   id (resumed when its rows are complete); rejected subscriptions are not re-added.
     mutating func streamOpened() -> [(id: String, request: FetchRequest, resume: Bool)] {
         self.epochs = [:]
+        self.heldBatch = nil
         var result: [(id: String, request: FetchRequest, resume: Bool)] = []
         for id in self.subscriptions.keys.sorted() {
             let resume = self.subscriptions[id]?.hasData ?? false
@@ -65,6 +66,7 @@ extension ReplicaState {
     /// - Returns: The ids whose Replace was adopted (its waiters may go on).
     mutating func streamClosed(work: inout CommitWork) -> [String] {
         self.epochs = [:]
+        self.heldBatch = nil
         var adopted: [String] = []
         for id in self.subscriptions.keys {
             let replace = self.modify(id) { subscription -> PendingReplace? in
@@ -119,9 +121,30 @@ extension ReplicaState {
     /// subscription's delta would put an older image of a shared row back (found by `meridian-check`: a Batch
     /// merging a re-snapshot with later deltas).
     ///
+    /// A part of a Batch sent in parts (`continued`) is held, and changes nothing: the part that ends it applies them
+    /// all, as the one Batch they are.
+    ///
     /// - Throws: ``ClientError`` `malformedRequest` when the batch names a snapshot whose last chunk did not arrive
-    ///   (the replica may then hold part of the batch: the stream must be dropped, and resumes from the applied seq).
-    mutating func apply(_ batch: SyncEvent.Batch, work: inout CommitWork) throws(ClientError) -> BatchOutcome {
+    ///   (the replica may then hold part of the batch: the stream must be dropped, and resumes from the applied seq),
+    ///   or when a part's seq differs from the parts held before it.
+    mutating func apply(_ part: SyncEvent.Batch, work: inout CommitWork) throws(ClientError) -> BatchOutcome {
+        var batch = part
+        if var held = self.heldBatch {
+            guard held.seq == part.seq else {
+                self.heldBatch = nil
+                throw ClientError(
+                    .malformedRequest,
+                    "a Batch part at seq \(part.seq) follows parts at seq \(held.seq) that said more would follow")
+            }
+            self.heldBatch = nil
+            held.deltas += part.deltas
+            held.continued = part.continued
+            batch = held
+        }
+        if batch.continued {
+            self.heldBatch = batch
+            return BatchOutcome()
+        }
         var outcome = BatchOutcome()
         var current: [SyncEvent.Delta] = []
         for delta in batch.deltas {
@@ -224,13 +247,14 @@ extension ReplicaState {
     mutating func fail(_ failure: SyncEvent.SubscriptionFailure) -> FailureOutcome {
         guard self.isCurrent(failure.subscriptionID, epoch: failure.epoch) else { return .ignored }
         return self.modify(failure.subscriptionID) { subscription -> FailureOutcome in
-            if subscription.pendingReplace != nil {
+            if subscription.pendingReplace != nil, !failure.ended {
                 // A rejected Replace: the previous request stays in force.
                 subscription.pendingReplace = nil
                 return .replaceRejected
             }
             subscription.phase = .failed(failure.error)
             subscription.snapshot = nil
+            subscription.pendingReplace = nil
             return .subscriptionFailed
         } ?? .ignored
     }

@@ -21,6 +21,8 @@ struct ReplicaState: Sendable {
     /// the subscription (a subscription subscribed again under the same id — a region moved before its snapshot
     /// arrived, a shared request closed and reopened — drops what was sent for the old one by its epoch).
     var epochs: [String: UInt32] = [:]
+    /// The parts received of a Batch sent in parts, until its last part arrives (see ``ReplicaState/apply(_:work:)``).
+    var heldBatch: SyncEvent.Batch?
     /// The number the next private subscription's id carries.
     private var nextPrivateSubscription = 1
     /// Whether changes are recorded for persistence.

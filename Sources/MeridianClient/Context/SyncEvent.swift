@@ -43,10 +43,12 @@ enum SyncEvent: Sendable {
         var rows: [VersionedRow]
     }
 
-    /// One Batch: its seq and one delta per affected subscription.
+    /// One Batch: its seq and one delta per affected subscription (or one part of a Batch sent in parts).
     struct Batch: Sendable, Hashable {
         var seq: Int64
         var deltas: [Delta]
+        /// More parts of this Batch follow (protocol version 2): hold it, and apply the parts together.
+        var continued = false
     }
 
     /// What one Batch does to one subscription.
@@ -67,6 +69,8 @@ enum SyncEvent: Sendable {
         var subscriptionID: String
         var epoch: UInt32
         var error: ClientError
+        /// The server dropped the subscription (a Replace it waits for is not merely refused).
+        var ended = false
     }
 }
 

@@ -819,8 +819,9 @@ package nonisolated struct Meridian_V1_Hello: Sendable {
   /// A name for logs (an app name, a host); not an identity and never trusted.
   package var clientName: String = String()
 
-  /// The largest message the client wants to receive, in bytes; 0 leaves it to the server. Snapshot chunks and
-  /// query chunks are cut to fit; a single row larger than this is still sent whole.
+  /// The largest message the client wants to receive, in bytes; 0 leaves it to the server. Snapshot chunks are cut
+  /// to fit, and (protocol version 2) a larger Batch is sent in parts (`Batch.continued`); a single row larger than
+  /// this is still sent whole.
   package var maxBatchBytes: UInt32 = 0
 
   /// The schema fingerprint the client's cache was built with, if any. When it differs from the server's, the
@@ -834,10 +835,11 @@ package nonisolated struct Meridian_V1_Hello: Sendable {
   /// Clears the value of `schemaFingerprint`. Subsequent reads from it will return its default value.
   package mutating func clearSchemaFingerprint() {self._schemaFingerprint = nil}
 
-  /// The minor version of `meridian.v1` the client speaks. This server speaks 1 (the apply-on-Batch rule: a
-  /// SnapshotChunk never changes what a client shows, a Batch does) and refuses anything lower — 0, the value of a
-  /// client written before this field existed — with UNSUPPORTED_PROTOCOL (gRPC FAILED_PRECONDITION). A client
-  /// announcing a later minor version is served at the server's (`Welcome.protocol_version`).
+  /// The minor version of `meridian.v1` the client speaks. This server serves 1 (the apply-on-Batch rule: a
+  /// SnapshotChunk never changes what a client shows, a Batch does) and 2 (a large Batch in parts, see
+  /// `Batch.continued`), and refuses anything lower — 0, the value of a client written before this field existed —
+  /// with UNSUPPORTED_PROTOCOL (gRPC FAILED_PRECONDITION). A client announcing a later minor version is served at the
+  /// server's (`Welcome.protocol_version`).
   package var protocolVersion: UInt32 = 0
 
   /// The subscriptions the client holds, re-added with the stream (each as a Subscribe message would add it, usually
@@ -1125,6 +1127,13 @@ package nonisolated struct Meridian_V1_Batch: Sendable {
   /// One delta per affected subscription (subscriptions that the commits did not affect are absent).
   package var deltas: [Meridian_V1_SubscriptionDelta] = []
 
+  /// Protocol version 2: this message is one part of a Batch too large for `Hello.max_batch_bytes`, and more parts
+  /// follow, with the same `seq`, up to the part where it is false. Hold the parts and apply them together, as the one
+  /// Batch they are (their deltas in order, as if in one message): nothing of a commit is shown before all of it
+  /// arrived. A subscription's delta may be cut across parts; its `snapshot` and `replaced` flags are on its first
+  /// piece. Only a single row larger than `max_batch_bytes` makes a part larger than that.
+  package var continued: Bool = false
+
   package var unknownFields = SwiftProtobuf.UnknownStorage()
 
   package init() {}
@@ -1205,6 +1214,12 @@ package nonisolated struct Meridian_V1_SubscriptionError: Sendable {
 
   /// The epoch of the Subscribe, Replace or Unsubscribe it answers (see Subscribe).
   package var epoch: UInt32 = 0
+
+  /// The server dropped the subscription: a refused Subscribe, or a subscription it could not go on serving (its rows
+  /// could not be read, its snapshot does not fit the client's queue bound). The id is free, and the client stops
+  /// showing the subscription — even when it was waiting for the answer to a Replace, which an error without this flag
+  /// refuses while the previous request stays in force.
+  package var ended: Bool = false
 
   package var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -2735,7 +2750,7 @@ nonisolated extension Meridian_V1_SnapshotChunk: SwiftProtobuf.Message, SwiftPro
 
 nonisolated extension Meridian_V1_Batch: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   package static let protoMessageName: String = _protobuf_package + ".Batch"
-  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}seq\0\u{1}deltas\0")
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}seq\0\u{1}deltas\0\u{1}continued\0")
 
   package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2745,6 +2760,7 @@ nonisolated extension Meridian_V1_Batch: SwiftProtobuf.Message, SwiftProtobuf._M
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularInt64Field(value: &self.seq) }()
       case 2: try { try decoder.decodeRepeatedMessageField(value: &self.deltas) }()
+      case 3: try { try decoder.decodeSingularBoolField(value: &self.continued) }()
       default: break
       }
     }
@@ -2757,12 +2773,16 @@ nonisolated extension Meridian_V1_Batch: SwiftProtobuf.Message, SwiftProtobuf._M
     if !self.deltas.isEmpty {
       try visitor.visitRepeatedMessageField(value: self.deltas, fieldNumber: 2)
     }
+    if self.continued != false {
+      try visitor.visitSingularBoolField(value: self.continued, fieldNumber: 3)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   package static func ==(lhs: Meridian_V1_Batch, rhs: Meridian_V1_Batch) -> Bool {
     if lhs.seq != rhs.seq {return false}
     if lhs.deltas != rhs.deltas {return false}
+    if lhs.continued != rhs.continued {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2860,7 +2880,7 @@ nonisolated extension Meridian_V1_Heartbeat: SwiftProtobuf.Message, SwiftProtobu
 
 nonisolated extension Meridian_V1_SubscriptionError: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   package static let protoMessageName: String = _protobuf_package + ".SubscriptionError"
-  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}subscription_id\0\u{1}error\0\u{1}epoch\0")
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}subscription_id\0\u{1}error\0\u{1}epoch\0\u{1}ended\0")
 
   package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2871,6 +2891,7 @@ nonisolated extension Meridian_V1_SubscriptionError: SwiftProtobuf.Message, Swif
       case 1: try { try decoder.decodeSingularStringField(value: &self.subscriptionID) }()
       case 2: try { try decoder.decodeSingularMessageField(value: &self._error) }()
       case 3: try { try decoder.decodeSingularUInt32Field(value: &self.epoch) }()
+      case 4: try { try decoder.decodeSingularBoolField(value: &self.ended) }()
       default: break
       }
     }
@@ -2890,6 +2911,9 @@ nonisolated extension Meridian_V1_SubscriptionError: SwiftProtobuf.Message, Swif
     if self.epoch != 0 {
       try visitor.visitSingularUInt32Field(value: self.epoch, fieldNumber: 3)
     }
+    if self.ended != false {
+      try visitor.visitSingularBoolField(value: self.ended, fieldNumber: 4)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2897,6 +2921,7 @@ nonisolated extension Meridian_V1_SubscriptionError: SwiftProtobuf.Message, Swif
     if lhs.subscriptionID != rhs.subscriptionID {return false}
     if lhs._error != rhs._error {return false}
     if lhs.epoch != rhs.epoch {return false}
+    if lhs.ended != rhs.ended {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -29,6 +29,22 @@ struct QueuedSnapshot: Sendable {
     var seq: Int64
     var rows: [VersionedRow]
     var resnapshot: Bool
+    /// About the bytes its rows take (``bytes(of:)``), counted against the client's bound while it waits.
+    var bytes: Int
+
+    init(subscriptionID: String, epoch: UInt32, seq: Int64, rows: [VersionedRow], resnapshot: Bool) {
+        self.subscriptionID = subscriptionID
+        self.epoch = epoch
+        self.seq = seq
+        self.rows = rows
+        self.resnapshot = resnapshot
+        self.bytes = Self.bytes(of: rows)
+    }
+
+    /// About the bytes rows take in a snapshot: each row's size (``RowSize``) and a little framing.
+    static func bytes(of rows: [VersionedRow]) -> Int {
+        rows.reduce(0) { $0 + RowSize.of($1.row) + 16 }
+    }
 }
 
 /// A client subscription as the wire names it: its id and the epoch of the Subscribe that made it.
@@ -78,11 +94,14 @@ struct QueuedBatch: Sendable {
     /// Subscriptions in first-appearance order (for a stable encoding).
     var mergedOrder: [WireSubscription] = []
     var rowCount: Int
+    /// About the bytes it takes: the shared encoded bodies, or the merged rows' sizes (``MergedDelta/bytes``).
+    var byteCount: Int
 
     init(seq: Int64, parts: [BatchPart]) {
         self.seq = seq
         self.shared = parts
         self.rowCount = parts.reduce(0) { $0 + $1.delta.rowCount }
+        self.byteCount = parts.reduce(0) { $0 + $1.delta.body.count }
     }
 
     /// Folds a later batch into this one; returns how many rows were coalesced away.
@@ -90,6 +109,7 @@ struct QueuedBatch: Sendable {
         if let shared = self.shared {
             self.shared = nil
             self.rowCount = 0
+            self.byteCount = 0
             for part in shared { self.fold(part) }
         }
         let before = self.rowCount + parts.reduce(0) { $0 + $1.delta.rowCount }
@@ -104,9 +124,10 @@ struct QueuedBatch: Sendable {
             self.merged[key] = MergedDelta()
             self.mergedOrder.append(key)
         }
-        let old = self.merged[key]!.count
+        let (oldRows, oldBytes) = (self.merged[key]!.count, self.merged[key]!.bytes)
         self.merged[key]!.fold(part)
-        self.rowCount += self.merged[key]!.count - old
+        self.rowCount += self.merged[key]!.count - oldRows
+        self.byteCount += self.merged[key]!.bytes - oldBytes
     }
 
     /// The subscriptions this batch answers a Replace for (parts flagged `replaced`).
@@ -117,26 +138,33 @@ struct QueuedBatch: Sendable {
 
     /// The serialized `SyncResponse{batch}`.
     func encoded() -> [UInt8] {
+        SharedBatchEncoding.syncResponse(seq: self.seq, parts: self.wireParts())
+    }
+
+    /// The serialized `SyncResponse{batch}`, cut into messages of at most `maxBytes` (protocol version 2, see
+    /// `Batch.continued`).
+    func encoded(maxBytes: Int) -> [[UInt8]] {
+        SharedBatchEncoding.syncResponses(seq: self.seq, parts: self.wireParts(), maxBytes: maxBytes)
+    }
+
+    /// The parts as the encoder takes them: the shared bodies as they are, merged ones written by hand (no
+    /// Meridian_V1_Row dictionaries: a client that fell behind is the moment the server can least afford the generic
+    /// encoder).
+    private func wireParts() -> [SharedBatchEncoding.Part] {
         if let shared {
-            return SharedBatchEncoding.syncResponse(
-                seq: self.seq,
-                parts: shared.map {
-                    SharedBatchEncoding.Part(
-                        subscriptionID: $0.subscription.id, epoch: $0.subscription.epoch, body: $0.delta.body,
-                        replaced: $0.replaced, snapshot: $0.snapshot)
-                })
+            return shared.map {
+                SharedBatchEncoding.Part(
+                    subscriptionID: $0.subscription.id, epoch: $0.subscription.epoch, body: $0.delta.body,
+                    replaced: $0.replaced, snapshot: $0.snapshot)
+            }
         }
-        // Merged batches are written by hand too (no Meridian_V1_Row dictionaries): a client that fell behind is the
-        // moment the server can least afford the generic encoder.
-        var parts: [SharedBatchEncoding.Part] = []
-        for key in self.mergedOrder {
-            guard let merged = self.merged[key] else { continue }
-            parts.append(
+        return self.mergedOrder.compactMap { key in
+            self.merged[key].map { merged in
                 SharedBatchEncoding.Part(
                     subscriptionID: key.id, epoch: key.epoch, body: merged.body(), replaced: merged.replaced,
-                    snapshot: merged.snapshot))
+                    snapshot: merged.snapshot)
+            }
         }
-        return SharedBatchEncoding.syncResponse(seq: self.seq, parts: parts)
     }
 }
 
@@ -147,6 +175,8 @@ struct MergedDelta: Sendable {
     var replaced = false
     /// The subscription's staged snapshot is applied before the rows.
     var snapshot = false
+    /// About the bytes of its rows (``size(_:)`` of each).
+    private(set) var bytes = 0
 
     var count: Int { self.rows.count }
 
@@ -155,6 +185,7 @@ struct MergedDelta: Sendable {
             // The snapshot is the subscription's whole result at its seq: what was folded before it is superseded.
             self.rows = [:]
             self.order = []
+            self.bytes = 0
             self.snapshot = true
         }
         if part.replaced { self.replaced = true }
@@ -162,9 +193,21 @@ struct MergedDelta: Sendable {
             guard let existing = self.rows[id] else {
                 self.rows[id] = delta
                 self.order.append(id)
+                self.bytes += Self.size(delta)
                 continue
             }
-            self.rows[id] = Self.coalesce(existing, delta, derived: part.derived)
+            let coalesced = Self.coalesce(existing, delta, derived: part.derived)
+            self.bytes += (coalesced.map(Self.size) ?? 0) - Self.size(existing)
+            self.rows[id] = coalesced
+        }
+    }
+
+    /// About the bytes one row's change takes on the wire: the row (``RowSize``) and a little framing, or the id.
+    static func size(_ delta: RowDelta) -> Int {
+        switch delta {
+        case .entered(let row): RowSize.of(row.row) + 16
+        case .updated(let row, let changed): RowSize.of(row.row) + 16 + changed.reduce(0) { $0 + $1.utf8.count + 2 }
+        case .left(let id, _): id.utf8.count + 2
         }
     }
 
@@ -245,6 +288,10 @@ final class ClientOutbox: Sendable {
         var items: [OutboxItem] = []
         var head = 0
         var queuedRows = 0
+        /// About the bytes of the queued and held batches (``QueuedBatch/byteCount``).
+        var queuedBytes = 0
+        /// The bytes of the queued snapshots (``QueuedSnapshot/bytes``), bounded when the hub queues one.
+        var snapshotBytes = 0
         var waiter: CheckedContinuation<OutboxItem?, Never>?
         var finished = false
         var lastSentSeq: Int64 = 0
@@ -271,10 +318,15 @@ final class ClientOutbox: Sendable {
                 self.items.removeFirst(self.head)
                 self.head = 0
             }
-            // Only batches move what the client shows (a snapshot is staged until a batch names it).
-            if case .batch(let batch) = item {
-                self.queuedRows -= batch.rowCount
+            switch item {
+            case .batch(let batch):
+                self.uncount(batch)
+                // Only batches move what the client shows (a snapshot is staged until a batch names it).
                 self.lastSentSeq = max(self.lastSentSeq, batch.seq)
+            case .snapshot(let snapshot):
+                self.snapshotBytes -= snapshot.bytes
+            case .message:
+                break
             }
             self.lastActivity = .now
             return item
@@ -288,18 +340,47 @@ final class ClientOutbox: Sendable {
                 self.lastActivity = .now
                 return waiter
             }
-            if case .batch(let batch) = item { self.queuedRows += batch.rowCount }
+            switch item {
+            case .batch(let batch): self.count(batch)
+            case .snapshot(let snapshot): self.snapshotBytes += snapshot.bytes
+            case .message: break
+            }
             self.items.append(item)
             return nil
+        }
+
+        mutating func count(_ batch: QueuedBatch) {
+            self.queuedRows += batch.rowCount
+            self.queuedBytes += batch.byteCount
+        }
+
+        mutating func uncount(_ batch: QueuedBatch) {
+            self.queuedRows -= batch.rowCount
+            self.queuedBytes -= batch.byteCount
         }
     }
 
     /// The most distinct row changes that may wait.
     let limit: Int
+    /// The most bytes of batches that may wait, and of snapshots (see ``canTake(snapshotBytes:)``).
+    let limitBytes: Int
     private let state = Mutex(State())
 
-    init(limit: Int) {
+    /// An outbox bounded by `limit` row changes and `limitBytes` bytes.
+    init(limit: Int, limitBytes: Int = 64 << 20) {
         self.limit = max(1, limit)
+        self.limitBytes = max(1, limitBytes)
+    }
+
+    /// Whether the waiting batches pass a bound (the queue is then dropped and the client re-snapshotted).
+    private func isOver(_ state: State) -> Bool {
+        state.queuedRows > self.limit || state.queuedBytes > self.limitBytes
+    }
+
+    /// Whether a snapshot of `bytes` fits beside the snapshots already waiting: the hub refuses a subscription whose
+    /// snapshot does not (`CODE_LIMIT_EXCEEDED`), so that snapshots never hold more than `limitBytes` per client.
+    func canTake(snapshotBytes bytes: Int) -> Bool {
+        self.state.withLock { $0.snapshotBytes + bytes <= self.limitBytes }
     }
 
     /// Queues a message (Welcome, errors, heartbeats, Goodbye).
@@ -307,7 +388,7 @@ final class ClientOutbox: Sendable {
         self.deliver(.message(message))
     }
 
-    /// Queues a snapshot; it is never merged and does not count against the limit (its size is the result's).
+    /// Queues a snapshot; it is never merged, and bounded apart from batches (``canTake(snapshotBytes:)``).
     func enqueue(_ snapshot: QueuedSnapshot) {
         self.deliver(.snapshot(snapshot))
     }
@@ -321,25 +402,25 @@ final class ClientOutbox: Sendable {
                 if state.holding {
                     var coalesced = 0
                     if var held = state.held {
-                        state.queuedRows -= held.rowCount
+                        state.uncount(held)
                         coalesced = held.merge(seq: seq, parts: parts)
                         state.held = held
                     } else {
                         state.held = QueuedBatch(seq: seq, parts: parts)
                     }
-                    state.queuedRows += state.held!.rowCount
-                    if state.queuedRows > self.limit {
+                    state.count(state.held!)
+                    if self.isOver(state) {
                         Self.drop(&state)
                         return (nil, nil, .overflowed)
                     }
                     return (nil, nil, .queued(coalesced: coalesced))
                 }
                 if !state.isEmpty, case .batch(var last) = state.items[state.items.count - 1] {
-                    state.queuedRows -= last.rowCount
+                    state.uncount(last)
                     let coalesced = last.merge(seq: seq, parts: parts)
-                    state.queuedRows += last.rowCount
+                    state.count(last)
                     state.items[state.items.count - 1] = .batch(last)
-                    if state.queuedRows > self.limit {
+                    if self.isOver(state) {
                         Self.drop(&state)
                         return (nil, nil, .overflowed)
                     }
@@ -347,7 +428,7 @@ final class ClientOutbox: Sendable {
                 }
                 let item = OutboxItem.batch(QueuedBatch(seq: seq, parts: parts))
                 let waiter = state.push(item)
-                if waiter == nil, state.queuedRows > self.limit, state.items.count > 1 {
+                if waiter == nil, self.isOver(state), state.items.count > 1 {
                     Self.drop(&state)
                     return (nil, nil, .overflowed)
                 }
@@ -372,6 +453,8 @@ final class ClientOutbox: Sendable {
         state.items = kept
         state.head = 0
         state.queuedRows = 0
+        state.queuedBytes = 0
+        state.snapshotBytes = 0
         state.held = nil
     }
 
@@ -407,8 +490,8 @@ final class ClientOutbox: Sendable {
             state.holding = false
             guard let held = state.held, !state.finished else { return nil }
             state.held = nil
-            // Counted in queuedRows already: push counts batches it queues, so take the held rows out first.
-            state.queuedRows -= held.rowCount
+            // Counted already: push counts batches it queues, so take the held batch out first.
+            state.uncount(held)
             let item = OutboxItem.batch(held)
             return state.push(item).map { ($0, item) }
         }
@@ -453,6 +536,8 @@ final class ClientOutbox: Sendable {
             state.head = 0
             state.held = nil
             state.queuedRows = 0
+            state.queuedBytes = 0
+            state.snapshotBytes = 0
             defer { state.waiter = nil }
             return state.waiter
         }

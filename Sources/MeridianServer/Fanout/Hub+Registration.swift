@@ -103,7 +103,7 @@ extension Hub {
             }
         } catch {
             state.clients[clientID]?.outbox.enqueue(
-                SyncSession.subscriptionError(error.id, epoch: error.epoch, error.error.detail))
+                SyncSession.subscriptionError(error.id, epoch: error.epoch, error.error.detail, ended: true))
         }
     }
 
@@ -135,11 +135,15 @@ extension Hub {
         {
             // A limited subscription the hub maintains: its rows at the processed seq are at hand.
             let rows = live.rows.map { VersionedRow(row: $0, version: distinct.versions[$0.id] ?? 0) }
-            self.activate(clientID, id, request, &state)
             let wire = WireSubscription(id: id, epoch: subscription.epoch)
-            client.outbox.enqueue(
-                QueuedSnapshot(
-                    subscriptionID: id, epoch: wire.epoch, seq: state.processedSeq, rows: rows, resnapshot: resnapshot))
+            let snapshot = QueuedSnapshot(
+                subscriptionID: id, epoch: wire.epoch, seq: state.processedSeq, rows: rows, resnapshot: resnapshot)
+            if let refusal = self.refusal(of: snapshot, client.outbox) {
+                state.clients[clientID]!.subscriptions[id] = nil
+                return refusal
+            }
+            self.activate(clientID, id, request, &state)
+            client.outbox.enqueue(snapshot)
             self.enqueue(clientID, state.processedSeq, [.snapshotReady(wire)], &state)
             return nil
         }
@@ -232,19 +236,11 @@ extension Hub {
             // The error goes out before the group's batch (if this ends the group), so that the client has it first.
             self.state.withLock { state in
                 guard state.pendings[pendingID] != nil,
-                    let subscription = state.clients[pending.clientID]?.subscriptions[pending.subscriptionID],
-                    subscription.pending == pendingID
+                    state.clients[pending.clientID]?.subscriptions[pending.subscriptionID]?.pending == pendingID
                 else { return }
-                let outbox = state.clients[pending.clientID]!.outbox
-                var failure = Meridian_V1_SubscriptionError()
-                failure.subscriptionID = pending.subscriptionID
-                failure.epoch = subscription.epoch
-                failure.error = RequestDecoding.readFailure(error, "cannot read the subscription's rows")
-                var response = Meridian_V1_SyncResponse()
-                response.subscriptionError = failure
-                outbox.enqueue(response)
-                if let key = subscription.active { self.removeHolder(key, pending.clientID, pending.subscriptionID, &state) }
-                state.clients[pending.clientID]!.subscriptions[pending.subscriptionID] = nil
+                self.endSubscription(
+                    pending.clientID, pending.subscriptionID,
+                    with: RequestDecoding.readFailure(error, "cannot read the subscription's rows"), &state)
                 self.dropPending(pendingID, &state)
             }
         }
@@ -314,10 +310,14 @@ extension Hub {
         switch base {
         case .rows(let rows, let baseSeq, let resnapshot):
             let all = request.advance(rows, with: changes(after: baseSeq, request.entity.name))
+            let snapshot = QueuedSnapshot(
+                subscriptionID: id, epoch: wire.epoch, seq: seq, rows: request.window(all), resnapshot: resnapshot)
+            if let refusal = self.refusal(of: snapshot, client.outbox) {
+                self.endSubscription(pending.clientID, id, with: refusal.detail, &state)
+                return
+            }
             self.activate(pending.clientID, id, request, &state, allRows: all)
-            client.outbox.enqueue(
-                QueuedSnapshot(
-                    subscriptionID: id, epoch: wire.epoch, seq: seq, rows: request.window(all), resnapshot: resnapshot))
+            client.outbox.enqueue(snapshot)
             self.enqueue(pending.clientID, seq, [.snapshotReady(wire, replaced: answersReplace)], &state)
 
         case .missed(let missed, let baseSeq):
@@ -349,6 +349,24 @@ extension Hub {
                 pending.clientID, seq,
                 [BatchPart(subscription: wire, delta: delta, replaced: true, derived: request.entity.derived)], &state)
         }
+    }
+
+    /// Why a snapshot cannot wait for the client (`--client-queue-bytes`), if it cannot.
+    func refusal(of snapshot: QueuedSnapshot, _ outbox: ClientOutbox) -> DetailError? {
+        guard !outbox.canTake(snapshotBytes: snapshot.bytes) else { return nil }
+        return DetailError(
+            .limitExceeded,
+            "the snapshot of '\(snapshot.subscriptionID)' takes about \(snapshot.bytes) bytes; at most "
+                + "\(outbox.limitBytes) bytes of snapshots may wait for one client (--client-queue-bytes)")
+    }
+
+    /// Ends a client's subscription with an error (sent before anything queued after it), as if never subscribed.
+    func endSubscription(_ clientID: Int, _ id: String, with detail: Meridian_V1_ErrorDetail, _ state: inout State) {
+        guard let subscription = state.clients[clientID]?.subscriptions[id] else { return }
+        state.clients[clientID]!.outbox.enqueue(
+            SyncSession.subscriptionError(id, epoch: subscription.epoch, detail, ended: true))
+        if let key = subscription.active { self.removeHolder(key, clientID, id, &state) }
+        state.clients[clientID]!.subscriptions[id] = nil
     }
 
     func enqueue(_ clientID: Int, _ seq: Int64, _ parts: [BatchPart], _ state: inout State) {

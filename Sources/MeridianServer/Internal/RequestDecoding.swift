@@ -123,14 +123,17 @@ enum RequestDecoding {
             case .conflict: .conflict
             case .notFound: .notFound
             case .alreadyExists: .alreadyExists
+            case .tooLarge: .limitExceeded
             case .schemaMismatch, .migrationRefused: .schemaMismatch
             // A full disk, a read-only file, an I/O error: the server cannot write now; SQLite's reason is in the
             // message. Nothing of the transaction was written, so a retry later is safe.
             case .io: .unavailable
             default: .internal
             }
+        // The store's bound is the server's flag: say which.
+        let message = error.code == .tooLarge ? error.message + " (--max-row-bytes)" : error.message
         return Meridian_V1_ErrorDetail(
-            code, error.message, operationIndex: error.operationIndex, attributes: error.attributes,
+            code, message, operationIndex: error.operationIndex, attributes: error.attributes,
             entity: operation?.entity ?? "", id: operation?.id ?? "")
     }
 }

@@ -21,11 +21,15 @@ struct SyncSession {
         writer: RPCWriter<SyncOutbound>
     ) async throws {
         let hub = self.service.hub
-        let outbox = ClientOutbox(limit: self.service.configuration.clientQueueLimit)
+        let outbox = ClientOutbox(
+            limit: self.service.configuration.clientQueueLimit,
+            limitBytes: self.service.configuration.clientQueueBytes)
         let (jobs, jobsContinuation) = AsyncStream<Int>.makeStream()
         // Shared between the stream's tasks: the chunk size Hello sets (the writer reads it), the client id Hello
         // registers (read when the stream ends), and whether the first message arrived (the Hello timer reads it).
         let chunkBytes = LockedValue(1 << 20)
+        // The most bytes a Batch message may take, for a client that takes a Batch in parts (protocol version 2).
+        let batchBytes = LockedValue<Int?>(nil)
         let clientID = LockedValue<Int?>(nil)
         let helloReceived = LockedValue(false)
         defer { if let id = clientID.value { hub.disconnect(id) } }
@@ -34,7 +38,7 @@ struct SyncSession {
         try await withThrowingTaskGroup(of: Ended.self) { group in
             group.addTask {
                 while let item = await outbox.next() {
-                    try await self.write(item, to: writer, chunkBytes: chunkBytes.value)
+                    try await self.write(item, to: writer, chunkBytes: chunkBytes.value, batchBytes: batchBytes.value)
                 }
                 // The hub ended the queue with an error (the fan-out stopped): the stream ends with it.
                 if let failure = outbox.failure { throw failure }
@@ -77,8 +81,11 @@ struct SyncSession {
                                     + "server serves versions \(ProtocolVersion.minimum) to \(ProtocolVersion.current) "
                                     + "(see docs/protocol.md, \"Versions\")"))
                     }
-                    chunkBytes.set(
-                        Chunking.chunkBytes(requested: Int(hello.maxBatchBytes), configured: self.service.configuration))
+                    let version = min(hello.protocolVersion, ProtocolVersion.current)
+                    let maxBytes = Chunking.chunkBytes(
+                        requested: Int(hello.maxBatchBytes), configured: self.service.configuration)
+                    chunkBytes.set(maxBytes)
+                    if version >= ProtocolVersion.batchParts { batchBytes.set(maxBytes) }
                     let resumeFrom = try await self.resumePoint(hello)
                     let subscriptions = hello.subscriptions.map { subscribe in
                         self.subscriptionRequest(subscribe, epoch: epochs.next(subscribe.subscriptionID))
@@ -88,7 +95,7 @@ struct SyncSession {
                         (id, seq) = try hub.connect(
                             outbox: outbox, jobs: jobsContinuation, name: hello.clientName, resumeFrom: resumeFrom,
                             clientSeq: hello.resumeFromSeq, subscriptions: subscriptions,
-                            welcome: { seq in self.welcome(seq: seq, resumed: resumeFrom != nil) })
+                            welcome: { seq in self.welcome(seq: seq, resumed: resumeFrom != nil, version: version) })
                     } catch {
                         throw RPCError(error.detail)
                     }
@@ -183,7 +190,7 @@ struct SyncSession {
         }
     }
 
-    private func welcome(seq: Int64, resumed: Bool) -> Meridian_V1_SyncResponse {
+    private func welcome(seq: Int64, resumed: Bool, version: UInt32) -> Meridian_V1_SyncResponse {
         let configuration = self.service.configuration
         var welcome = Meridian_V1_Welcome()
         welcome.seq = seq
@@ -193,19 +200,21 @@ struct SyncSession {
         welcome.resumed = resumed
         welcome.maxSubscriptions = UInt32(clamping: configuration.maxSubscriptionsPerStream)
         welcome.maxRequestBytes = UInt32(clamping: configuration.maxRequestBytes)
-        welcome.protocolVersion = ProtocolVersion.current
+        welcome.protocolVersion = version
         var response = Meridian_V1_SyncResponse()
         response.welcome = welcome
         return response
     }
 
+    /// A `SubscriptionError`; `ended` when the server dropped the subscription (not only refused a Replace of it).
     static func subscriptionError(
-        _ id: String, epoch: UInt32, _ detail: Meridian_V1_ErrorDetail
+        _ id: String, epoch: UInt32, _ detail: Meridian_V1_ErrorDetail, ended: Bool = false
     ) -> Meridian_V1_SyncResponse {
         var error = Meridian_V1_SubscriptionError()
         error.subscriptionID = id
         error.epoch = epoch
         error.error = detail
+        error.ended = ended
         var response = Meridian_V1_SyncResponse()
         response.subscriptionError = error
         return response
@@ -213,12 +222,20 @@ struct SyncSession {
 
     // MARK: - Writing
 
-    private func write(_ item: OutboxItem, to writer: RPCWriter<SyncOutbound>, chunkBytes: Int) async throws {
+    /// Writes one queued item: a batch whole, or in parts of at most `batchBytes` when the client takes parts; a
+    /// snapshot in chunks of at most `chunkBytes`.
+    private func write(
+        _ item: OutboxItem, to writer: RPCWriter<SyncOutbound>, chunkBytes: Int, batchBytes: Int?
+    ) async throws {
         switch item {
         case .message(let message):
             try await writer.write(.message(message))
         case .batch(let batch):
-            try await writer.write(.encoded(batch.encoded()))
+            guard let batchBytes else {
+                try await writer.write(.encoded(batch.encoded()))
+                return
+            }
+            for part in batch.encoded(maxBytes: batchBytes) { try await writer.write(.encoded(part)) }
         case .snapshot(let snapshot):
             let chunks = Chunking.chunks(snapshot.rows, maxBytes: chunkBytes)
             for (i, rows) in chunks.enumerated() {

@@ -33,6 +33,8 @@ final class GroupCommitter: Sendable {
     private let onCommit: @Sendable (Int64) -> Void
     /// The SQL of the log entries of the store's entities.
     private let own: StoreDDL.OwnEntries
+    /// The largest row an update may leave (`Store.Configuration.maxRowBytes`).
+    private let maxRowBytes: Int?
     /// Wakes the lingering committer (signalled once per `lingerTarget` reached).
     private let lingerSignal = DispatchSemaphore(value: 0)
 
@@ -40,10 +42,12 @@ final class GroupCommitter: Sendable {
         writer: any DatabaseWriter,
         own: StoreDDL.OwnEntries,
         maxBatch: Int,
+        maxRowBytes: Int?,
         onCommit: @escaping @Sendable (Int64) -> Void
     ) {
         self.writer = writer
         self.own = own
+        self.maxRowBytes = maxRowBytes
         self.maxBatch = max(1, maxBatch)
         self.onCommit = onCommit
     }
@@ -127,7 +131,7 @@ final class GroupCommitter: Sendable {
             var rows: [TransactionExecutor.Outcome] = []
             rows.reserveCapacity(batch.count)
             var seq: Int64 = 0
-            var shapes = TransactionExecutor.Shapes(own: self.own)
+            var shapes = TransactionExecutor.Shapes(own: self.own, maxRowBytes: self.maxRowBytes)
             try Self.inImmediateTransaction(db) {
                 for pending in batch {
                     do {
@@ -183,7 +187,7 @@ final class GroupCommitter: Sendable {
         outcomes.reserveCapacity(batch.count)
         var seq: Int64 = 0
         do {
-            var shapes = TransactionExecutor.Shapes(own: self.own)
+            var shapes = TransactionExecutor.Shapes(own: self.own, maxRowBytes: self.maxRowBytes)
             try Self.inImmediateTransaction(db) {
                 for pending in batch {
                     let knownKey = pending.idempotencyKey.map { shapes.keys[$0.key] != nil } ?? true

@@ -44,9 +44,12 @@ enum OperationValidation {
 
         let schema: Schema
         let entities: [String: Entity]
+        /// The largest row a write may leave (`Store.Configuration.maxRowBytes`).
+        let maxRowBytes: Int?
 
-        init(schema: Schema) {
+        init(schema: Schema, maxRowBytes: Int? = nil) {
             self.schema = schema
+            self.maxRowBytes = maxRowBytes
             var entities: [String: Entity] = [:]
             for entity in schema.entities {
                 let byName = entity.attributes.sorted { $0.name.utf8Compare($1.name) < 0 }
@@ -65,6 +68,17 @@ enum OperationValidation {
                     out.append(prepared)
                 } else {
                     out.append(try OperationValidation.prepare(operation, index: index, schema: self.schema))
+                }
+            }
+            if let limit = self.maxRowBytes {
+                // The values written are part of the row they leave: more than the limit is too large whatever the
+                // row held (an update's whole row is measured when it runs, TransactionExecutor.checkSize).
+                // (An upsert that inserts is measured with its defaults when it runs, TransactionExecutor.run.)
+                for op in out where op.kind != .delete {
+                    let size = op.kind == .insert
+                        ? OperationValidation.insertedSize(op)
+                        : RowSize.of(id: op.id, names: op.columns, values: op.values)
+                    if size > limit { throw OperationValidation.tooLarge(op, size: size, limit: limit) }
                 }
             }
             return out
@@ -151,6 +165,23 @@ enum OperationValidation {
     }
 
     /// How many attributes an insert must supply.
+    /// The size of the row an insert leaves: its values, and the defaults of the attributes it does not set.
+    static func insertedSize(_ op: PreparedOperation) -> Int {
+        var size = RowSize.of(id: op.id, names: op.columns, values: op.values)
+        for attribute in op.entity.attributes {
+            guard let value = attribute.defaultValue, !op.columns.contains(attribute.name) else { continue }
+            size += attribute.name.utf8.count + value.sizeInRow
+        }
+        return size
+    }
+
+    /// The error for a write that leaves a row larger than the store's bound.
+    static func tooLarge(_ op: PreparedOperation, size: Int, limit: Int) -> StoreError {
+        StoreError(
+            .tooLarge, "\(op.label): the row would be \(size) bytes; at most \(limit) are allowed",
+            operationIndex: op.index)
+    }
+
     static func requiredCount(_ entity: EntitySchema) -> Int {
         entity.requiredOnInsertCount
     }

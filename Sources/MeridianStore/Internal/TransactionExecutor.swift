@@ -125,6 +125,10 @@ enum TransactionExecutor {
                             operationIndex: op.index, attributes: op.columns)
                     }
                     try OperationValidation.checkRequired(op)
+                    if let limit = shapes.maxRowBytes {
+                        let size = OperationValidation.insertedSize(op)
+                        if size > limit { throw OperationValidation.tooLarge(op, size: size, limit: limit) }
+                    }
                     try insert(op, db, &shapes)
                     shapes.pendingInserts.append((op.entity.name, op.id))
                     rows.append(WrittenRow(entity: op.entity.name, id: op.id, kind: .insert, version: 1))
@@ -133,6 +137,7 @@ enum TransactionExecutor {
                 try checkVersion(op, current: current.version, touched: op.columns, policy: policy, db: db)
                 try update(op, db, &shapes)
                 guard let after = try currentRow(op, db, shapes) else { throw notFound(op) }
+                if let limit = shapes.maxRowBytes { try checkSize(op, image: after.image, limit: limit) }
                 try logEntry(op, .update, version: after.version, before: current.image, after: after.image, db, shapes)
                 rows.append(WrittenRow(entity: op.entity.name, id: op.id, kind: .update, version: current.version + 1))
             case .delete:
@@ -146,6 +151,31 @@ enum TransactionExecutor {
             }
         }
         return rows
+    }
+
+    /// Refuses an update that leaves a row larger than `limit` (``RowSize``), measured on its after-image. The
+    /// image is parsed only near the limit: it is never shorter than the row's size less 8 bytes per attribute
+    /// (a number counts 8 and may print as one digit; a name and a string count at most their JSON text).
+    static func checkSize(_ op: PreparedOperation, image: String, limit: Int) throws {
+        let bound = image.utf8.count + 8 * op.entity.attributes.count + op.id.utf8.count
+        guard bound > limit else { return }
+        var size = op.id.utf8.count
+        do {
+            try ImageJSON.parseObject(image) { name, value in
+                // A null is an absent attribute: neither its name nor its value counts.
+                if value != .null { size += name.utf8.count }
+                switch value {
+                case .null: break
+                case .integer: size += op.entity.attribute(named: name)?.type == .bool ? 1 : 8
+                case .real: size += 8
+                case .text(let text): size += text.utf8.count
+                case .blob(let bytes): size += bytes.count
+                }
+            }
+        } catch {
+            return  // not an image this store wrote; the row was written by its own SQL, so nothing to refuse
+        }
+        if size > limit { throw OperationValidation.tooLarge(op, size: size, limit: limit) }
     }
 
     // MARK: - Log entries
@@ -277,6 +307,8 @@ enum TransactionExecutor {
     /// row of a large transaction.
     struct Shapes {
         let own: StoreDDL.OwnEntries
+        /// The largest row an update may leave.
+        let maxRowBytes: Int?
         /// The `committed_at` of every entry: microseconds since the Unix epoch, when the group commit began.
         let committedAt: Int64
         /// Inserts run whose entries are not written yet, in order (see ``logPendingInserts(_:_:)``). A group
@@ -288,8 +320,9 @@ enum TransactionExecutor {
         var insert: (entity: String, columns: [String], statement: Statement)?
         var update: (entity: String, columns: [String], statement: Statement)?
 
-        init(own: StoreDDL.OwnEntries) {
+        init(own: StoreDDL.OwnEntries, maxRowBytes: Int?) {
             self.own = own
+            self.maxRowBytes = maxRowBytes
             self.committedAt = Store.nowMicroseconds()
         }
 

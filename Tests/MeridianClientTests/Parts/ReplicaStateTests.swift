@@ -71,6 +71,46 @@ struct ReplicaStateTests {
         #expect(work.resets == ["s"])
     }
 
+    @Test("a Batch in parts is held until its last part, then applied as one step; a part at another seq is refused")
+    func batchInParts() throws {
+        var replica = try self.replica()
+        replica.stage(self.chunk("s", seq: 5, [self.versioned(point("a", "Alpha", 1), 3)]))
+        var work = CommitWork()
+        // The snapshot's flag and one row come first; the rest follows in two more parts.
+        let first = try replica.apply(
+            .init(
+                seq: 6, deltas: [self.delta("s", snapshot: true, entered: [self.versioned(point("b", "Bravo", 1), 1)])],
+                continued: true),
+            work: &work)
+        #expect(!first.moved)
+        #expect(replica.rowCount == 0)
+        #expect(replica.subscriptions["s"]?.hasData == false)
+        _ = try replica.apply(
+            .init(seq: 6, deltas: [self.delta("s", left: ["a"])], continued: true), work: &work)
+        #expect(replica.rowCount == 0)
+        #expect(replica.appliedSeq == 0)
+        #expect(work.isEmpty)
+        let last = try replica.apply(
+            .init(seq: 6, deltas: [self.delta("s", entered: [self.versioned(point("c", "Charlie", 1), 1)])]),
+            work: &work)
+        #expect(last.moved)
+        #expect(last.snapshots.map(\.rowCount) == [1])
+        #expect(replica.appliedSeq == 6)
+        #expect(replica.subscriptions["s"]?.members == ["b", "c"])
+
+        // Parts must share their seq: a part at another one breaks the stream.
+        _ = try replica.apply(.init(seq: 7, deltas: [self.delta("s", left: ["b"])], continued: true), work: &work)
+        #expect(throws: ClientError.self) {
+            _ = try replica.apply(.init(seq: 8, deltas: [self.delta("s", left: ["c"])]), work: &work)
+        }
+        #expect(replica.appliedSeq == 6)
+        #expect(replica.subscriptions["s"]?.members == ["b", "c"])
+        // A stream that ends drops the parts it held.
+        _ = try replica.apply(.init(seq: 9, deltas: [self.delta("s", left: ["b"])], continued: true), work: &work)
+        _ = replica.streamClosed(work: &work)
+        #expect(replica.heldBatch == nil)
+    }
+
     @Test("a Batch applies its snapshots oldest seq first, then its deltas")
     func batchOrder() throws {
         var replica = try self.replica(["a", "b", "c"])
@@ -196,6 +236,19 @@ struct ReplicaStateTests {
         #expect(replica.subscriptions["s"]?.phase == .failed(error))
         let readded = replica.streamOpened()
         #expect(readded.isEmpty, "a rejected subscription is not re-added")
+    }
+
+    @Test("an error that ends the subscription ends it even while a Replace waits for its answer")
+    func endedDuringReplace() throws {
+        var replica = try self.replica(where: "category < 3")
+        let wider = try FetchRequest(entity: "Point", where: "category < 9")
+        replica.replaceSent("s", PendingReplace(request: wider, bound: try wider.bind(to: testSchema)))
+        let error = ClientError(.limitExceeded, "the snapshot of 's' takes about 9000 bytes")
+        let outcome = replica.fail(.init(subscriptionID: "s", epoch: 1, error: error, ended: true))
+        // Not "the previous request stays in force": the server serves it no more.
+        #expect(outcome == .subscriptionFailed)
+        #expect(replica.subscriptions["s"]?.phase == .failed(error))
+        #expect(replica.subscriptions["s"]?.pendingReplace == nil)
     }
 
     @Test("a snapshot sent before the server read a Replace is of the old request; only one flagged replaced answers")

@@ -30,12 +30,17 @@ enum TestServer {
 
     /// Runs `body` with the port of a fresh server; the server and its store go away when `body` ends.
     static func with<R: Sendable>(_ body: (Int) async throws -> R) async throws -> R {
+        try await self.with { port, _ in try await body(port) }
+    }
+
+    /// Runs `body` with the port of a fresh server and its store (to write to it directly).
+    static func with<R: Sendable>(_ body: (Int, Store) async throws -> R) async throws -> R {
         let store = try Store.temporary(schema: try Schema.parse(yaml: Self.schemaYAML))
         defer { try? store.close() }
         var configuration = ServerConfiguration()
         configuration.heartbeatInterval = .milliseconds(200)
         return try await withTestServer(store: store, configuration: configuration) { _, port in
-            try await body(port)
+            try await body(port, store)
         }
     }
 }
@@ -44,10 +49,12 @@ enum TestServer {
 func withConnectedContainer<R: Sendable>(
     port: Int,
     cache: MeridianContainer.CacheLocation = .inMemory,
+    configure: (inout MeridianContainer.Configuration) -> Void = { _ in },
     _ body: @Sendable (MeridianContainer) async throws -> R
 ) async throws -> R {
     var configuration = try MeridianContainer.Configuration(server: "127.0.0.1:\(port)", cache: cache)
     configuration.validatesChangeSets = true
+    configure(&configuration)
     let container = try await MeridianContainer(configuration)
     return try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask { await container.run() }

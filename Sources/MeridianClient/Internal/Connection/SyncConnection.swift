@@ -16,6 +16,8 @@ internal import Synchronization
 struct SyncConnection: Sendable {
     let address: ServerAddress
     let clientName: String
+    /// The largest message asked for in Hello.
+    let maxMessageBytes: Int
     let context: CacheContext
     let logger: Logger
     let status: ConnectionStatusBox
@@ -48,6 +50,15 @@ struct SyncConnection: Sendable {
         self.setStatus(.disconnected)
     }
 
+    /// The Sync call's options: messages up to 4 MiB or `maxMessageBytes`, whichever is more (a single row larger than
+    /// the messages asked for still comes whole).
+    private var callOptions: CallOptions {
+        var options = CallOptions.defaults
+        options.maxRequestMessageBytes = max(4 << 20, self.maxMessageBytes)
+        options.maxResponseMessageBytes = max(4 << 20, self.maxMessageBytes)
+        return options
+    }
+
     private func setStatus(_ status: ConnectionStatus) {
         self.status.set(status)
     }
@@ -63,13 +74,16 @@ struct SyncConnection: Sendable {
             }
             let (outbound, outboundContinuation) = AsyncStream<Meridian_V1_SyncRequest>.makeStream(
                 bufferingPolicy: .unbounded)
-            await self.context.connectionOpened(outbound: outboundContinuation, clientName: self.clientName)
+            await self.context.connectionOpened(
+                outbound: outboundContinuation, clientName: self.clientName, maxMessageBytes: self.maxMessageBytes)
+            let options = self.callOptions
             let lastHeard = LockedValue(ContinuousClock.now)
             let context = self.context
 
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
                     try await meridian.syncDecodingRowsByHand(
+                        options: options,
                         requestProducer: { writer in
                             for await message in outbound { try await writer.write(message) }
                         },

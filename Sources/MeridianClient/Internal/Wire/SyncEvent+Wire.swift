@@ -49,13 +49,14 @@ extension SyncEvent {
             } catch {
                 throw ClientError(.malformedRequest, "batch row does not decode: \(error)", cause: error)
             }
-            self = .batch(Batch(seq: batch.seq, deltas: deltas))
+            self = .batch(Batch(seq: batch.seq, deltas: deltas, continued: batch.continued))
         case .heartbeat(let heartbeat):
             self = .heartbeat(seq: heartbeat.seq)
         case .subscriptionError(let failure):
             self = .subscriptionError(
                 SubscriptionFailure(
-                    subscriptionID: failure.subscriptionID, epoch: failure.epoch, error: ClientError(failure.error)))
+                    subscriptionID: failure.subscriptionID, epoch: failure.epoch, error: ClientError(failure.error),
+                    ended: failure.ended))
         case .goodbye(let goodbye):
             self = .goodbye(reason: goodbye.reason)
         case nil:

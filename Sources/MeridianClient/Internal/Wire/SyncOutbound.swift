@@ -27,11 +27,13 @@ struct SyncOutbound {
         clientName: String,
         resumeFrom: Int64?,
         schemaFingerprint: String?,
+        maxMessageBytes: Int = 0,
         subscriptions: [Subscription]
     ) {
         var hello = Meridian_V1_Hello()
         hello.protocolVersion = ProtocolVersion.current
         hello.clientName = clientName
+        hello.maxBatchBytes = UInt32(clamping: maxMessageBytes)
         if let resumeFrom { hello.resumeFromSeq = resumeFrom }
         if let schemaFingerprint { hello.schemaFingerprint = schemaFingerprint }
         hello.subscriptions = subscriptions.map(Self.subscribeMessage)

@@ -1,0 +1,33 @@
+// MARK: - RowSize
+
+/// A row's size as the row bound (`meridian-server --max-row-bytes`) counts it: its id's UTF-8 bytes and, for each
+/// attribute set, its name's UTF-8 bytes and its value's (``Value/sizeInRow``). It is close to what the row costs on
+/// the wire and in the store, and the same whatever the layer that measures it.
+public enum RowSize {
+    /// The size of a row with these attributes.
+    public static func of(id: String, names: some Sequence<String>, values: some Sequence<Value>) -> Int {
+        var size = id.utf8.count
+        for name in names { size += name.utf8.count }
+        for value in values { size += value.sizeInRow }
+        return size
+    }
+
+    /// The size of a row.
+    public static func of(_ row: Row) -> Int {
+        self.of(id: row.id, names: row.values.keys, values: row.values.values)
+    }
+}
+
+extension Value {
+    /// What the value counts for in a row's size: a string's UTF-8 bytes, a blob's bytes, 8 for a number or a
+    /// timestamp, 1 for a Boolean, 0 for null.
+    public var sizeInRow: Int {
+        switch self {
+        case .null: 0
+        case .bool: 1
+        case .int, .double, .timestamp: 8
+        case .string(let string): string.utf8.count
+        case .bytes(let bytes): bytes.count
+        }
+    }
+}
