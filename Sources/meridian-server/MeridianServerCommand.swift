@@ -83,6 +83,10 @@ struct MeridianServerCommand: AsyncParsableCommand {
             valueName: "duration"))
     var idleTimeout = "5m"
 
+    @Option(
+        help: "The most missed changes a resuming subscription is sent as deltas; past it, it gets a snapshot instead.")
+    var maxResumeChanges = 100_000
+
     @Option(help: "The most operations one transaction may hold.")
     var maxOperations = 100_000
 
@@ -134,7 +138,8 @@ struct MeridianServerCommand: AsyncParsableCommand {
         }
         for (name, value) in [
             ("--max-operations", self.maxOperations), ("--max-connections", self.maxConnections),
-            ("--max-streams-per-connection", self.maxStreamsPerConnection), ("--max-id-bytes", self.maxIdBytes),
+            ("--max-streams-per-connection", self.maxStreamsPerConnection),
+            ("--max-resume-changes", self.maxResumeChanges), ("--max-id-bytes", self.maxIdBytes),
             ("--max-predicate-bytes", self.maxPredicateBytes), ("--max-row-bytes", self.maxRowBytes),
             ("--max-subscriptions", self.maxSubscriptions), ("--max-request-bytes", self.maxRequestBytes),
             ("--client-queue-limit", self.clientQueueLimit), ("--client-queue-bytes", self.clientQueueBytes),
@@ -208,6 +213,7 @@ struct MeridianServerCommand: AsyncParsableCommand {
         configuration.helloTimeout = Self.duration(self.helloTimeout)!
         configuration.idleTimeout = Self.duration(self.idleTimeout)!
         configuration.maxConnections = self.maxConnections
+        configuration.maxResumeChanges = self.maxResumeChanges
         configuration.maxStreamsPerConnection = self.maxStreamsPerConnection
         configuration.maxOperationsPerTransaction = self.maxOperations
         configuration.maxIDBytes = self.maxIdBytes

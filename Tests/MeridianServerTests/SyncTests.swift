@@ -266,6 +266,44 @@ struct SyncTests {
         }
     }
 
+    @Test("a resume that missed more than --max-resume-changes gets a snapshot flagged resnapshot instead")
+    func resumePastLimit() async throws {
+        let store = try Fixtures.store()
+        for i in 0..<10 { try await commit(store, [.insert("Point", id: "p\(i)", Fixtures.point("t\(i)"))]) }
+        let fetch = Fixtures.fetch("Point")
+        try await onWire(.inProcess, store: store, configuration: Fixtures.configuration { $0.maxResumeChanges = 3 }) {
+            client in
+            var mirror = Mirror()
+            try await withSyncStream(client) { stream in
+                stream.hello()
+                mirror.apply(try await stream.nextMessage())
+                stream.subscribe("all", fetch)
+                try await mirror.awaitSnapshot(stream, "all")
+            }
+            /// Misses `count` changes, then resumes: how the subscription was answered.
+            func resume(missing count: Int) async throws -> String {
+                let from = mirror.seq
+                for i in 0..<count {
+                    try await commit(store, [.update("Point", id: "p\(i)", ["title": .string("v\(from)-\(i)")])])
+                }
+                // Changes to another entity do not count.
+                try await commit(store, [.insert("Author", id: "a\(from)", ["firstName": "a", "lastName": "b"])])
+                let snapshots = mirror.snapshotsReceived["all", default: 0]
+                try await withSyncStream(client) { stream in
+                    stream.hello(resumeFrom: from)
+                    mirror.apply(try await stream.nextMessage())
+                    stream.subscribe("all", fetch, resume: true)
+                    while mirror.seq < from + Int64(count) { mirror.apply(try await stream.nextMessage()) }
+                }
+                #expect(mirror.results["all"] == (try await directQuery(store, fetch)))
+                return mirror.snapshotsReceived["all", default: 0] > snapshots ? "snapshot" : "deltas"
+            }
+            #expect(try await resume(missing: 3) == "deltas")
+            #expect(try await resume(missing: 4) == "snapshot")
+            #expect(mirror.resnapshots == 1)
+        }
+    }
+
     @Test("resume after the log was pruned sends a snapshot flagged resnapshot", arguments: Wire.allCases)
     func resnapshotAfterPruning(wire: Wire) async throws {
         let store = try Fixtures.store()

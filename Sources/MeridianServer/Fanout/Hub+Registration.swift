@@ -209,10 +209,13 @@ extension Hub {
                 let (rows, seq) = try await self.matchingRows(request)
                 base = .rows(rows, seq: seq, resnapshot: resnapshot)
             case .resume(let from):
-                switch try await self.store.changes(after: from, entities: [request.entity.name]) {
-                case .changes(let batch):
+                // Past --max-resume-changes missed changes, a snapshot is cheaper to read and to apply.
+                // (One more is read: a batch cut at exactly the limit may or may not have more.)
+                let limit = self.configuration.maxResumeChanges
+                switch try await self.store.changes(after: from, entities: [request.entity.name], limit: limit + 1) {
+                case .changes(let batch) where batch.changes.count <= limit:
                     base = .missed(batch.changes, seq: batch.throughSeq)
-                case .tooOld:
+                case .changes, .tooOld:
                     self.metrics.resnapshots.increment()
                     let (rows, seq) = try await self.matchingRows(request)
                     base = .rows(rows, seq: seq, resnapshot: true)
