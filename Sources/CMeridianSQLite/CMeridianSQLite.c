@@ -2,7 +2,9 @@
 
 #include <sqlite3.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 int meridian_sqlite3_disable_triggers(void *connection) {
     int enabled = -1;
@@ -30,4 +32,24 @@ int meridian_sqlite3_step_to_end(void *statement, char *message, int capacity) {
     }
     sqlite3_reset(stmt);
     return code;
+}
+
+static long long meridian_monotonic_nanoseconds(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (long long)now.tv_sec * 1000000000LL + now.tv_nsec;
+}
+
+/* The deadline travels in the context pointer itself: nothing to allocate or free. */
+static int meridian_past_deadline(void *deadline) {
+    return meridian_monotonic_nanoseconds() > (long long)(intptr_t)deadline;
+}
+
+void meridian_sqlite3_limit_time(void *connection, long long budgetNanoseconds) {
+    if (budgetNanoseconds <= 0) {
+        sqlite3_progress_handler((sqlite3 *)connection, 0, NULL, NULL);
+        return;
+    }
+    long long deadline = meridian_monotonic_nanoseconds() + budgetNanoseconds;
+    sqlite3_progress_handler((sqlite3 *)connection, 1000, meridian_past_deadline, (void *)(intptr_t)deadline);
 }

@@ -1,5 +1,6 @@
 // MARK: - Reads: latest seq, snapshots, changes, retention
 
+internal import CMeridianSQLite
 internal import Foundation
 internal import GRDB
 internal import Logging
@@ -35,7 +36,10 @@ extension Store {
         if let limit { sql += " LIMIT \(max(0, limit))" }
         let query = sql
         let arguments = StatementArguments(predicate?.arguments.map { $0.databaseValue } ?? [])
+        let timeout = self.configuration.readTimeout
         let (snapshot, misfits) = try await self.read("cannot read a snapshot of \(entity)") { db in
+            if let timeout { meridian_sqlite3_limit_time(UnsafeMutableRawPointer(db.sqliteConnection), timeout.nanoseconds) }
+            defer { if timeout != nil { meridian_sqlite3_limit_time(UnsafeMutableRawPointer(db.sqliteConnection), 0) } }
             let seq = try Store.latestSeq(db)
             var rows: [MeridianCore.Row] = []
             var versions: [Int64] = []
@@ -46,11 +50,16 @@ extension Store {
             } catch {
                 throw StoreError(.schemaMismatch, "the query does not fit \(entity): \(query)", cause: error)
             }
-            let cursor = try GRDB.Row.fetchCursor(statement, arguments: arguments)
-            while let row = try cursor.next() {
-                let values = ChangeDecoding.values(of: statement, from: 2, as: entitySchema, misfits: &misfits)
-                rows.append(MeridianCore.Row(id: row[0], values: values))
-                versions.append(row[1])
+            do {
+                let cursor = try GRDB.Row.fetchCursor(statement, arguments: arguments)
+                while let row = try cursor.next() {
+                    let values = ChangeDecoding.values(of: statement, from: 2, as: entitySchema, misfits: &misfits)
+                    rows.append(MeridianCore.Row(id: row[0], values: values))
+                    versions.append(row[1])
+                }
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_INTERRUPT && timeout != nil {
+                throw StoreError(
+                    .timedOut, "the read of \(entity) ran longer than \(timeout!.spoken), and was stopped", cause: error)
             }
             return (Snapshot(rows: rows, versions: versions, seq: seq), misfits)
         }

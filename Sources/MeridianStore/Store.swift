@@ -35,6 +35,10 @@ public final class Store: Sendable {
         /// The largest row a write may leave, as ``RowSize`` counts it; a larger one is refused with
         /// ``StoreError/Code/tooLarge`` and nothing of its transaction is written. `nil`: no bound.
         public var maxRowBytes: Int?
+        /// How long one snapshot read (``Store/snapshot(entity:where:orderBy:limit:)``, a subscription's rows, a
+        /// query) may run; past it, it fails with ``StoreError/Code/timedOut``. `nil`: no limit. The change log's
+        /// reads and writes are not limited.
+        public var readTimeout: Duration?
 
         /// The default configuration.
         public init() {}

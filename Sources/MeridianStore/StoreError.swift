@@ -8,7 +8,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Wrapped: String, Sendable, Hashable {
             case validation, conflict, notFound, alreadyExists, migrationRefused, schemaMismatch, historyPruned
-            case io, internalError, tooLarge
+            case io, internalError, tooLarge, timedOut
         }
 
         private let wrapped: Wrapped
@@ -28,6 +28,8 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let schemaMismatch = Code(.schemaMismatch)
         /// The change log no longer holds the requested changes.
         public static let historyPruned = Code(.historyPruned)
+        /// A read ran longer than the store's `readTimeout`, and was interrupted.
+        public static let timedOut = Code(.timedOut)
         /// A write would leave a row larger than the store's `maxRowBytes`.
         public static let tooLarge = Code(.tooLarge)
         /// SQLite or the file system failed (disk full, read-only, corrupt).

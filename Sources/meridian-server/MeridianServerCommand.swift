@@ -84,6 +84,12 @@ struct MeridianServerCommand: AsyncParsableCommand {
     var idleTimeout = "5m"
 
     @Option(
+        help: ArgumentHelp(
+            "How long one read of a subscription's rows or of a query may run before it is stopped: seconds, or a number with ms, s, m, h or d.",
+            valueName: "duration"))
+    var queryTimeout = "30s"
+
+    @Option(
         help: "The most missed changes a resuming subscription is sent as deltas; past it, it gets a snapshot instead.")
     var maxResumeChanges = 100_000
 
@@ -126,6 +132,11 @@ struct MeridianServerCommand: AsyncParsableCommand {
         guard Store.Durability(rawValue: self.durability) != nil else {
             throw ValidationError("--durability must be full or normal, not '\(self.durability)'")
         }
+        guard Self.duration(self.queryTimeout) != nil else {
+            throw ValidationError(
+                "--query-timeout must be a positive number of seconds, or a number with ms, s, m, h or d (500ms, 30s, 1m); not '\(self.queryTimeout)'"
+            )
+        }
         guard Self.duration(self.idleTimeout) != nil else {
             throw ValidationError(
                 "--idle-timeout must be a positive number of seconds, or a number with ms, s, m, h or d (30s, 5m, 1h); not '\(self.idleTimeout)'"
@@ -150,7 +161,7 @@ struct MeridianServerCommand: AsyncParsableCommand {
         }
     }
 
-    /// `--hello-timeout`, `--idle-timeout`: a positive duration of at most 1,000,000 minutes, as the server's flags
+    /// `--hello-timeout`, `--idle-timeout`, `--query-timeout`: a positive duration of at most 1,000,000 minutes, as the server's flags
     /// write one (``ServerConfiguration/duration(parsing:)``), or a bare number of seconds.
     static func duration(_ text: String) -> Duration? {
         let withUnit = text.allSatisfy({ $0.isASCII && $0.isNumber }) ? text + "s" : text
@@ -188,6 +199,7 @@ struct MeridianServerCommand: AsyncParsableCommand {
         var storeConfiguration = Store.Configuration()
         storeConfiguration.durability = Store.Durability(rawValue: self.durability) ?? .full
         storeConfiguration.maxRowBytes = self.maxRowBytes
+        storeConfiguration.readTimeout = Self.duration(self.queryTimeout)!
         let store: Store
         do {
             store =

@@ -323,6 +323,44 @@ struct ErrorTests {
         }
     }
 
+    @Test("a query or subscription read past --query-timeout is stopped: LIMIT_EXCEEDED, and the stream goes on")
+    func queryTimeout() async throws {
+        var storeConfiguration = Store.Configuration()
+        storeConfiguration.readTimeout = .milliseconds(1)
+        let store = try Store.temporary(schema: try Fixtures.demoSchema(), configuration: storeConfiguration)
+        try await commit(store, (0..<20_000).map { .insert("Point", id: "p\($0)", Fixtures.point("t\($0)")) })
+        try await onWire(.inProcess, store: store) { client in
+            let slow = Fixtures.fetch("Point", "title CONTAINS[cd] \"9\"")
+            do {
+                var request = Meridian_V1_QueryRequest()
+                request.fetch = slow
+                try await client.query(request) { response in
+                    for try await _ in response.messages {}
+                }
+                Issue.record("the query must be stopped")
+            } catch let error as RPCError {
+                #expect(error.code == .resourceExhausted)
+                #expect(error.errorDetail?.code == .limitExceeded)
+                #expect(
+                    error.errorDetail?.message
+                        == "cannot read the query's rows: the read of Point ran longer than 1 ms, and was stopped "
+                        + "(--query-timeout)")
+            }
+            try await withSyncStream(client) { stream in
+                stream.hello()
+                var mirror = Mirror()
+                mirror.apply(try await stream.nextMessage())
+                stream.subscribe("slow", slow)
+                stream.subscribe("none", Fixtures.fetch("Author"))
+                try await mirror.awaitSnapshot(stream, "none")
+                let stopped = try #require(mirror.errors.first)
+                #expect(stopped.subscriptionID == "slow")
+                #expect(stopped.error.code == .limitExceeded)
+                #expect(stopped.ended)
+            }
+        }
+    }
+
     @Test("ids over --max-id-bytes and predicates over --max-predicate-bytes: LIMIT_EXCEEDED", arguments: Wire.allCases)
     func sizeLimits(wire: Wire) async throws {
         let predicate = try #require(

@@ -164,6 +164,27 @@ struct Taken: Sendable {
         }
     }
 
+    @Test("a snapshot read past readTimeout is stopped with timedOut; the change log is not limited", arguments: StoreVariant.allCases)
+    func readTimeout(variant: StoreVariant) async throws {
+        var configuration = Store.Configuration()
+        configuration.readTimeout = .milliseconds(1)
+        try await withStore(variant, configuration: configuration) { store in
+            try await store.apply((0..<20_000).map { .insert("Item", id: "r\($0)", ["title": .string("t\($0)")]) })
+            let stopped = await #expect(throws: StoreError.self) { try await store.snapshot(entity: "Item") }
+            #expect(stopped?.code == .timedOut)
+            #expect(stopped?.message == "the read of Item ran longer than 1 ms, and was stopped")
+            guard case .changes(let batch) = try await store.changes(after: 0) else {
+                Issue.record("the log was pruned")
+                return
+            }
+            #expect(batch.changes.count == 20_000)
+        }
+        try await withStore(variant) { store in
+            try await store.apply((0..<20_000).map { .insert("Item", id: "r\($0)", ["title": .string("t\($0)")]) })
+            #expect(try await store.snapshot(entity: "Item").rows.count == 20_000)
+        }
+    }
+
     @Test("an unknown entity or SQL that does not fit the table is a schemaMismatch error")
     func badQueries() async throws {
         try await withStore(.inMemory) { store in

@@ -23,4 +23,9 @@ int meridian_sqlite3_bind_text(void *statement, int index, const void *text, int
 /// (`capacity` bytes, NUL-terminated) before the reset.
 int meridian_sqlite3_step_to_end(void *statement, char *message, int capacity);
 
+/// Limits how long statements on `connection` (a `sqlite3 *`) may run from now: past `budgetNanoseconds` of the
+/// monotonic clock, SQLite's progress handler (checked every 1,000 virtual-machine steps) interrupts the running
+/// statement, which then fails with `SQLITE_INTERRUPT`. A budget of 0 or less removes the limit.
+void meridian_sqlite3_limit_time(void *connection, long long budgetNanoseconds);
+
 #endif

@@ -405,10 +405,3 @@ final class Hub: Sendable {
     }
 }
 
-extension Duration {
-    /// The duration in whole nanoseconds.
-    var nanoseconds: Int64 {
-        let c = self.components
-        return c.seconds * 1_000_000_000 + c.attoseconds / 1_000_000_000
-    }
-}

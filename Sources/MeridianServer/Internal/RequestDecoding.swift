@@ -108,6 +108,9 @@ enum RequestDecoding {
         if let error = error as? StoreError, error.code == .io {
             return Meridian_V1_ErrorDetail(.unavailable, "\(what): \(error.message)")
         }
+        if let error = error as? StoreError, error.code == .timedOut {
+            return Meridian_V1_ErrorDetail(.limitExceeded, "\(what): \(error.message) (--query-timeout)")
+        }
         return Meridian_V1_ErrorDetail(.internal, "\(what): an internal error (the server logged it)")
     }
 

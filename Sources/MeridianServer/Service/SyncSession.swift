@@ -55,7 +55,7 @@ struct SyncSession {
                     throw RPCError(
                         Meridian_V1_ErrorDetail(
                             .limitExceeded,
-                            "no Hello within \(Self.describe(helloTimeout)) of opening the stream (--hello-timeout)"))
+                            "no Hello within \(helloTimeout.spoken) of opening the stream (--hello-timeout)"))
                 }
                 return .helloTimer
             }
@@ -114,12 +114,6 @@ struct SyncSession {
                 }
             }
         }
-    }
-
-    /// A duration as people write it: `500 ms`, `10 s`.
-    static func describe(_ duration: Duration) -> String {
-        let milliseconds = duration.nanoseconds / 1_000_000
-        return milliseconds % 1_000 == 0 ? "\(milliseconds / 1_000) s" : "\(milliseconds) ms"
     }
 
     // MARK: - Requests
