@@ -60,6 +60,9 @@ public struct ServerConfiguration: Sendable, Hashable {
     /// The longest predicate text of a Subscribe, Replace or Query, in UTF-8 bytes; a longer one is refused with
     /// `CODE_LIMIT_EXCEEDED` before it is parsed.
     public var maxPredicateBytes: Int = 64 << 10
+    /// The most values the `IN` lists of one predicate may hold together (literal lists and list variables alike);
+    /// more is refused with `CODE_LIMIT_EXCEEDED`. Each value is one SQL parameter; SQLite allows 32,766.
+    public var maxInValues: Int = 10_000
 
     /// A configuration listening on `host:port` with default limits.
     public init(host: String = "127.0.0.1", port: Int = 7400) {

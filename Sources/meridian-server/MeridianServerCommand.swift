@@ -102,6 +102,9 @@ struct MeridianServerCommand: AsyncParsableCommand {
     @Option(help: "The longest predicate of a subscription or query, in UTF-8 bytes.")
     var maxPredicateBytes = 64 << 10
 
+    @Option(help: "The most values the IN lists of one predicate may hold together.")
+    var maxInValues = 10_000
+
     @Option(
         help: "The largest row a write may leave, in bytes (its id, and each attribute's name and value: a string's UTF-8 bytes, a blob's bytes, 8 for a number or timestamp, 1 for a Boolean).")
     var maxRowBytes = 1 << 20
@@ -150,7 +153,7 @@ struct MeridianServerCommand: AsyncParsableCommand {
         for (name, value) in [
             ("--max-operations", self.maxOperations), ("--max-connections", self.maxConnections),
             ("--max-streams-per-connection", self.maxStreamsPerConnection),
-            ("--max-resume-changes", self.maxResumeChanges), ("--max-id-bytes", self.maxIdBytes),
+            ("--max-resume-changes", self.maxResumeChanges), ("--max-in-values", self.maxInValues), ("--max-id-bytes", self.maxIdBytes),
             ("--max-predicate-bytes", self.maxPredicateBytes), ("--max-row-bytes", self.maxRowBytes),
             ("--max-subscriptions", self.maxSubscriptions), ("--max-request-bytes", self.maxRequestBytes),
             ("--client-queue-limit", self.clientQueueLimit), ("--client-queue-bytes", self.clientQueueBytes),
@@ -226,6 +229,7 @@ struct MeridianServerCommand: AsyncParsableCommand {
         configuration.idleTimeout = Self.duration(self.idleTimeout)!
         configuration.maxConnections = self.maxConnections
         configuration.maxResumeChanges = self.maxResumeChanges
+        configuration.maxInValues = self.maxInValues
         configuration.maxStreamsPerConnection = self.maxStreamsPerConnection
         configuration.maxOperationsPerTransaction = self.maxOperations
         configuration.maxIDBytes = self.maxIdBytes

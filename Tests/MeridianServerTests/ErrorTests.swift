@@ -370,6 +370,16 @@ struct ErrorTests {
         #expect(predicate.code == .limitExceeded)
         #expect(predicate.message == "the predicate is 111 bytes long; at most 64 are allowed (--max-predicate-bytes)")
 
+        // IN lists count together, literal and bound alike.
+        let inValues = try #require(
+            try await self.subscriptionError(
+                Fixtures.fetch(
+                    "Point", "category IN {1, 2, 3} OR title IN $titles",
+                    variables: ["titles": .list((0..<3).map { .string("t\($0)") })]),
+                wire: wire, configure: { $0.maxInValues = 5 }))
+        #expect(inValues.code == .limitExceeded)
+        #expect(inValues.message == "the predicate's IN lists hold 6 values; at most 5 are allowed (--max-in-values)")
+
         let store = try Fixtures.store()
         try await onWire(wire, store: store, configuration: Fixtures.configuration { $0.maxIDBytes = 8 }) { client in
             var request = Meridian_V1_ApplyRequest()

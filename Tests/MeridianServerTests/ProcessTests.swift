@@ -115,7 +115,7 @@ struct ProcessTests {
             "--max-request-bytes", "--client-queue-limit", "--snapshot-chunk-bytes", "--heartbeat-ms",
             "--commit-poll-ms", "--durability", "--hello-timeout", "--max-operations",
             "--max-id-bytes", "--max-predicate-bytes", "--max-row-bytes", "--client-queue-bytes", "--max-connections",
-            "--max-streams-per-connection", "--idle-timeout", "--max-resume-changes", "--query-timeout",
+            "--max-streams-per-connection", "--idle-timeout", "--max-resume-changes", "--query-timeout", "--max-in-values",
         ] {
             #expect(out.contains(flag), "--help mentions \(flag)")
         }

@@ -46,6 +46,19 @@ public struct RowPredicate: Sendable, Hashable, CustomStringConvertible {
     /// A predicate that every row matches (`TRUEPREDICATE`).
     public static let all = RowPredicate(node: .constant(true))
 
+    /// The values of all its `IN` lists together: each is one SQL parameter when the predicate runs in SQLite.
+    public var inValueCount: Int {
+        func count(_ node: Node) -> Int {
+            switch node {
+            case .not(let n): count(n)
+            case .and(let ns), .or(let ns): ns.reduce(0) { $0 + count($1) }
+            case .in(_, _, let values): values.count
+            case .constant, .null, .compare, .between, .match: 0
+            }
+        }
+        return count(self.node)
+    }
+
     /// The attributes the predicate reads; a change to any other attribute cannot change whether a row matches.
     public var referencedAttributes: Set<String> {
         var names: Set<String> = []

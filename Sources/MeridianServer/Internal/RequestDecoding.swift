@@ -68,7 +68,18 @@ enum RequestDecoding {
             )
             var withOrder = request
             withOrder.order = RowOrder(proto.sortKeys.map { SortKey($0.attribute, ascending: $0.ascending) })
-            return try withOrder.bind(to: schema)
+            let bound = try withOrder.bind(to: schema)
+            let inValues = bound.predicate.inValueCount
+            guard inValues <= limits.maxInValues else {
+                throw DetailError(
+                    .limitExceeded,
+                    "the predicate's IN lists hold \(inValues) values; at most \(limits.maxInValues) are allowed "
+                        + "(--max-in-values)",
+                    entity: entity.name)
+            }
+            return bound
+        } catch let error as DetailError {
+            throw error
         } catch let error as QueryError {
             throw DetailError(predicate: error, text: text, entity: entity.name)
         } catch {
