@@ -27,8 +27,9 @@ public struct ServerConfiguration: Sendable, Hashable {
     /// re-snapshotted), and, apart, of snapshots (a subscription whose snapshot does not fit beside those waiting is
     /// refused with `CODE_LIMIT_EXCEEDED`). Sizes are counted as the row bound counts them (`RowSize`).
     public var clientQueueBytes: Int = 64 << 20
-    /// The most changes of an entity a resuming subscription is sent as missed deltas; past it, the subscription gets
-    /// a snapshot (flagged `resnapshot`) instead, so that a cheap request never reads a long stretch of the log.
+    /// The most changes (of every entity, counted by seq) a resuming subscription may have missed and still be sent
+    /// them as deltas; past it, the subscription gets a snapshot (flagged `resnapshot`) instead, decided without
+    /// reading the log, so that a cheap request never reads a long stretch of it.
     public var maxResumeChanges: Int = 100_000
     /// The size snapshot and query chunks are cut to, in bytes, unless the client asks for smaller ones (a single
     /// larger row is still sent whole).

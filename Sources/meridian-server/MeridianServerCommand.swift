@@ -87,7 +87,7 @@ struct MeridianServerCommand: AsyncParsableCommand {
         help: ArgumentHelp(
             "How long one read of a subscription's rows or of a query may run before it is stopped: seconds, or a number with ms, s, m, h or d.",
             valueName: "duration"))
-    var queryTimeout = "30s"
+    var queryTimeout = "15s"
 
     @Option(
         help: "The most missed changes a resuming subscription is sent as deltas; past it, it gets a snapshot instead.")
@@ -115,6 +115,15 @@ struct MeridianServerCommand: AsyncParsableCommand {
             valueName: "full|normal"))
     var durability = "full"
 
+    @Option(
+        help: ArgumentHelp(
+            "The check of the store file at start: quick (every page's structure; linear in the file), full (indexes too), or off. A corrupt file is refused with exit 2.",
+            valueName: "quick|full|off"))
+    var integrity = "quick"
+
+    @Flag(help: "Check the whole store file (indexes included), print ok or what is wrong, and exit: 0 if sound, 2 if not.")
+    var checkIntegrity = false
+
     func validate() throws {
         if self.inMemory == (self.db != nil) {
             throw ValidationError("give exactly one of --db PATH and --in-memory")
@@ -131,6 +140,12 @@ struct MeridianServerCommand: AsyncParsableCommand {
             throw ValidationError(
                 "--log-retention must be a number of changes, an age like 7d, 12h, 30m or 45s, both (1000000,7d), or none; not '\(self.logRetention)'"
             )
+        }
+        guard self.integrity == "off" || Store.IntegrityCheck(rawValue: self.integrity) != nil else {
+            throw ValidationError("--integrity must be quick, full or off, not '\(self.integrity)'")
+        }
+        if self.checkIntegrity, self.inMemory {
+            throw ValidationError("--check-integrity checks a store file: give --db PATH")
         }
         guard Store.Durability(rawValue: self.durability) != nil else {
             throw ValidationError("--durability must be full or normal, not '\(self.durability)'")
@@ -203,11 +218,34 @@ struct MeridianServerCommand: AsyncParsableCommand {
         storeConfiguration.durability = Store.Durability(rawValue: self.durability) ?? .full
         storeConfiguration.maxRowBytes = self.maxRowBytes
         storeConfiguration.readTimeout = Self.duration(self.queryTimeout)!
+        let check = self.checkIntegrity ? .full : Store.IntegrityCheck(rawValue: self.integrity)
+        if let check, let path = self.db {
+            if self.checkIntegrity, !FileManager.default.fileExists(atPath: path) {
+                Self.fail("there is no store file at \(path)")
+            }
+            let problems: [String]
+            do {
+                problems = try Store.checkIntegrity(path: path, check)
+            } catch {
+                Self.fail("\(error)")
+            }
+            guard problems.isEmpty else {
+                Self.fail(
+                    "the store file \(path) is corrupt (\(check.rawValue) check); restore it from a backup. SQLite "
+                        + "says:\n" + problems.joined(separator: "\n"))
+            }
+            if self.checkIntegrity {
+                print("ok: \(path) passed the full integrity check")
+                return
+            }
+            logger.info("store file checked", metadata: ["meridian.integrity": "\(check.rawValue)"])
+        }
         let store: Store
         do {
             store =
                 self.inMemory
-                ? try Store.inMemory(schema: schema, logger: Logger(label: "meridian.store"))
+                ? try Store.inMemory(
+                    schema: schema, configuration: storeConfiguration, logger: Logger(label: "meridian.store"))
                 : try Store.open(
                     path: self.db!, schema: schema, configuration: storeConfiguration,
                     logger: Logger(label: "meridian.store"))

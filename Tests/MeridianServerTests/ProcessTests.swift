@@ -106,6 +106,42 @@ struct ProcessTests {
         return path
     }
 
+    @Test("a corrupt store file is refused at start and by --check-integrity with exit 2; a sound one passes")
+    func integrity() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("meridian-integrity-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/store.sqlite"
+        do {
+            let store = try Store.open(path: path, schema: try Fixtures.demoSchema())
+            try await store.apply((0..<3_000).map { .insert("Point", id: "p\($0)", Fixtures.point("title \($0)")) })
+            try store.close()
+        }
+        let schema = Fixtures.demoSchemaPath
+        let sound = try await ServerProcess.run(["--db", path, "--schema", schema, "--check-integrity"])
+        #expect(sound.status == 0)
+        #expect(sound.stdout == "ok: \(path) passed the full integrity check\n")
+
+        // Garbage over a page in the middle of the file (a table's b-tree page: the file has dozens).
+        let handle = try #require(FileHandle(forUpdatingAtPath: path))
+        let size = try handle.seekToEnd()
+        try handle.seek(toOffset: (size / 2 / 4_096) * 4_096)
+        try handle.write(contentsOf: Data((0..<4_096).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) }))
+        try handle.close()
+
+        let checked = try await ServerProcess.run(["--db", path, "--schema", schema, "--check-integrity"])
+        #expect(checked.status == 2)
+        #expect(checked.stderr.contains("meridian-server: the store file \(path) is corrupt (full check); restore it"))
+        let started = try await ServerProcess.run(["--db", path, "--schema", schema, "--listen", "127.0.0.1:0"])
+        #expect(started.status == 2)
+        #expect(started.stderr.contains("is corrupt (quick check)"))
+        #expect(started.stdout.isEmpty, "it must not listen")
+
+        let missing = try await ServerProcess.run(["--db", directory + "/none.sqlite", "--schema", schema, "--check-integrity"])
+        #expect(missing.status == 2)
+        #expect(missing.stderr.contains("there is no store file at"))
+    }
+
     @Test("--help exits 0 and documents every flag")
     func help() async throws {
         let (status, out, _) = try await ServerProcess.run(["--help"])
@@ -115,7 +151,7 @@ struct ProcessTests {
             "--max-request-bytes", "--client-queue-limit", "--snapshot-chunk-bytes", "--heartbeat-ms",
             "--commit-poll-ms", "--durability", "--hello-timeout", "--max-operations",
             "--max-id-bytes", "--max-predicate-bytes", "--max-row-bytes", "--client-queue-bytes", "--max-connections",
-            "--max-streams-per-connection", "--idle-timeout", "--max-resume-changes", "--query-timeout", "--max-in-values",
+            "--max-streams-per-connection", "--idle-timeout", "--max-resume-changes", "--query-timeout", "--max-in-values", "--integrity", "--check-integrity",
         ] {
             #expect(out.contains(flag), "--help mentions \(flag)")
         }
@@ -133,6 +169,7 @@ struct ProcessTests {
             (["--in-memory", "--schema", "s.yaml", "--hello-timeout", "0s"], "--hello-timeout must be a positive"),
             (["--in-memory", "--schema", "s.yaml", "--max-operations", "0"], "--max-operations must be positive"),
             (["--in-memory", "--schema", "s.yaml", "--idle-timeout", "soon"], "--idle-timeout must be a positive"),
+            (["--in-memory", "--schema", "s.yaml", "--integrity", "some"], "--integrity must be quick, full or off"),
             (["--in-memory", "--schema", "s.yaml", "--max-row-bytes", "0"], "--max-row-bytes must be positive"),
             (["--in-memory", "--schema", "s.yaml", "--max-connections", "0"], "--max-connections must be positive"),
         ])

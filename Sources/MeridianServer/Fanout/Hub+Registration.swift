@@ -209,13 +209,18 @@ extension Hub {
                 let (rows, seq) = try await self.matchingRows(request)
                 base = .rows(rows, seq: seq, resnapshot: resnapshot)
             case .resume(let from):
-                // Past --max-resume-changes missed changes, a snapshot is cheaper to read and to apply.
-                // (One more is read: a batch cut at exactly the limit may or may not have more.)
+                // Past --max-resume-changes missed changes, a snapshot is cheaper to read and to apply. Every change
+                // has its own seq, so the seqs say how many were missed (of every entity) without reading the log;
+                // within the bound, the read is bounded too.
                 let limit = self.configuration.maxResumeChanges
-                switch try await self.store.changes(after: from, entities: [request.entity.name], limit: limit + 1) {
-                case .changes(let batch) where batch.changes.count <= limit:
+                let missed = try await self.store.latestSeq() - from
+                let changes =
+                    missed > Int64(limit)
+                    ? nil : try await self.store.changes(after: from, entities: [request.entity.name], limit: limit + 1)
+                switch changes {
+                case .changes(let batch)? where batch.changes.count <= limit:
                     base = .missed(batch.changes, seq: batch.throughSeq)
-                case .changes, .tooOld:
+                case .changes?, .tooOld?, nil:
                     self.metrics.resnapshots.increment()
                     let (rows, seq) = try await self.matchingRows(request)
                     base = .rows(rows, seq: seq, resnapshot: true)
