@@ -32,3 +32,44 @@ extension Store {
         }
     }
 }
+
+// MARK: - Backup
+
+extension Store {
+    /// Copies a store file, consistent at one commit, while other processes keep writing it: SQLite's online backup
+    /// from a read-only connection, in one step, inside one read transaction (a writer meanwhile neither waits nor
+    /// restarts the copy). The copy is checked (`quick_check`) before this returns.
+    ///
+    /// - Parameters:
+    ///   - path: The store file.
+    ///   - destination: Where the copy goes; it must not exist.
+    /// - Returns: The seq of the last commit the copy holds.
+    /// - Throws: ``StoreError`` `io` when the file cannot be read, the destination exists or cannot be written, or
+    ///   the copy does not check out.
+    public static func backup(path: String, to destination: String) throws -> Int64 {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw StoreError(.io, "there is no store file at \(path)")
+        }
+        guard !FileManager.default.fileExists(atPath: destination) else {
+            throw StoreError(.io, "\(destination) exists already; a backup never overwrites a file")
+        }
+        do {
+            let source = try DatabaseQueue(path: path, configuration: Configuration().grdb(readonly: true))
+            defer { try? source.close() }
+            let copy = try DatabaseQueue(path: destination)
+            defer { try? copy.close() }
+            try source.backup(to: copy)
+            return try copy.read { db in
+                let check = try String.fetchAll(db, sql: "PRAGMA quick_check(10)")
+                guard check == ["ok"] else {
+                    throw StoreError(.io, "the copy does not check out: \(check.joined(separator: "; "))")
+                }
+                return try Store.latestSeq(db)
+            }
+        } catch {
+            // The destination did not exist: what is there is this copy's, unfinished or unsound.
+            try? FileManager.default.removeItem(atPath: destination)
+            throw StoreError.wrap(error, "cannot back up \(path) to \(destination)")
+        }
+    }
+}

@@ -17,7 +17,11 @@ struct MeridianServerCommand: AsyncParsableCommand {
         discussion: """
             Prints one line, `listening on HOST:PORT`, on stdout once it accepts connections; logs go to stderr.
             SIGTERM or SIGINT: stop accepting, say Goodbye to every client, finish in-flight commits, exit 0.
-            Exit status 2: bad arguments, an unreadable schema, or a store that would need a destructive migration.
+            Exit status 2: bad arguments, an unreadable schema, a corrupt store file, or a store that would need a \
+            destructive migration.
+
+            meridian-server backup --db PATH --to FILE: a consistent copy of the store file, taken while it is \
+            served (see meridian-server backup --help).
             """)
 
     @Option(
@@ -296,6 +300,10 @@ struct MeridianServerCommand: AsyncParsableCommand {
 
     /// Runs the command; usage errors exit with status 2 (not ArgumentParser's 64), as the CLI contract says.
     static func main() async {
+        if CommandLine.arguments.dropFirst().first == "backup" {
+            await BackupCommand.main(Array(CommandLine.arguments.dropFirst(2)))
+            return
+        }
         do {
             var command = try parseAsRoot()
             if var command = command as? any AsyncParsableCommand {

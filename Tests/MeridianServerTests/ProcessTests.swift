@@ -142,6 +142,48 @@ struct ProcessTests {
         #expect(missing.stderr.contains("there is no store file at"))
     }
 
+    @Test("backup copies the store consistent at one commit while a writer goes on; the copy equals it at its seq")
+    func backup() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("meridian-backup-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/store.sqlite"
+        let copyPath = directory + "/copy.sqlite"
+        let store = try Store.open(path: path, schema: try Fixtures.demoSchema())
+        // One insert a commit, each one change: the store at seq N holds exactly w0 ..< wN.
+        let writer = Task {
+            var i = 0
+            while !Task.isCancelled {
+                try await store.apply([.insert("Point", id: "w\(i)", Fixtures.point("w\(i)"))])
+                i += 1
+            }
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        let result = try await ServerProcess.run(["backup", "--db", path, "--to", copyPath])
+        try await Task.sleep(for: .milliseconds(100))
+        writer.cancel()
+        _ = try? await writer.value
+        #expect(result.status == 0, "\(result.stderr)")
+        let prefix = "backup of \(path) at seq "
+        #expect(result.stdout.hasPrefix(prefix) && result.stdout.hasSuffix(": \(copyPath)\n"))
+        let seq = try #require(Int64(result.stdout.dropFirst(prefix.count).prefix { $0.isNumber }))
+        #expect(seq > 0)
+        let copy = try Store.open(path: copyPath, schema: try Fixtures.demoSchema())
+        let copied = try await copy.snapshot(entity: "Point")
+        #expect(copied.seq == seq)
+        #expect(Set(copied.rows.map(\.id)) == Set((0..<seq).map { "w\($0)" }))
+        #expect(try await store.latestSeq() > seq, "the writer went on during and after the copy")
+        try copy.close()
+        try store.close()
+
+        let again = try await ServerProcess.run(["backup", "--db", path, "--to", copyPath])
+        #expect(again.status == 2)
+        #expect(again.stderr == "meridian-server backup: \(copyPath) exists already; a backup never overwrites a file\n")
+        let usage = try await ServerProcess.run(["backup", "--db", path])
+        #expect(usage.status == 2)
+        #expect(usage.stderr.contains("--to"))
+    }
+
     @Test("--help exits 0 and documents every flag")
     func help() async throws {
         let (status, out, _) = try await ServerProcess.run(["--help"])
