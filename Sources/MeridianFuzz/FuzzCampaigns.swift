@@ -87,13 +87,21 @@ public enum FuzzCampaigns {
         guard needed else { return try await body("", 0) }
         let store: Store
         do {
-            store = try Store.inMemory(schema: FuzzSchema.schema)
+            // Small bounds, so that the inputs reach them (LIMIT_EXCEEDED is one of the answers judged).
+            var storeConfiguration = Store.Configuration()
+            storeConfiguration.maxRowBytes = 8 << 10
+            storeConfiguration.readTimeout = .seconds(5)
+            store = try Store.inMemory(schema: FuzzSchema.schema, configuration: storeConfiguration)
         } catch {
             throw FuzzSetupError("cannot create the in-process server's store: \(error)")
         }
         var configuration = ServerConfiguration(host: "127.0.0.1", port: 0)
         configuration.maxRequestBytes = Self.inProcessRequestLimit
         configuration.heartbeatInterval = .seconds(1)
+        configuration.maxInValues = 64
+        configuration.maxIDBytes = 256
+        configuration.maxOperationsPerTransaction = 200
+        configuration.clientQueueBytes = 4 << 20
         return try await withTestServer(store: store, configuration: configuration) { _, port in
             try await body("127.0.0.1", port)
         }

@@ -168,30 +168,19 @@ package enum SharedBatchEncoding {
     /// The ranges of a delta body's top-level fields (each a row, an id or a row update: length-delimited); what
     /// does not parse as such is one range to the end.
     static func fields(of body: [UInt8]) -> [Range<Int>] {
-        var ranges: [Range<Int>] = []
-        var index = 0
-        func varint() -> UInt64? {
-            var value: UInt64 = 0
-            var shift: UInt64 = 0
-            while index < body.count, shift < 64 {
-                let byte = body[index]
-                index += 1
-                value |= UInt64(byte & 0x7F) << shift
-                if byte & 0x80 == 0 { return value }
-                shift += 7
+        body.withUnsafeBytes { bytes in
+            var reader = SyncResponseWireDecoding.Reader(bytes)
+            var ranges: [Range<Int>] = []
+            while !reader.atEnd {
+                let start = reader.offset
+                guard let (_, wireType) = reader.tag(), wireType == 2, reader.lengthDelimited() != nil else {
+                    ranges.append(start..<body.count)
+                    break
+                }
+                ranges.append(start..<reader.offset)
             }
-            return nil
+            return ranges
         }
-        while index < body.count {
-            let start = index
-            guard let tag = varint(), tag & 7 == 2, let length = varint(), length <= UInt64(body.count - index) else {
-                ranges.append(start..<body.count)
-                break
-            }
-            index += Int(length)
-            ranges.append(start..<index)
-        }
-        return ranges
     }
 
     private static func appendVarint(_ value: UInt64, to bytes: inout [UInt8]) {

@@ -154,19 +154,12 @@ struct MeridianServerCommand: AsyncParsableCommand {
         guard Store.Durability(rawValue: self.durability) != nil else {
             throw ValidationError("--durability must be full or normal, not '\(self.durability)'")
         }
-        guard Self.duration(self.queryTimeout) != nil else {
+        for (name, text) in [
+            ("--hello-timeout", self.helloTimeout), ("--idle-timeout", self.idleTimeout),
+            ("--query-timeout", self.queryTimeout),
+        ] where Self.duration(text) == nil {
             throw ValidationError(
-                "--query-timeout must be a positive number of seconds, or a number with ms, s, m, h or d (500ms, 30s, 1m); not '\(self.queryTimeout)'"
-            )
-        }
-        guard Self.duration(self.idleTimeout) != nil else {
-            throw ValidationError(
-                "--idle-timeout must be a positive number of seconds, or a number with ms, s, m, h or d (30s, 5m, 1h); not '\(self.idleTimeout)'"
-            )
-        }
-        guard Self.duration(self.helloTimeout) != nil else {
-            throw ValidationError(
-                "--hello-timeout must be a positive number of seconds, or a number with ms, s, m, h or d (500ms, 10s, 1m); not '\(self.helloTimeout)'"
+                "\(name) must be a positive number of seconds, or a number with ms, s, m, h or d (500ms, 15s, 5m); not '\(text)'"
             )
         }
         for (name, value) in [

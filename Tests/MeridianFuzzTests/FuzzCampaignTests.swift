@@ -30,7 +30,7 @@ struct FuzzCampaignTests {
         for kind in [
             "answered Sync", "answered Apply committed", "answered ApplyStream", "answered Query",
             "answered GetSchema", "rejected invalidArgument malformedRequest",
-            "rejected resourceExhausted messageTooLarge",
+            "rejected resourceExhausted messageTooLarge", "answered Apply limitExceeded",
         ] {
             #expect(outcomes[kind, default: 0] > 0, "no input ended '\(kind)': \(report)")
         }
