@@ -20,6 +20,19 @@ public enum Fault: String, CaseIterable, Sendable, Hashable {
     /// A full disk: a file size limit on the running server (`prlimit`), so every write to its files fails with
     /// `EFBIG` for a few seconds, then lifted.
     case diskFull = "disk-full"
+
+    /// How often each kind comes up, relative to the others, under a fault rate (``SoakOptions/faultsPerMinute``):
+    /// roughly what a fleet sees in a year — client processes die far more often than servers, connections drop
+    /// about as often as servers restart, disks fill rarely.
+    public var weight: Int {
+        switch self {
+        case .clientKill: 50
+        case .serverKill: 5
+        case .connectionCut: 5
+        case .clientStop: 2
+        case .diskFull: 1
+        }
+    }
 }
 
 /// How a soak runs.
@@ -41,6 +54,9 @@ public struct SoakOptions: Sendable {
     public var queueLimit = 64
     /// Writers pause for a random 0 … 2 × this many milliseconds between transactions.
     public var writerPauseMs = 10
+    /// Faults at this mean rate, one at a time, each kind as often as its ``Fault/weight`` says (after one of each);
+    /// `nil`: the default schedule (every kind once, then at random, a few seconds apart).
+    public var faultsPerMinute: Double?
     /// Run the fuzz campaigns (MeridianFuzz: wire, predicate, schema, apply) for the whole soak, beside it, against
     /// a server of their own; every failure is a violation.
     public var fuzz = true
@@ -191,12 +207,34 @@ public func runSoak(_ options: SoakOptions) async throws -> SoakSummary {
                 var random = SeededRandom(seed: options.seed, stream: 7)
                 var plan = enabled
                 for i in plan.indices.reversed() { plan.swapAt(i, random.int(in: 0...i)) }
-                let gap = max(2.0, min(10.0, Double(options.duration) / Double(2 * enabled.count + 1)))
-                try await Task.sleep(for: .seconds(random.double(in: (gap / 2)...gap)))
-                while ContinuousClock.now + .seconds(gap / 2) < deadline {
-                    let fault = plan.isEmpty ? random.element(of: enabled) : plan.removeFirst()
-                    log(try await supervisor.inject(fault, &random))
-                    try await Task.sleep(for: .seconds(random.double(in: (gap / 2)...gap)))
+                // The gap from the end of one fault to the start of the next: its mean is the rate's interval.
+                let (low, high): (Double, Double)
+                if let rate = options.faultsPerMinute {
+                    (low, high) = (30 / rate, 90 / rate)
+                } else {
+                    let gap = max(2.0, min(10.0, Double(options.duration) / Double(2 * enabled.count + 1)))
+                    (low, high) = (gap / 2, gap)
+                }
+                let weights = enabled.map(\.weight)
+                try await Task.sleep(for: .seconds(random.double(in: low...high)))
+                while ContinuousClock.now + .seconds(low) < deadline {
+                    let fault: Fault
+                    if !plan.isEmpty {
+                        fault = plan.removeFirst()
+                    } else if options.faultsPerMinute != nil {
+                        var pick = random.int(in: 0...(weights.reduce(0, +) - 1))
+                        var index = 0
+                        while pick >= weights[index] {
+                            pick -= weights[index]
+                            index += 1
+                        }
+                        fault = enabled[index]
+                    } else {
+                        fault = random.element(of: enabled)
+                    }
+                    let line = try await supervisor.inject(fault, &random)
+                    if options.faultsPerMinute == nil || options.verbose || fault != .clientKill { log(line) }
+                    try await Task.sleep(for: .seconds(random.double(in: low...high)))
                 }
             }
             try await Task.sleep(until: deadline)

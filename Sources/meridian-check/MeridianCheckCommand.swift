@@ -25,6 +25,23 @@ struct MeridianCheckCommand: AsyncParsableCommand {
         subcommands: [Soak.self, Client.self, Writer.self],
         defaultSubcommand: Soak.self
     )
+
+    /// Runs the command; usage errors exit with status 2 ("the run cannot be set up"), not ArgumentParser's 64.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var command = command as? any AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            let code = exitCode(for: error)
+            if code == .success || error is ExitCode { exit(withError: error) }
+            FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+            Foundation.exit(2)
+        }
+    }
 }
 
 // MARK: - Soak
@@ -72,6 +89,10 @@ struct Soak: AsyncParsableCommand {
     @Option(help: "Writers pause a random 0 to 2x this many milliseconds between transactions.")
     var writerPauseMs: Int = 10
 
+    @Option(
+        help: "Inject faults at this mean rate, one at a time, weighted as a fleet sees them in a year (client kill 50, server kill 5, connection cut 5, client stop 2, full disk 1); default: each kind once, then at random, a few seconds apart.")
+    var faultsPerMinute: Double?
+
     @Flag(help: "Do not run the fuzz campaigns beside the soak.")
     var noFuzz = false
 
@@ -90,12 +111,16 @@ struct Soak: AsyncParsableCommand {
         guard (1...32).contains(self.writers) else { throw ValidationError("--writers must be 1 to 32") }
         guard self.queueLimit > 0 else { throw ValidationError("--queue-limit must be positive") }
         guard self.writerPauseMs >= 0 else { throw ValidationError("--writer-pause-ms must be 0 or more") }
+        if let rate = self.faultsPerMinute, !(rate > 0 && rate <= 600) {
+            throw ValidationError("--faults-per-minute must be more than 0 and at most 600, not \(rate)")
+        }
     }
 
     func run() async throws {
         var options = SoakOptions(seed: self.seed, duration: self.duration)
         options.clients = self.clients
         options.writers = self.writers
+        options.faultsPerMinute = self.faultsPerMinute
         var faults = Set(Fault.allCases)
         if self.noFaults { faults = [] }
         if self.noClientKills { faults.remove(.clientKill) }
@@ -142,6 +167,7 @@ func replayArguments(_ options: SoakOptions) -> String {
             arguments.append(fault == .diskFull ? "--no-disk-full" : "--no-\(fault.rawValue)s")
         }
     }
+    if let rate = options.faultsPerMinute { arguments.append("--faults-per-minute \(rate)") }
     if options.selfTestCorrupt { arguments.append("--self-test-corrupt") }
     return arguments.joined(separator: " ")
 }

@@ -34,17 +34,4 @@ struct BackupCommand: ParsableCommand {
             throw ExitCode(2)
         }
     }
-
-    /// Parses `arguments` (after `backup`) and runs; usage errors exit 2, as the server's do.
-    static func main(_ arguments: [String]) async {
-        do {
-            var command = try parseAsRoot(arguments)
-            try command.run()
-        } catch {
-            let code = exitCode(for: error)
-            if code == .success || error is ExitCode { exit(withError: error) }
-            FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
-            Foundation.exit(2)
-        }
-    }
 }

@@ -294,23 +294,27 @@ struct MeridianServerCommand: AsyncParsableCommand {
     /// Runs the command; usage errors exit with status 2 (not ArgumentParser's 64), as the CLI contract says.
     static func main() async {
         if CommandLine.arguments.dropFirst().first == "backup" {
-            await BackupCommand.main(Array(CommandLine.arguments.dropFirst(2)))
-            return
+            await runExitingTwoOnUsageErrors(BackupCommand.self, Array(CommandLine.arguments.dropFirst(2)))
+        } else {
+            await runExitingTwoOnUsageErrors(Self.self, nil)
         }
-        do {
-            var command = try parseAsRoot()
-            if var command = command as? any AsyncParsableCommand {
-                try await command.run()
-            } else {
-                try command.run()
-            }
-        } catch {
-            let code = exitCode(for: error)
-            if code == .success || error is ExitCode {
-                exit(withError: error)
-            }
-            FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
-            Foundation.exit(2)
+    }
+}
+
+/// Parses `arguments` (the process's, when nil) as `command` and runs it; usage errors exit with status 2, as the
+/// server's contract says, not ArgumentParser's 64.
+func runExitingTwoOnUsageErrors(_ command: any ParsableCommand.Type, _ arguments: [String]?) async {
+    do {
+        var parsed = try command.parseAsRoot(arguments)
+        if var parsed = parsed as? any AsyncParsableCommand {
+            try await parsed.run()
+        } else {
+            try parsed.run()
         }
+    } catch {
+        let code = command.exitCode(for: error)
+        if code == .success || error is ExitCode { command.exit(withError: error) }
+        FileHandle.standardError.write(Data((command.fullMessage(for: error) + "\n").utf8))
+        Foundation.exit(2)
     }
 }

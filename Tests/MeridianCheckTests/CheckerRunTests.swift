@@ -98,11 +98,22 @@ struct CheckerRunTests {
     func selfTestIsCaught() async throws {
         let run = try await runChecker([
             "--seed", "12", "--duration", "8", "--clients", "1", "--writers", "2", "--no-faults", "--no-fuzz", "--self-test-corrupt",
+            "--faults-per-minute", "30",
         ])
         #expect(run.status == 1, "\(run)")
         #expect((run.violations ?? 0) > 0, "\(run)")
         #expect(run.stdout.contains("replay: meridian-check --seed 12"), "\(run)")
+        #expect(run.stdout.contains("--faults-per-minute 30.0"), "the replay keeps the fault rate: \(run)")
         #expect(run.stderr.contains("controller 'all-by-id'") || run.stderr.contains("does not apply"), "\(run)")
+    }
+
+    @Test("a fault rate out of range is a usage error (exit 2)")
+    func faultRateRange() async throws {
+        for rate in ["0", "601", "-3"] {
+            let run = try await runChecker(["--seed", "1", "--faults-per-minute=\(rate)"])
+            #expect(run.status == 2, "\(run)")
+            #expect(run.stderr.contains("--faults-per-minute must be more than 0 and at most 600"), "\(run)")
+        }
     }
 
     /// Faults: client kills (restart from the cache file), server kills, SIGSTOP past the queue bound, connection
