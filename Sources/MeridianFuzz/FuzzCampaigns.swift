@@ -133,9 +133,9 @@ public enum FuzzCampaigns {
             case .wire:
                 report = try await WireCampaign(host: host, port: port, seed: options.seed).run(budget: budget)
             case .predicate:
-                report = PredicateCampaign(seed: options.seed, schema: FuzzSchema.schema).run(budget: budget)
+                report = await PredicateCampaign(seed: options.seed, schema: FuzzSchema.schema).run(budget: budget)
             case .schema:
-                report = SchemaCampaign(seed: options.seed).run(budget: budget)
+                report = await SchemaCampaign(seed: options.seed).run(budget: budget)
             case .apply:
                 var apply = ApplyCampaign(seed: options.seed, schema: schema)
                 if let executable = options.meridianExecutable {
