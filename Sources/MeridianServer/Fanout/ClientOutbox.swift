@@ -5,8 +5,9 @@
 // control). While it is suspended, batches pile up here and are merged into the last queued batch, folding
 // consecutive changes to one row into one (`RowDelta` coalescing below). The merged batch holds at most one entry per
 // row and subscription, so a client that falls behind on a few hot rows never grows its queue; when the distinct
-// rows waiting pass `limit`, the queued batches and snapshots are dropped and the hub re-snapshots every subscription
-// of the client (`resnapshot`), which bounds the server's memory per client.
+// rows waiting pass `limit`, or their bytes `limitBytes`, the queued batches and snapshots are dropped and the hub
+// re-snapshots every subscription of the client (`resnapshot`), which bounds the server's memory per client. Snapshots
+// waiting are bounded apart, by `limitBytes` too: the hub asks `canTake(snapshotBytes:)` before it queues one.
 
 internal import GRPCCore
 internal import MeridianCore
