@@ -295,7 +295,9 @@ public func runSoak(_ options: SoakOptions) async throws -> SoakSummary {
             if let fuzzing {
                 do {
                     let report = try await fuzzing.value
-                    for campaign in report.campaigns { fuzzInputs[campaign.campaign.rawValue, default: 0] += campaign.inputs }
+                    for campaign in report.campaigns {
+                        fuzzInputs[campaign.campaign.rawValue, default: 0] += campaign.inputs
+                    }
                     for failure in report.failures { await verifier.violation("fuzz: \(failure)") }
                 } catch {
                     await verifier.violation("the fuzz campaigns could not run: \(error)")

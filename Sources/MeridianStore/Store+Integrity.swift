@@ -24,7 +24,8 @@ extension Store {
             defer { try? queue.close() }
             let lines = try queue.read { db in try String.fetchAll(db, sql: pragma) }
             return lines == ["ok"] ? [] : lines
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_CORRUPT || error.resultCode == .SQLITE_NOTADB
+        } catch let error as DatabaseError
+            where error.resultCode == .SQLITE_CORRUPT || error.resultCode == .SQLITE_NOTADB
         {
             return [error.message ?? "SQLite result code \(error.resultCode.rawValue)"]
         } catch {

@@ -38,7 +38,9 @@ extension Store {
         let arguments = StatementArguments(predicate?.arguments.map { $0.databaseValue } ?? [])
         let timeout = self.configuration.readTimeout
         let (snapshot, misfits) = try await self.read("cannot read a snapshot of \(entity)") { db in
-            if let timeout { meridian_sqlite3_limit_time(UnsafeMutableRawPointer(db.sqliteConnection), timeout.nanoseconds) }
+            if let timeout {
+                meridian_sqlite3_limit_time(UnsafeMutableRawPointer(db.sqliteConnection), timeout.nanoseconds)
+            }
             defer { if timeout != nil { meridian_sqlite3_limit_time(UnsafeMutableRawPointer(db.sqliteConnection), 0) } }
             let seq = try Store.latestSeq(db)
             var rows: [MeridianCore.Row] = []
@@ -59,7 +61,8 @@ extension Store {
                 }
             } catch let error as DatabaseError where error.resultCode == .SQLITE_INTERRUPT && timeout != nil {
                 throw StoreError(
-                    .timedOut, "the read of \(entity) ran longer than \(timeout!.spoken), and was stopped", cause: error)
+                    .timedOut, "the read of \(entity) ran longer than \(timeout!.spoken), and was stopped", cause: error
+                )
             }
             return (Snapshot(rows: rows, versions: versions, seq: seq), misfits)
         }

@@ -90,7 +90,9 @@ struct Soak: AsyncParsableCommand {
     var writerPauseMs: Int = 10
 
     @Option(
-        help: "Inject faults at this mean rate, one at a time, weighted as a fleet sees them in a year (client kill 50, server kill 5, connection cut 5, client stop 2, full disk 1); default: each kind once, then at random, a few seconds apart.")
+        help:
+            "Inject faults at this mean rate, one at a time, weighted as a fleet sees them in a year (client kill 50, server kill 5, connection cut 5, client stop 2, full disk 1); default: each kind once, then at random, a few seconds apart."
+    )
     var faultsPerMinute: Double?
 
     @Flag(help: "Do not run the fuzz campaigns beside the soak.")

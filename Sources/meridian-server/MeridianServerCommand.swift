@@ -57,7 +57,9 @@ struct MeridianServerCommand: AsyncParsableCommand {
     var clientQueueLimit = 100_000
 
     @Option(
-        help: "Bytes of changes that may wait for a slow client before it is re-snapshotted; also the most bytes of snapshots that may wait for one client (a subscription whose snapshot does not fit is refused).")
+        help:
+            "Bytes of changes that may wait for a slow client before it is re-snapshotted; also the most bytes of snapshots that may wait for one client (a subscription whose snapshot does not fit is refused)."
+    )
     var clientQueueBytes = 64 << 20
 
     @Option(help: "The size snapshot and query chunks are cut to, in bytes.")
@@ -110,7 +112,9 @@ struct MeridianServerCommand: AsyncParsableCommand {
     var maxInValues = 10_000
 
     @Option(
-        help: "The largest row a write may leave, in bytes (its id, and each attribute's name and value: a string's UTF-8 bytes, a blob's bytes, 8 for a number or timestamp, 1 for a Boolean).")
+        help:
+            "The largest row a write may leave, in bytes (its id, and each attribute's name and value: a string's UTF-8 bytes, a blob's bytes, 8 for a number or timestamp, 1 for a Boolean)."
+    )
     var maxRowBytes = 1 << 20
 
     @Option(
@@ -125,7 +129,9 @@ struct MeridianServerCommand: AsyncParsableCommand {
             valueName: "quick|full|off"))
     var integrity = "quick"
 
-    @Flag(help: "Check the whole store file (indexes included), print ok or what is wrong, and exit: 0 if sound, 2 if not.")
+    @Flag(
+        help:
+            "Check the whole store file (indexes included), print ok or what is wrong, and exit: 0 if sound, 2 if not.")
     var checkIntegrity = false
 
     func validate() throws {
@@ -165,7 +171,8 @@ struct MeridianServerCommand: AsyncParsableCommand {
         for (name, value) in [
             ("--max-operations", self.maxOperations), ("--max-connections", self.maxConnections),
             ("--max-streams-per-connection", self.maxStreamsPerConnection),
-            ("--max-resume-changes", self.maxResumeChanges), ("--max-in-values", self.maxInValues), ("--max-id-bytes", self.maxIdBytes),
+            ("--max-resume-changes", self.maxResumeChanges), ("--max-in-values", self.maxInValues),
+            ("--max-id-bytes", self.maxIdBytes),
             ("--max-predicate-bytes", self.maxPredicateBytes), ("--max-row-bytes", self.maxRowBytes),
             ("--max-subscriptions", self.maxSubscriptions), ("--max-request-bytes", self.maxRequestBytes),
             ("--client-queue-limit", self.clientQueueLimit), ("--client-queue-bytes", self.clientQueueBytes),

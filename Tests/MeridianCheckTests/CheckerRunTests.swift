@@ -97,7 +97,8 @@ struct CheckerRunTests {
     @Test("the self-test: a client that drops one change is caught, and the run fails with the seed to replay")
     func selfTestIsCaught() async throws {
         let run = try await runChecker([
-            "--seed", "12", "--duration", "8", "--clients", "1", "--writers", "2", "--no-faults", "--no-fuzz", "--self-test-corrupt",
+            "--seed", "12", "--duration", "8", "--clients", "1", "--writers", "2", "--no-faults", "--no-fuzz",
+            "--self-test-corrupt",
             "--faults-per-minute", "30",
         ])
         #expect(run.status == 1, "\(run)")

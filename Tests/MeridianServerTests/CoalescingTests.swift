@@ -2,10 +2,11 @@ import Logging
 import MeridianCore
 import MeridianProto
 import MeridianStore
-@testable import MeridianServer
 import SwiftProtobuf
 import Synchronization
 import Testing
+
+@testable import MeridianServer
 
 /// A slow client's queued batches are folded row by row; the folded `changed` lists must name what a client would
 /// have heard from the batches one by one — derived attributes included.
@@ -40,7 +41,10 @@ import Testing
         var merged = MergedDelta()
         merged.fold(self.part(updated: [(row, ["coordinate", "lon"])]))
         merged.fold(self.part(updated: [(row, ["title"])]))
-        #expect(merged.proto(WireSubscription(id: "s", epoch: 1)).updated.map(\.changed) == [["coordinate", "lon", "title"]])
+        #expect(
+            merged.proto(WireSubscription(id: "s", epoch: 1)).updated.map(\.changed) == [
+                ["coordinate", "lon", "title"]
+            ])
 
         var back = MergedDelta()
         back.fold(self.part(left: [("a", Row(id: "a", values: ["title": "A", "lat": 1.0, "lon": 2.0]))]))
@@ -54,10 +58,15 @@ import Testing
         var merged = MergedDelta()
         merged.fold(self.part(left: [("a", nil)]))
         merged.fold(self.part(entered: [row]))
-        #expect(merged.proto(WireSubscription(id: "s", epoch: 1)).updated.map(\.changed) == [["coordinate", "lat", "lon", "title"]])
+        #expect(
+            merged.proto(WireSubscription(id: "s", epoch: 1)).updated.map(\.changed) == [
+                ["coordinate", "lat", "lon", "title"]
+            ])
     }
 
-    @Test("a merged batch's hand-written bytes decode to the message built from its merged deltas", arguments: [false, true])
+    @Test(
+        "a merged batch's hand-written bytes decode to the message built from its merged deltas",
+        arguments: [false, true])
     func mergedBytes(replaced: Bool) throws {
         let a = Row(id: "a", values: ["title": "A", "lat": 1.0, "lon": 2.0, "note": .null, "n": 7])
         let b = Row(id: "b", values: ["title": "", "lat": -1.5, "lon": 0.0])
@@ -65,11 +74,13 @@ import Testing
         var first = self.part(entered: [a], left: [("c", c)], updated: [(b, ["lat"])])
         first.replaced = replaced
         var batch = QueuedBatch(seq: 5, parts: [first])
-        let second = self.part(entered: [Row(id: "d", values: ["title": "D"])], updated: [(a, ["title"]), (b, ["lon"])])
+        let second = self.part(
+            entered: [Row(id: "d", values: ["title": "D"])], updated: [(a, ["title"]), (b, ["lon"])])
         _ = batch.merge(
             seq: 300,
             parts: [
-                second, BatchPart(subscription: WireSubscription(id: "t", epoch: 300), delta: second.delta, replaced: false),
+                second,
+                BatchPart(subscription: WireSubscription(id: "t", epoch: 300), delta: second.delta, replaced: false),
                 .snapshotReady(WireSubscription(id: "u", epoch: 2)),
             ])
         var expected = Meridian_V1_SyncResponse()
@@ -97,7 +108,8 @@ import Testing
     func epochsStayApart() throws {
         let old = BatchPart(
             subscription: WireSubscription(id: "r", epoch: 1),
-            delta: SharedDelta(entered: [VersionedRow(row: Row(id: "a", values: [:]), version: 1)], left: [], updated: []),
+            delta: SharedDelta(
+                entered: [VersionedRow(row: Row(id: "a", values: [:]), version: 1)], left: [], updated: []),
             replaced: false)
         var batch = QueuedBatch(seq: 1, parts: [old])
         _ = batch.merge(seq: 2, parts: [.snapshotReady(WireSubscription(id: "r", epoch: 2))])
@@ -111,7 +123,8 @@ import Testing
     func boundedInBytes() async throws {
         let outbox = ClientOutbox(limit: 1_000, limitBytes: 10_000)
         func part(_ id: String) -> BatchPart {
-            let row = VersionedRow(row: Row(id: id, values: ["title": .string(String(repeating: "x", count: 3_000))]), version: 1)
+            let row = VersionedRow(
+                row: Row(id: id, values: ["title": .string(String(repeating: "x", count: 3_000))]), version: 1)
             return BatchPart(
                 subscription: WireSubscription(id: "s", epoch: 1),
                 delta: SharedDelta(entered: [row], left: [], updated: []), replaced: false)
@@ -131,7 +144,8 @@ import Testing
         #expect(outbox.queuedRows == 0)
         // Snapshots: what waits may not pass the bound.
         let rows = (0..<2).map {
-            VersionedRow(row: Row(id: "s\($0)", values: ["title": .string(String(repeating: "y", count: 3_000))]), version: 1)
+            VersionedRow(
+                row: Row(id: "s\($0)", values: ["title": .string(String(repeating: "y", count: 3_000))]), version: 1)
         }
         let snapshot = QueuedSnapshot(subscriptionID: "a", epoch: 1, seq: 9, rows: rows, resnapshot: false)
         #expect(snapshot.bytes > 6_000 && snapshot.bytes < 6_200)
@@ -157,13 +171,16 @@ import Testing
         #expect({ if case .queued = outbox.enqueueBatch(seq: 7, parts: [live]) { true } else { false } }())
         outbox.enqueue(
             QueuedSnapshot(subscriptionID: "new", epoch: 1, seq: 8, rows: [row], resnapshot: true))
-        #expect({
-            if case .queued = outbox.enqueueBatch(seq: 8, parts: [.snapshotReady(WireSubscription(id: "new", epoch: 1))]) {
-                true
-            } else {
-                false
-            }
-        }())
+        #expect(
+            {
+                if case .queued = outbox.enqueueBatch(
+                    seq: 8, parts: [.snapshotReady(WireSubscription(id: "new", epoch: 1))])
+                {
+                    true
+                } else {
+                    false
+                }
+            }())
         // The snapshot is sent; the batches wait.
         guard case .snapshot(let snapshot)? = await outbox.next() else {
             Issue.record("the snapshot did not pass a holding outbox")
@@ -245,7 +262,8 @@ import Testing
             while true {
                 guard let item = await outbox.next() else { throw CancellationError() }
                 guard case .batch(let batch) = item else { continue }
-                let delta = try #require(try Meridian_V1_SyncResponse(serializedBytes: batch.encoded()).batch.deltas.first)
+                let delta = try #require(
+                    try Meridian_V1_SyncResponse(serializedBytes: batch.encoded()).batch.deltas.first)
                 return [delta.snapshot ? "snapshot" : nil, delta.replaced ? "replaced" : nil].compactMap { $0 }
                     .joined(separator: " ")
             }

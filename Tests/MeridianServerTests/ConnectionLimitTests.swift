@@ -31,7 +31,8 @@ struct ConnectionLimitTests {
                 let kept = Meridian_V1_Meridian.Client(wrapping: first)
                 _ = try await kept.getSchema(Meridian_V1_GetSchemaRequest())
                 try await withHTTP2Client(port: port) { second in
-                    _ = try await Meridian_V1_Meridian.Client(wrapping: second).getSchema(Meridian_V1_GetSchemaRequest())
+                    _ = try await Meridian_V1_Meridian.Client(wrapping: second).getSchema(
+                        Meridian_V1_GetSchemaRequest())
                     #expect(server.openConnections == 2)
                     try await withHTTP2Client(port: port) { third in
                         do {
@@ -45,7 +46,8 @@ struct ConnectionLimitTests {
                 }
                 try await self.waitUntil("the closed connections are counted out") { server.openConnections == 1 }
                 try await withHTTP2Client(port: port) { fourth in
-                    _ = try await Meridian_V1_Meridian.Client(wrapping: fourth).getSchema(Meridian_V1_GetSchemaRequest())
+                    _ = try await Meridian_V1_Meridian.Client(wrapping: fourth).getSchema(
+                        Meridian_V1_GetSchemaRequest())
                 }
                 _ = try await kept.getSchema(Meridian_V1_GetSchemaRequest())
             }

@@ -189,12 +189,16 @@ struct ErrorTests {
         #expect(error.message.contains("1000 bytes"))
     }
 
-    @Test("Apply with a repeated idempotency key answers the first commit instead of applying again", arguments: Wire.allCases)
+    @Test(
+        "Apply with a repeated idempotency key answers the first commit instead of applying again",
+        arguments: Wire.allCases)
     func applyIdempotency(wire: Wire) async throws {
         let store = try Fixtures.store()
         try await onWire(wire, store: store) { client in
             var request = Meridian_V1_ApplyRequest()
-            request.operations = [Meridian_V1_Operation(kind: .insert, entity: "Point", id: "b", values: ["title": "B"])]
+            request.operations = [
+                Meridian_V1_Operation(kind: .insert, entity: "Point", id: "b", values: ["title": "B"])
+            ]
             request.idempotencyKey = "client-7:1"
             let first = try await client.apply(request)
             #expect(first.result.seq > 0)
@@ -214,7 +218,9 @@ struct ErrorTests {
         }
     }
 
-    @Test("a stream that sends no Hello within --hello-timeout ends with LIMIT_EXCEEDED; one that does carries on", arguments: Wire.allCases)
+    @Test(
+        "a stream that sends no Hello within --hello-timeout ends with LIMIT_EXCEEDED; one that does carries on",
+        arguments: Wire.allCases)
     func helloTimeout(wire: Wire) async throws {
         let error = try #require(
             try await self.streamError(wire: wire, configure: { $0.helloTimeout = .milliseconds(200) }) { _ in })
@@ -224,7 +230,9 @@ struct ErrorTests {
         #expect(error.message.contains("--hello-timeout"))
 
         let store = try Fixtures.store()
-        try await onWire(wire, store: store, configuration: Fixtures.configuration { $0.helloTimeout = .milliseconds(200) }) {
+        try await onWire(
+            wire, store: store, configuration: Fixtures.configuration { $0.helloTimeout = .milliseconds(200) }
+        ) {
             client in
             try await withSyncStream(client) { stream in
                 stream.hello()
@@ -237,10 +245,14 @@ struct ErrorTests {
         }
     }
 
-    @Test("a transaction over --max-operations is refused with LIMIT_EXCEEDED before any of it runs", arguments: Wire.allCases)
+    @Test(
+        "a transaction over --max-operations is refused with LIMIT_EXCEEDED before any of it runs",
+        arguments: Wire.allCases)
     func maxOperations(wire: Wire) async throws {
         let store = try Fixtures.store()
-        try await onWire(wire, store: store, configuration: Fixtures.configuration { $0.maxOperationsPerTransaction = 3 }) {
+        try await onWire(
+            wire, store: store, configuration: Fixtures.configuration { $0.maxOperationsPerTransaction = 3 }
+        ) {
             client in
             func apply(_ count: Int) async throws -> Meridian_V1_ApplyResponse {
                 var request = Meridian_V1_ApplyRequest()
@@ -251,7 +263,8 @@ struct ErrorTests {
             }
             let refused = try await apply(4)
             #expect(refused.error.code == .limitExceeded)
-            #expect(refused.error.message == "the transaction has 4 operations; at most 3 are allowed (--max-operations)")
+            #expect(
+                refused.error.message == "the transaction has 4 operations; at most 3 are allowed (--max-operations)")
             #expect(try await apply(3).result.seq > 0)
             #expect(try await directQuery(store, Fixtures.fetch("Point")).count == 3)
         }
@@ -283,7 +296,8 @@ struct ErrorTests {
             // An update whose values fit, but whose whole row would not: refused, and nothing changes.
             let grown = try await apply(.update, title: String(repeating: "y", count: 78))
             #expect(grown.error.code == .limitExceeded)
-            #expect(grown.error.message.hasSuffix("the row would be 101 bytes; at most 100 are allowed (--max-row-bytes)"))
+            #expect(
+                grown.error.message.hasSuffix("the row would be 101 bytes; at most 100 are allowed (--max-row-bytes)"))
             let rows = try await directQuery(store, Fixtures.fetch("Point"))
             #expect(rows.values.map { $0.values["title"]?.stringValue.count } == [77])
             #expect(try await apply(.update, title: "short").result.seq > 0)
@@ -389,7 +403,8 @@ struct ErrorTests {
             ]
             let refused = try await client.apply(request)
             #expect(refused.error.code == .limitExceeded)
-            #expect(refused.error.message == "operation 1's id is 13 bytes long; at most 8 are allowed (--max-id-bytes)")
+            #expect(
+                refused.error.message == "operation 1's id is 13 bytes long; at most 8 are allowed (--max-id-bytes)")
             #expect(try await directQuery(store, Fixtures.fetch("Point")).isEmpty)
             try await withSyncStream(client) { stream in
                 stream.hello()

@@ -108,7 +108,8 @@ struct ProcessTests {
 
     @Test("a corrupt store file is refused at start and by --check-integrity with exit 2; a sound one passes")
     func integrity() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("meridian-integrity-\(UUID())").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("meridian-integrity-\(UUID())")
+            .path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/store.sqlite"
@@ -137,7 +138,9 @@ struct ProcessTests {
         #expect(started.stderr.contains("is corrupt (quick check)"))
         #expect(started.stdout.isEmpty, "it must not listen")
 
-        let missing = try await ServerProcess.run(["--db", directory + "/none.sqlite", "--schema", schema, "--check-integrity"])
+        let missing = try await ServerProcess.run([
+            "--db", directory + "/none.sqlite", "--schema", schema, "--check-integrity",
+        ])
         #expect(missing.status == 2)
         #expect(missing.stderr.contains("there is no store file at"))
     }
@@ -178,7 +181,8 @@ struct ProcessTests {
 
         let again = try await ServerProcess.run(["backup", "--db", path, "--to", copyPath])
         #expect(again.status == 2)
-        #expect(again.stderr == "meridian-server backup: \(copyPath) exists already; a backup never overwrites a file\n")
+        #expect(
+            again.stderr == "meridian-server backup: \(copyPath) exists already; a backup never overwrites a file\n")
         let usage = try await ServerProcess.run(["backup", "--db", path])
         #expect(usage.status == 2)
         #expect(usage.stderr.contains("--to"))
@@ -193,7 +197,8 @@ struct ProcessTests {
             "--max-request-bytes", "--client-queue-limit", "--snapshot-chunk-bytes", "--heartbeat-ms",
             "--commit-poll-ms", "--durability", "--hello-timeout", "--max-operations",
             "--max-id-bytes", "--max-predicate-bytes", "--max-row-bytes", "--client-queue-bytes", "--max-connections",
-            "--max-streams-per-connection", "--idle-timeout", "--max-resume-changes", "--query-timeout", "--max-in-values", "--integrity", "--check-integrity",
+            "--max-streams-per-connection", "--idle-timeout", "--max-resume-changes", "--query-timeout",
+            "--max-in-values", "--integrity", "--check-integrity",
         ] {
             #expect(out.contains(flag), "--help mentions \(flag)")
         }

@@ -2,7 +2,6 @@ import MeridianCore
 import MeridianStore
 import Testing
 
-
 /// A predicate as raw SQL and the same predicate in Swift, with SQLite's semantics (null compares false).
 struct TestPredicate: Sendable {
     var sql: SQLFragment?
@@ -164,7 +163,9 @@ struct Taken: Sendable {
         }
     }
 
-    @Test("a snapshot read past readTimeout is stopped with timedOut; the change log is not limited", arguments: StoreVariant.allCases)
+    @Test(
+        "a snapshot read past readTimeout is stopped with timedOut; the change log is not limited",
+        arguments: StoreVariant.allCases)
     func readTimeout(variant: StoreVariant) async throws {
         var configuration = Store.Configuration()
         configuration.readTimeout = .milliseconds(1)

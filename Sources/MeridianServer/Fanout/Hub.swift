@@ -273,11 +273,14 @@ final class Hub: Sendable {
         // on their requests and the batch alone, and only this thread processes batches, so the registry is locked
         // just long enough to list them. (One created meanwhile is evaluated under the lock below; holders added
         // meanwhile were activated at the processed seq, before this batch, and get its delta.)
-        let unlimited = byEntity.isEmpty ? [] : self.state.withLock { state in
-            state.distinct.compactMap { key, distinct in
-                key.limit == nil && byEntity[key.entity] != nil ? (key, distinct.request) : nil
+        let unlimited =
+            byEntity.isEmpty
+            ? []
+            : self.state.withLock { state in
+                state.distinct.compactMap { key, distinct in
+                    key.limit == nil && byEntity[key.entity] != nil ? (key, distinct.request) : nil
+                }
             }
-        }
         var evaluated: [SubscriptionKey: SharedDelta?] = [:]
         evaluated.reserveCapacity(unlimited.count)
         for (key, request) in unlimited { evaluated[key] = request.unlimitedDelta(netChanges(key.entity)) }
@@ -404,4 +407,3 @@ final class Hub: Sendable {
         }
     }
 }
-

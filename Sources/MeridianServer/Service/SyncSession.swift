@@ -265,4 +265,3 @@ struct Epochs {
     /// The epoch of the latest Subscribe for `id` (0: none).
     subscript(_ id: String) -> UInt32 { self.counts[id] ?? 0 }
 }
-

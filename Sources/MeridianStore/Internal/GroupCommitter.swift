@@ -1,8 +1,8 @@
 // MARK: - GroupCommitter
 
 internal import Dispatch
-internal import MeridianCore
 internal import GRDB
+internal import MeridianCore
 internal import Synchronization
 
 /// Queues concurrent transactions and commits those that arrive while a commit is in progress together, in one

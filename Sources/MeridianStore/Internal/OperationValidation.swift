@@ -75,7 +75,8 @@ enum OperationValidation {
                 // row held (an update's whole row is measured when it runs, TransactionExecutor.checkSize).
                 // (An upsert that inserts is measured with its defaults when it runs, TransactionExecutor.run.)
                 for op in out where op.kind != .delete {
-                    let size = op.kind == .insert
+                    let size =
+                        op.kind == .insert
                         ? OperationValidation.insertedSize(op)
                         : RowSize.of(id: op.id, names: op.columns, values: op.values)
                     if size > limit { throw OperationValidation.tooLarge(op, size: size, limit: limit) }
@@ -200,6 +201,7 @@ extension StoreError {
     /// A write the schema refuses: `validation`, with the operation and attributes, caused by `error`.
     init(_ error: WriteError) {
         self.init(
-            .validation, error.message, operationIndex: error.operationIndex, attributes: error.attributes, cause: error)
+            .validation, error.message, operationIndex: error.operationIndex, attributes: error.attributes, cause: error
+        )
     }
 }

@@ -274,8 +274,10 @@ struct ReplicaStateTests {
         replica.stage(
             self.chunk(
                 "s", seq: 3,
-                [self.versioned(point("a", "A", 1), 1), self.versioned(point("b", "B", 2), 1),
-                 self.versioned(point("c", "C", 7), 1)]))
+                [
+                    self.versioned(point("a", "A", 1), 1), self.versioned(point("b", "B", 2), 1),
+                    self.versioned(point("c", "C", 7), 1),
+                ]))
         outcome = try replica.apply(
             .init(seq: 3, deltas: [self.delta("s", snapshot: true, replaced: true)]), work: &work)
         #expect(outcome.cause == .replaced)
@@ -302,8 +304,10 @@ struct ReplicaStateTests {
         replica.stage(
             self.chunk(
                 "s", seq: 2,
-                [self.versioned(point("b", "B", 2), 1), self.versioned(point("c", "C", 5), 1),
-                 self.versioned(point("d", "D", 7), 1)],
+                [
+                    self.versioned(point("b", "B", 2), 1), self.versioned(point("c", "C", 5), 1),
+                    self.versioned(point("d", "D", 7), 1),
+                ],
                 epoch: epoch))
         work = CommitWork()
         let outcome = try replica.apply(
