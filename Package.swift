@@ -161,10 +161,18 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // What the server, checker and fuzzer executables share: usage errors exit with status 2.
+        .target(
+            name: "MeridianCommandLine",
+            dependencies: [.product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: swiftSettings
+        ),
+
         // The server executable: parse arguments, build the configuration, bootstrap logging, run.
         .executableTarget(
             name: "meridian-server",
             dependencies: [
+                "MeridianCommandLine",
                 "MeridianServer",
                 "MeridianCore",
                 "MeridianStore",
@@ -247,7 +255,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-    
+
         // The `meridian` command-line client: commands, value parsing, formats and rendering (testable as a library).
         .target(
             name: "MeridianCLI",
@@ -305,6 +313,7 @@ let package = Package(
         .executableTarget(
             name: "meridian-check",
             dependencies: [
+                "MeridianCommandLine",
                 "MeridianCheck",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -318,7 +327,7 @@ let package = Package(
             dependencies: ["MeridianCLI"],
             swiftSettings: swiftSettings
         ),
-    
+
         // Seeded fuzz campaigns: mutated gRPC messages against a live server, predicate, schema and apply-script text.
         .target(
             name: "MeridianFuzz",
@@ -356,6 +365,7 @@ let package = Package(
         .executableTarget(
             name: "meridian-fuzz",
             dependencies: [
+                "MeridianCommandLine",
                 "MeridianFuzz",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

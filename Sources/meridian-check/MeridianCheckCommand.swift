@@ -5,6 +5,7 @@ import Dispatch
 import Foundation
 import Logging
 import MeridianCheck
+import MeridianCommandLine
 
 #if canImport(Glibc)
     import Glibc
@@ -28,19 +29,7 @@ struct MeridianCheckCommand: AsyncParsableCommand {
 
     /// Runs the command; usage errors exit with status 2 ("the run cannot be set up"), not ArgumentParser's 64.
     static func main() async {
-        do {
-            var command = try parseAsRoot()
-            if var command = command as? any AsyncParsableCommand {
-                try await command.run()
-            } else {
-                try command.run()
-            }
-        } catch {
-            let code = exitCode(for: error)
-            if code == .success || error is ExitCode { exit(withError: error) }
-            FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
-            Foundation.exit(2)
-        }
+        await self.runExitingTwoOnUsageErrors()
     }
 }
 

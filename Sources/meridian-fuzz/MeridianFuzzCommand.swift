@@ -3,6 +3,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import MeridianCommandLine
 import MeridianFuzz
 
 @main
@@ -90,21 +91,7 @@ struct MeridianFuzzCommand: AsyncParsableCommand {
 
     /// Runs the command; usage errors exit with status 2 (not ArgumentParser's 64), like meridian-server and meridian.
     static func main() async {
-        do {
-            var command = try parseAsRoot()
-            if var command = command as? any AsyncParsableCommand {
-                try await command.run()
-            } else {
-                try command.run()
-            }
-        } catch {
-            let code = exitCode(for: error)
-            if code == .success || error is ExitCode {
-                exit(withError: error)
-            }
-            FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
-            Foundation.exit(2)
-        }
+        await self.runExitingTwoOnUsageErrors()
     }
 
     /// The built product `name` next to this executable, when there is one.

@@ -3,6 +3,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import MeridianCommandLine
 import MeridianCore
 import MeridianServer
 import MeridianStore
@@ -301,27 +302,9 @@ struct MeridianServerCommand: AsyncParsableCommand {
     /// Runs the command; usage errors exit with status 2 (not ArgumentParser's 64), as the CLI contract says.
     static func main() async {
         if CommandLine.arguments.dropFirst().first == "backup" {
-            await runExitingTwoOnUsageErrors(BackupCommand.self, Array(CommandLine.arguments.dropFirst(2)))
+            await BackupCommand.runExitingTwoOnUsageErrors(Array(CommandLine.arguments.dropFirst(2)))
         } else {
-            await runExitingTwoOnUsageErrors(Self.self, nil)
+            await self.runExitingTwoOnUsageErrors()
         }
-    }
-}
-
-/// Parses `arguments` (the process's, when nil) as `command` and runs it; usage errors exit with status 2, as the
-/// server's contract says, not ArgumentParser's 64.
-func runExitingTwoOnUsageErrors(_ command: any ParsableCommand.Type, _ arguments: [String]?) async {
-    do {
-        var parsed = try command.parseAsRoot(arguments)
-        if var parsed = parsed as? any AsyncParsableCommand {
-            try await parsed.run()
-        } else {
-            try parsed.run()
-        }
-    } catch {
-        let code = command.exitCode(for: error)
-        if code == .success || error is ExitCode { command.exit(withError: error) }
-        FileHandle.standardError.write(Data((command.fullMessage(for: error) + "\n").utf8))
-        Foundation.exit(2)
     }
 }

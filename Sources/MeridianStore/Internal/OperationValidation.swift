@@ -79,7 +79,7 @@ enum OperationValidation {
                         op.kind == .insert
                         ? OperationValidation.insertedSize(op)
                         : RowSize.of(id: op.id, names: op.columns, values: op.values)
-                    if size > limit { throw OperationValidation.tooLarge(op, size: size, limit: limit) }
+                    try OperationValidation.checkRowSize(size, of: op, limit: limit)
                 }
             }
             return out
@@ -176,9 +176,10 @@ enum OperationValidation {
         return size
     }
 
-    /// The error for a write that leaves a row larger than the store's bound.
-    static func tooLarge(_ op: PreparedOperation, size: Int, limit: Int) -> StoreError {
-        StoreError(
+    /// Refuses a write whose row would be `size` bytes, when that is more than the store's bound.
+    static func checkRowSize(_ size: Int, of op: PreparedOperation, limit: Int) throws(StoreError) {
+        guard size > limit else { return }
+        throw StoreError(
             .tooLarge, "\(op.label): the row would be \(size) bytes; at most \(limit) are allowed",
             operationIndex: op.index)
     }

@@ -126,8 +126,7 @@ enum TransactionExecutor {
                     }
                     try OperationValidation.checkRequired(op)
                     if let limit = shapes.maxRowBytes {
-                        let size = OperationValidation.insertedSize(op)
-                        if size > limit { throw OperationValidation.tooLarge(op, size: size, limit: limit) }
+                        try OperationValidation.checkRowSize(OperationValidation.insertedSize(op), of: op, limit: limit)
                     }
                     try insert(op, db, &shapes)
                     shapes.pendingInserts.append((op.entity.name, op.id))
@@ -175,7 +174,7 @@ enum TransactionExecutor {
         } catch {
             return  // not an image this store wrote; the row was written by its own SQL, so nothing to refuse
         }
-        if size > limit { throw OperationValidation.tooLarge(op, size: size, limit: limit) }
+        try OperationValidation.checkRowSize(size, of: op, limit: limit)
     }
 
     // MARK: - Log entries
