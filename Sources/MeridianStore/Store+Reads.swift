@@ -27,6 +27,49 @@ extension Store {
         orderBy: String? = nil,
         limit: Int? = nil
     ) async throws -> Snapshot {
+        let collected = SnapshotCollector()
+        let seq = try await self.streamSnapshot(entity: entity, where: predicate, orderBy: orderBy, limit: limit) {
+            _, event in
+            if case .row(let row, let version) = event {
+                collected.rows.append(row)
+                collected.versions.append(version)
+            }
+            return true
+        }
+        return Snapshot(rows: collected.rows, versions: collected.versions, seq: seq)
+    }
+
+    /// What ``streamSnapshot(entity:where:orderBy:limit:_:)`` hands its reader: the next row, or the end.
+    public enum SnapshotEvent: Sendable {
+        /// The next row of the result, in order, with its version.
+        case row(MeridianCore.Row, version: Int64)
+        /// Every row was handed over.
+        case end
+    }
+
+    /// Reads the rows of a query in one read transaction, handing them one by one to `reader` as the cursor meets
+    /// them, so that a large result never has to be held whole.
+    ///
+    /// `reader` runs on the store's reader thread, inside the transaction: it may block there (to wait until its
+    /// consumer took what it was given), and returns `false` to stop reading. The read's time limit
+    /// (``Configuration/readTimeout``) counts SQLite's work, not the time `reader` takes.
+    ///
+    /// - Parameters:
+    ///   - entity: The entity to read.
+    ///   - predicate: A `WHERE` condition (a compiled predicate); `nil` for every row.
+    ///   - orderBy: An `ORDER BY` list (a compiled sort); the id is always appended as the final tie-break.
+    ///   - limit: The most rows to read.
+    ///   - reader: Called with the transaction's seq and each row, then with `.end` (unless it stopped the read).
+    /// - Returns: The latest `seq` in the transaction: the rows are the query's result at it.
+    /// - Throws: ``StoreError`` `schemaMismatch` for SQL that does not fit the table, `timedOut` past the time
+    ///   limit, or what `reader` throws.
+    public func streamSnapshot(
+        entity: String,
+        where predicate: SQLFragment? = nil,
+        orderBy: String? = nil,
+        limit: Int? = nil,
+        _ reader: @escaping @Sendable (_ seq: Int64, _ event: SnapshotEvent) throws -> Bool
+    ) async throws -> Int64 {
         let entitySchema = try self.requireEntity(entity)
         let columns = entitySchema.attributes.map { StoreDDL.quoted($0.name) }
         var sql =
@@ -37,14 +80,11 @@ extension Store {
         let query = sql
         let arguments = StatementArguments(predicate?.arguments.map { $0.databaseValue } ?? [])
         let timeout = self.configuration.readTimeout
-        let (snapshot, misfits) = try await self.read("cannot read a snapshot of \(entity)") { db in
-            if let timeout {
-                meridian_sqlite3_limit_time(UnsafeMutableRawPointer(db.sqliteConnection), timeout.nanoseconds)
-            }
-            defer { if timeout != nil { meridian_sqlite3_limit_time(UnsafeMutableRawPointer(db.sqliteConnection), 0) } }
+        let read: @Sendable (Database) throws -> (Int64, Int) = { db in
+            let connection = UnsafeMutableRawPointer(db.sqliteConnection)
+            if let timeout { meridian_sqlite3_limit_time(connection, timeout.nanoseconds) }
+            defer { if timeout != nil { meridian_sqlite3_limit_time(connection, 0) } }
             let seq = try Store.latestSeq(db)
-            var rows: [MeridianCore.Row] = []
-            var versions: [Int64] = []
             var misfits = 0
             let statement: Statement
             do {
@@ -52,22 +92,44 @@ extension Store {
             } catch {
                 throw StoreError(.schemaMismatch, "the query does not fit \(entity): \(query)", cause: error)
             }
+            // The limit is on SQLite's work: the deadline moves by the time the reader took, when that is long
+            // enough to matter (a reader waiting for its consumer), so that the common case reads no clock twice.
+            var deadline = timeout.map { ContinuousClock.now + $0 }
             do {
                 let cursor = try GRDB.Row.fetchCursor(statement, arguments: arguments)
                 while let row = try cursor.next() {
                     let values = ChangeDecoding.values(of: statement, from: 2, as: entitySchema, misfits: &misfits)
-                    rows.append(MeridianCore.Row(id: row[0], values: values))
-                    versions.append(row[1])
+                    let handed = deadline == nil ? nil : ContinuousClock.now
+                    let (found, version) = (MeridianCore.Row(id: row[0], values: values), row[1] as Int64)
+                    guard try ReaderFailure.passing({ try reader(seq, .row(found, version: version)) }) else {
+                        return (seq, misfits)
+                    }
+                    if let handed, let current = deadline {
+                        let now = ContinuousClock.now
+                        if now - handed > .milliseconds(1) {
+                            deadline = current + (now - handed)
+                            meridian_sqlite3_limit_time(connection, max(1, (deadline! - now).nanoseconds))
+                        }
+                    }
                 }
             } catch let error as DatabaseError where error.resultCode == .SQLITE_INTERRUPT && timeout != nil {
                 throw StoreError(
                     .timedOut, "the read of \(entity) ran longer than \(timeout!.spoken), and was stopped", cause: error
                 )
             }
-            return (Snapshot(rows: rows, versions: versions, seq: seq), misfits)
+            _ = try ReaderFailure.passing { try reader(seq, .end) }
+            return (seq, misfits)
+        }
+        let (seq, misfits): (Int64, Int)
+        do {
+            (seq, misfits) = try await self.writer.read(read)
+        } catch let failure as ReaderFailure {
+            throw failure.error
+        } catch {
+            throw StoreError.wrap(error, "cannot read a snapshot of \(entity)")
         }
         if misfits > 0 { self.reportMisfits(misfits, entity: entity) }
-        return snapshot
+        return seq
     }
 
     /// The changes after `seq`, up to the latest commit, read in one read transaction.
@@ -171,5 +233,21 @@ extension Store {
         self.logger.info(
             "\(count) stored value(s) do not fit their attribute's type (written by another process?); passed on as stored",
             metadata: entity.map { ["meridian.entity": "\($0)"] } ?? [:])
+    }
+}
+
+/// The rows ``Store/snapshot(entity:where:orderBy:limit:)`` collects: written only by the one reader thread of its
+/// read, and read after the read returned.
+private final class SnapshotCollector: @unchecked Sendable {
+    var rows: [MeridianCore.Row] = []
+    var versions: [Int64] = []
+}
+
+/// What a snapshot's reader threw, carried through the read unchanged (not taken for SQLite's error).
+private struct ReaderFailure: Error {
+    let error: any Error
+
+    static func passing(_ body: () throws -> Bool) throws -> Bool {
+        do { return try body() } catch { throw ReaderFailure(error: error) }
     }
 }

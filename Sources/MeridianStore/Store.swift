@@ -98,6 +98,9 @@ public final class Store: Sendable {
         }
     }
 
+    /// How long one snapshot read may run (``Configuration/readTimeout``).
+    public var readTimeout: Duration? { self.configuration.readTimeout }
+
     /// The schema the store serves.
     public let schema: Schema
     /// The file's path, `nil` for an in-memory store.

@@ -99,7 +99,8 @@ struct BatchRuleTests {
         #expect(hello.subscriptions.map(\.subscriptionID).sorted() == [oneID, twoID].sorted())
         #expect(hello.subscriptions.allSatisfy { $0.resume })
         // The second subscription is re-snapshotted: its chunk is staged and changes nothing.
-        try await harness.context.receive(chunk(twoID, seq: before + 2, [point("b", "Bravo", 2), point("x", "Xray", 2)]))
+        try await harness.context.receive(
+            chunk(twoID, seq: before + 2, [point("b", "Bravo", 2), point("x", "Xray", 2)]))
         #expect(one.rows.map(\.id) == ["a", "x"] && two.rows.map(\.id) == ["b"])
         #expect(await harness.context.seq == before)
 
@@ -118,7 +119,9 @@ struct BatchRuleTests {
         #expect(logOne.list.inconsistency(with: one) == nil && logTwo.list.inconsistency(with: two) == nil)
     }
 
-    @Test("a Batch applies its snapshots before its deltas: an older snapshot never overwrites a shared row's newer image")
+    @Test(
+        "a Batch applies its snapshots before its deltas: an older snapshot never overwrites a shared row's newer image"
+    )
     func snapshotsBeforeDeltas() async throws {
         let harness = try await Harness()
         let (one, two, oneID, twoID) = try await twoControllers(harness)
@@ -131,7 +134,8 @@ struct BatchRuleTests {
         // The first subscription is re-snapshotted at before+1, when x was still in it as "Xray"; at before+2 x moved
         // to category 2 as "X-ray 2". One Batch at before+2 carries the second and third subscriptions' deltas for x
         // first (as a merged batch may), then the first subscription's snapshot and its delta (x left).
-        try await harness.context.receive(chunk(oneID, seq: before + 1, [point("a", "Alpha", 1), point("x", "Xray", 1)]))
+        try await harness.context.receive(
+            chunk(oneID, seq: before + 1, [point("a", "Alpha", 1), point("x", "Xray", 1)]))
         var update = Meridian_V1_SubscriptionDelta()
         update.subscriptionID = allID
         update.epoch = 1
@@ -144,6 +148,32 @@ struct BatchRuleTests {
         #expect(two.rows.map(\.id) == ["b", "x"])
         #expect(all.rows.first { $0.id == "x" }?.values["title"] == "X-ray 2", "an older snapshot image won")
         #expect(two.rows.first { $0.id == "x" }?.values["title"] == "X-ray 2", "an older snapshot image won")
+        #expect(await harness.context.version(of: "Point", id: "x") == 3)
+    }
+
+    @Test("a snapshot older than what the client shows (streamed while Batches went on) never puts an older image back")
+    func streamedSnapshotOlderThanShown() async throws {
+        let harness = try await Harness()
+        let (one, _, oneID, twoID) = try await twoControllers(harness)
+        let before = one.seq
+        let all = try await harness.container.controller(for: try FetchRequest(entity: "Point", sortedBy: "title"))
+        try await harness.pump()
+        let allID = try #require(harness.server.subscriptions.keys.first { $0 != oneID && $0 != twoID })
+        // At before+1, x moves to category 2 as "X-ray 2": the stream's Batch tells "all" (and the second).
+        var update = Meridian_V1_SubscriptionDelta()
+        update.subscriptionID = allID
+        update.epoch = 1
+        update.updated = [Meridian_V1_RowUpdate(point("x", "X-ray 2", 2), version: 3, changed: ["category", "title"])]
+        var twoDelta = delta(twoID)
+        twoDelta.entered = [Meridian_V1_Row(point("x", "X-ray 2", 2), version: 3)]
+        try await harness.context.receive(batch(before + 1, update, twoDelta))
+        #expect(all.rows.first { $0.id == "x" }?.values["title"] == "X-ray 2")
+        // Then the first subscription's re-snapshot arrives, read at `before` (a streamed snapshot is at the seq its
+        // read began), x still in it as "Xray"; the Batch that applies it says x left since.
+        try await harness.context.receive(chunk(oneID, seq: before, [point("a", "Alpha", 1), point("x", "Xray", 1)]))
+        try await harness.context.receive(batch(before + 2, delta(oneID, left: ["x"], snapshot: true)))
+        #expect(one.rows.map(\.id) == ["a"])
+        #expect(all.rows.first { $0.id == "x" }?.values["title"] == "X-ray 2", "the older snapshot's image came back")
         #expect(await harness.context.version(of: "Point", id: "x") == 3)
     }
 
@@ -268,7 +298,8 @@ struct BatchRuleTests {
             batch(seq, delta(resumed.subscriptionID), delta(middle.subscriptionID, epoch: 1, snapshot: true)))
         #expect(map.annotations.isEmpty, "the middle region's snapshot was shown for the east region")
         try await harness.context.receive(
-            chunk(east.subscriptionID, epoch: 2, seq: seq, [point("e", "East", 2, lat: 10, lon: 10)], resnapshot: false))
+            chunk(east.subscriptionID, epoch: 2, seq: seq, [point("e", "East", 2, lat: 10, lon: 10)], resnapshot: false)
+        )
         #expect(map.annotations.isEmpty, "a chunk alone changed what shows")
         try await harness.context.receive(batch(seq, delta(east.subscriptionID, epoch: 2, snapshot: true)))
         #expect(map.annotations.keys.sorted() == ["e"])

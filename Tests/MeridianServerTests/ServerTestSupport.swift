@@ -104,6 +104,10 @@ struct Mirror {
     var heldBatch: Meridian_V1_Batch?
     /// How many Batch messages were parts of a larger Batch.
     var batchParts = 0
+    /// The seq of each snapshot being received (its first chunk's).
+    var snapshotSeqs: [String: Int64] = [:]
+    /// The seq of the last snapshot each subscription applied.
+    var appliedSnapshotSeqs: [String: Int64] = [:]
 
     /// Applies one response; returns it for inspection.
     @discardableResult
@@ -112,8 +116,13 @@ struct Mirror {
         case .welcome:
             break
         case .snapshotChunk(let chunk):
-            #expect(chunk.seq >= self.seq, "a snapshot at \(chunk.seq) after a batch at seq \(self.seq)")
-            if chunk.chunkIndex == 0 { self.chunks[chunk.subscriptionID] = [] }
+            // A snapshot may be older than the batches before it (one streamed from a read that began earlier); the
+            // batch that applies it carries what changed since, and is checked below.
+            if chunk.chunkIndex == 0 {
+                self.chunks[chunk.subscriptionID] = []
+                self.snapshotSeqs[chunk.subscriptionID] = chunk.seq
+            }
+            #expect(chunk.seq == self.snapshotSeqs[chunk.subscriptionID], "a snapshot's chunks at different seqs")
             self.chunks[chunk.subscriptionID, default: []].append(contentsOf: chunk.rows)
             self.complete[chunk.subscriptionID] = chunk.last
             self.resnapshotFlags[chunk.subscriptionID] = chunk.resnapshot
@@ -143,6 +152,9 @@ struct Mirror {
                         "a batch names the snapshot of \(delta.subscriptionID), which did not arrive whole")
                     let rows = self.chunks.removeValue(forKey: delta.subscriptionID) ?? []
                     self.complete[delta.subscriptionID] = nil
+                    let snapshotSeq = self.snapshotSeqs.removeValue(forKey: delta.subscriptionID) ?? 0
+                    #expect(snapshotSeq <= batch.seq, "a batch at \(batch.seq) applies a snapshot at \(snapshotSeq)")
+                    self.appliedSnapshotSeqs[delta.subscriptionID] = snapshotSeq
                     self.results[delta.subscriptionID] = Dictionary(
                         rows.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
                     self.snapshotsReceived[delta.subscriptionID, default: 0] += 1

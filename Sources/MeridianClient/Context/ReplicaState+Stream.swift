@@ -175,8 +175,8 @@ extension ReplicaState {
                 outcome.cause = Self.stronger(outcome.cause, .replaced)
             }
             for left in delta.left { self.dropMember(left, from: id, work: &work) }
-            for row in delta.entered { self.store(row, in: id, work: &work) }
-            for row in delta.updated { self.store(row, in: id, work: &work) }
+            for row in delta.entered { self.store(row, in: id, seq: batch.seq, work: &work) }
+            for row in delta.updated { self.store(row, in: id, seq: batch.seq, work: &work) }
         }
         outcome.moved = self.advance(to: batch.seq)
         return outcome
@@ -226,7 +226,7 @@ extension ReplicaState {
         let incoming = Set(buffer.rows.map(\.row.id))
         let stale = (self.subscriptions[id]?.members ?? []).filter { !incoming.contains($0) }
         for member in stale { self.dropMember(member, from: id, work: &work) }
-        for row in buffer.rows { self.store(row, in: id, work: &work) }
+        for row in buffer.rows { self.store(row, in: id, seq: buffer.seq, work: &work) }
         work.resets.insert(id)
     }
 

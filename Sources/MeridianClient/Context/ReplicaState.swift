@@ -114,17 +114,29 @@ struct ReplicaState: Sendable {
     // MARK: - Rows
 
     /// Adds (or refreshes) a server row as a member of a subscription.
-    mutating func store(_ row: VersionedRow, in subscriptionID: String, work: inout CommitWork) {
+    ///
+    /// `seq` is the seq the row's image is at: a Batch's for its deltas, a snapshot's own for its rows. A snapshot
+    /// may be older than the cached image of a row another subscription shows (the server streams a large snapshot
+    /// while the stream's Batches go on; the Batch that applies it carries what changed since): the newer image
+    /// stays, and only the membership is taken, so that a row that left the snapshot's subscription since does not
+    /// keep an old image in the others.
+    mutating func store(_ row: VersionedRow, in subscriptionID: String, seq: Int64, work: inout CommitWork) {
         let id = row.row.id
         guard let (entity, isNewMember) = self.modify(subscriptionID, { ($0.entity, $0.members.insert(id).inserted) })
         else { return }
         if isNewMember, self.recordsChanges {
             self.changes.memberships[MembershipKey(subscription: subscriptionID, id: id)] = true
         }
-        var cached = self.rows[entity]?[id] ?? CachedRow(row: row.row, version: row.version, references: 0)
-        let changed = cached.row != row.row || cached.version != row.version || isNewMember && cached.references == 0
-        cached.row = row.row
-        cached.version = row.version
+        var cached =
+            self.rows[entity]?[id] ?? CachedRow(row: row.row, version: row.version, references: 0, seq: seq)
+        let newer = seq >= cached.seq
+        let changed =
+            newer && (cached.row != row.row || cached.version != row.version) || isNewMember && cached.references == 0
+        if newer {
+            cached.row = row.row
+            cached.version = row.version
+            cached.seq = seq
+        }
         if isNewMember { cached.references += 1 }
         self.rows[entity, default: [:]][id] = cached
         if changed { self.recordRow(entity, id) }

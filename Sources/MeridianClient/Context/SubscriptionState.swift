@@ -85,6 +85,9 @@ struct CachedRow: Sendable {
     var row: Row
     var version: Int64
     var references: Int32
+    /// The seq the image is at: a snapshot older than it never puts its older image back (see
+    /// `ReplicaState.store(_:in:seq:work:)`); 0 for rows restored from a persisted cache.
+    var seq: Int64 = 0
 }
 
 /// What one commit touched: rows by subscription, and subscriptions to re-read entirely.

@@ -953,8 +953,9 @@ package nonisolated struct Meridian_V1_Ack: Sendable {
   package init() {}
 }
 
-/// A message from the server on the Sync stream. `seq` never decreases along the stream: a snapshot at S arrives
-/// after every Batch with seq <= S and before any Batch with seq > S.
+/// A message from the server on the Sync stream. The seq of Batches and Heartbeats never decreases along the stream.
+/// A snapshot's chunks carry the seq its rows are at, which may be older than Batches sent before them (a large
+/// snapshot streams from a read that began at its seq), and at most the seq of the Batch that applies it.
 package nonisolated struct Meridian_V1_SyncResponse: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -1078,7 +1079,9 @@ package nonisolated struct Meridian_V1_Welcome: Sendable {
 /// Part of a subscription's snapshot: its result at `seq`, in the subscription's sort order. A snapshot is one or more
 /// chunks with the same seq, in order; the concatenated rows are the whole result. A chunk never changes what the
 /// client shows: the client stages the rows, and applies them in the Batch whose delta for this subscription has
-/// `snapshot` set (a later chunk with `chunk_index` 0 starts a new snapshot, replacing a staged one).
+/// `snapshot` set, followed by that delta's changes since `seq` (a later chunk with `chunk_index` 0 starts a new
+/// snapshot, replacing a staged one). A client that shares rows between subscriptions keeps the newer image of a row
+/// it already shows at a later seq than the snapshot's.
 package nonisolated struct Meridian_V1_SnapshotChunk: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for

@@ -9,6 +9,7 @@
 // re-snapshots every subscription of the client (`resnapshot`), which bounds the server's memory per client. Snapshots
 // waiting are bounded apart, by `limitBytes` too: the hub asks `canTake(snapshotBytes:)` before it queues one.
 
+internal import Dispatch
 internal import GRPCCore
 internal import MeridianCore
 internal import MeridianProto
@@ -22,23 +23,32 @@ enum OutboxItem: Sendable {
     case snapshot(QueuedSnapshot)
 }
 
-/// A subscription's snapshot waiting to be sent, at `seq`. The client stages it; the batch part flagged `snapshot`
-/// that follows it makes it visible.
+/// A subscription's snapshot waiting to be sent, at `seq`, or the next piece of one streamed from the store. The
+/// client stages it; the batch part flagged `snapshot` that follows it makes it visible.
 struct QueuedSnapshot: Sendable {
     var subscriptionID: String
     var epoch: UInt32
     var seq: Int64
     var rows: [VersionedRow]
     var resnapshot: Bool
+    /// The index of its first chunk within the snapshot: 0, or a streamed piece's place (one chunk a piece).
+    var firstChunk: UInt32
+    /// Whether its last chunk ends the snapshot (a streamed piece but the last: no).
+    var isLast: Bool
     /// About the bytes its rows take (``bytes(of:)``), counted against the client's bound while it waits.
     var bytes: Int
 
-    init(subscriptionID: String, epoch: UInt32, seq: Int64, rows: [VersionedRow], resnapshot: Bool) {
+    init(
+        subscriptionID: String, epoch: UInt32, seq: Int64, rows: [VersionedRow], resnapshot: Bool,
+        firstChunk: UInt32 = 0, isLast: Bool = true
+    ) {
         self.subscriptionID = subscriptionID
         self.epoch = epoch
         self.seq = seq
         self.rows = rows
         self.resnapshot = resnapshot
+        self.firstChunk = firstChunk
+        self.isLast = isLast
         self.bytes = Self.bytes(of: rows)
     }
 
@@ -305,6 +315,14 @@ final class ClientOutbox: Sendable {
         var failure: RPCError?
         /// The subscriptions whose Replace answer was dropped with the queue, until the hub re-snapshots them.
         var droppedReplaceAnswers: Set<WireSubscription> = []
+        /// A snapshot streamed from the store waits for room (``waitForSnapshotRoom(_:budget:timeout:)``).
+        var roomWaiter: DispatchSemaphore?
+
+        /// Wakes the snapshot stream waiting for room, if any (snapshot bytes went down, or the queue ended).
+        mutating func wakeRoomWaiter() {
+            self.roomWaiter?.signal()
+            self.roomWaiter = nil
+        }
 
         var isEmpty: Bool { self.head == self.items.count }
 
@@ -326,6 +344,7 @@ final class ClientOutbox: Sendable {
                 self.lastSentSeq = max(self.lastSentSeq, batch.seq)
             case .snapshot(let snapshot):
                 self.snapshotBytes -= snapshot.bytes
+                self.wakeRoomWaiter()
             case .message:
                 break
             }
@@ -382,6 +401,47 @@ final class ClientOutbox: Sendable {
     /// snapshot does not (`CODE_LIMIT_EXCEEDED`), so that snapshots never hold more than `limitBytes` per client.
     func canTake(snapshotBytes bytes: Int) -> Bool {
         self.state.withLock { $0.snapshotBytes + bytes <= self.limitBytes }
+    }
+
+    /// What ``waitForSnapshotRoom(_:budget:timeout:)`` found.
+    enum SnapshotRoom {
+        /// The piece fits: queue it.
+        case room
+        /// The queue ended (the stream is gone): stop reading.
+        case ended
+        /// The client took no snapshot bytes for the whole timeout.
+        case stalled
+    }
+
+    /// Waits, blocking the calling thread (a store reader's, never the cooperative pool's), until a snapshot piece of
+    /// `bytes` fits beside the snapshots waiting within `budget` (a piece always fits when none waits), the queue
+    /// ends, or `timeout` passes with the client taking nothing.
+    func waitForSnapshotRoom(_ bytes: Int, budget: Int, timeout: Duration) -> SnapshotRoom {
+        enum Step {
+            case found(SnapshotRoom)
+            case wait(DispatchSemaphore, snapshotBytes: Int)
+        }
+        while true {
+            let step = self.state.withLock { state -> Step in
+                if state.finished { return .found(.ended) }
+                if state.snapshotBytes == 0 || state.snapshotBytes + bytes <= budget { return .found(.room) }
+                let semaphore = state.roomWaiter ?? DispatchSemaphore(value: 0)
+                state.roomWaiter = semaphore
+                return .wait(semaphore, snapshotBytes: state.snapshotBytes)
+            }
+            let (semaphore, before): (DispatchSemaphore, Int)
+            switch step {
+            case .found(let room): return room
+            case .wait(let waiting, let snapshotBytes): (semaphore, before) = (waiting, snapshotBytes)
+            }
+            if semaphore.wait(timeout: .now() + .nanoseconds(Int(clamping: timeout.nanoseconds))) == .timedOut {
+                let moved = self.state.withLock { state -> Bool in
+                    if state.roomWaiter === semaphore { state.roomWaiter = nil }
+                    return state.finished || state.snapshotBytes < before
+                }
+                if !moved { return .stalled }
+            }
+        }
     }
 
     /// Queues a message (Welcome, errors, heartbeats, Goodbye).
@@ -457,6 +517,7 @@ final class ClientOutbox: Sendable {
         state.queuedBytes = 0
         state.snapshotBytes = 0
         state.held = nil
+        state.wakeRoomWaiter()
     }
 
     /// Drops everything queued but messages, and holds batches from now on (the hub re-snapshots every subscription
@@ -517,6 +578,7 @@ final class ClientOutbox: Sendable {
             var waiter: CheckedContinuation<OutboxItem?, Never>? = nil
             if let message { waiter = state.push(.message(message)) }
             state.finished = true
+            state.wakeRoomWaiter()
             if waiter == nil, state.isEmpty, let idle = state.waiter {
                 state.waiter = nil
                 idle.resume(returning: nil)
@@ -539,6 +601,7 @@ final class ClientOutbox: Sendable {
             state.queuedRows = 0
             state.queuedBytes = 0
             state.snapshotBytes = 0
+            state.wakeRoomWaiter()
             defer { state.waiter = nil }
             return state.waiter
         }
@@ -564,6 +627,7 @@ final class ClientOutbox: Sendable {
         } onCancel: {
             let waiter = self.state.withLock { state in
                 state.finished = true
+                state.wakeRoomWaiter()
                 defer { state.waiter = nil }
                 return state.waiter
             }

@@ -39,8 +39,9 @@ extension Hub {
     /// - Throws: ``DetailError`` `SHUTTING_DOWN` when the server is shutting down, `UNAVAILABLE` when the fan-out
     ///   stopped.
     func connect(
-        outbox: ClientOutbox, jobs: AsyncStream<Int>.Continuation, name: String, resumeFrom: Int64?,
-        clientSeq: Int64 = 0, subscriptions: [Result<SubscriptionRequest, RefusedSubscription>] = [],
+        outbox: ClientOutbox, jobs: AsyncStream<Int>.Continuation, name: String, chunkBytes: Int = 1 << 20,
+        resumeFrom: Int64?, clientSeq: Int64 = 0,
+        subscriptions: [Result<SubscriptionRequest, RefusedSubscription>] = [],
         welcome: (Int64) -> Meridian_V1_SyncResponse
     ) throws(DetailError) -> (id: Int, seq: Int64) {
         let result = self.state.withLock { state -> Result<(id: Int, seq: Int64), DetailError> in
@@ -50,7 +51,8 @@ extension Hub {
             }
             let id = state.nextID
             state.nextID += 1
-            state.clients[id] = Client(outbox: outbox, jobs: jobs, name: name, resumeFrom: resumeFrom)
+            state.clients[id] = Client(
+                outbox: outbox, jobs: jobs, name: name, chunkBytes: chunkBytes, resumeFrom: resumeFrom)
             outbox.enqueue(welcome(state.processedSeq))
             // Held from the first re-added subscription on, also one answered at once (a limited subscription the
             // hub maintains), so that none of the group's answers leaves before the others.
@@ -203,11 +205,11 @@ extension Hub {
         guard let pending = self.state.withLock({ $0.pendings[pendingID] }) else { return }
         let request = pending.request
         do {
-            let base: Base
+            // nil: the pending was dropped while its snapshot streamed (nothing more to do).
+            let base: Base?
             switch pending.kind {
             case .snapshot(let resnapshot):
-                let (rows, seq) = try await self.matchingRows(request)
-                base = .rows(rows, seq: seq, resnapshot: resnapshot)
+                base = try await self.snapshotBase(pendingID, pending, resnapshot: resnapshot)
             case .resume(let from):
                 // Past --max-resume-changes missed changes, a snapshot is cheaper to read and to apply. Every change
                 // has its own seq, so the seqs say how many were missed (of every entity) without reading the log;
@@ -222,14 +224,14 @@ extension Hub {
                     base = .missed(batch.changes, seq: batch.throughSeq)
                 case .changes?, .tooOld?, nil:
                     self.metrics.resnapshots.increment()
-                    let (rows, seq) = try await self.matchingRows(request)
-                    base = .rows(rows, seq: seq, resnapshot: true)
+                    base = try await self.snapshotBase(pendingID, pending, resnapshot: true)
                 }
             case .replace(let old):
                 let (oldRows, oldSeq) = try await self.matchingRows(old)
                 let (newRows, newSeq) = try await self.matchingRows(request)
                 base = .replace(old: oldRows, oldSeq: oldSeq, new: newRows, newSeq: newSeq)
             }
+            guard let base else { return }
             self.state.withLock { state in
                 guard state.pendings[pendingID] != nil else { return }
                 state.pendings[pendingID]!.base = base
@@ -246,12 +248,107 @@ extension Hub {
                 guard state.pendings[pendingID] != nil,
                     state.clients[pending.clientID]?.subscriptions[pending.subscriptionID]?.pending == pendingID
                 else { return }
-                self.endSubscription(
-                    pending.clientID, pending.subscriptionID,
-                    with: RequestDecoding.readFailure(error, "cannot read the subscription's rows"), &state)
+                let detail =
+                    (error as? DetailError)?.detail
+                    ?? RequestDecoding.readFailure(error, "cannot read the subscription's rows")
+                self.endSubscription(pending.clientID, pending.subscriptionID, with: detail, &state)
                 self.dropPending(pendingID, &state)
             }
         }
+    }
+
+    /// A pending snapshot's base: for an unlimited request on a file store, its rows streamed to the client as it
+    /// takes them (``streamRows(_:_:resnapshot:)``); else every matching row, read whole.
+    private func snapshotBase(_ pendingID: Int, _ pending: Pending, resnapshot: Bool) async throws -> Base? {
+        guard pending.request.limit != nil || self.store.path == nil else {
+            return try await self.streamRows(pendingID, pending, resnapshot: resnapshot).map { .streamed(seq: $0) }
+        }
+        let (rows, seq) = try await self.matchingRows(pending.request)
+        return .rows(rows, seq: seq, resnapshot: resnapshot)
+    }
+
+    /// The pieces of a snapshot being streamed: touched only by the store's reader thread that runs the read.
+    private final class SnapshotPieces: @unchecked Sendable {
+        var rows: [VersionedRow] = []
+        var bytes = 0
+        var index: UInt32 = 0
+        var dropped = false
+    }
+
+    /// Streams the rows of a pending snapshot from the store into the client's outbox, one chunk at a time, as the
+    /// client takes them: the read waits while the snapshot chunks queued for the client pass a small budget (four
+    /// chunks), so a snapshot of any size holds a few chunks of server memory, and a client that reads nothing holds
+    /// no more. The rows are at the read's seq S0; the release sends the changes buffered after S0 with the batch
+    /// part that makes the snapshot visible (the client applies the snapshot, then that delta).
+    ///
+    /// A client that takes none of its snapshot for `--query-timeout` loses the subscription (`LIMIT_EXCEEDED`): the
+    /// read holds a store reader and an open read transaction (which keeps SQLite from checkpointing past it).
+    ///
+    /// - Returns: S0, or `nil` when the pending was dropped meanwhile (its subscription removed, replaced or
+    ///   re-snapshotted): the read stops there.
+    private func streamRows(_ pendingID: Int, _ pending: Pending, resnapshot: Bool) async throws -> Int64? {
+        let target = self.state.withLock { state -> (ClientOutbox, Int, UInt32)? in
+            guard let client = state.clients[pending.clientID],
+                let subscription = client.subscriptions[pending.subscriptionID], subscription.pending == pendingID
+            else { return nil }
+            return (client.outbox, client.chunkBytes, subscription.epoch)
+        }
+        guard let (outbox, chunkBytes, epoch) = target else { return nil }
+        let request = pending.request
+        let id = pending.subscriptionID
+        let budget = min(outbox.limitBytes, 4 * max(chunkBytes, 64 << 10))
+        let stall = self.store.readTimeout ?? .seconds(15)
+        let pieces = SnapshotPieces()
+        /// Queues the rows read so far as the next chunk, once the client has room for it; `false` stops the read.
+        @Sendable func queue(_ seq: Int64, isLast: Bool) throws -> Bool {
+            let snapshot = QueuedSnapshot(
+                subscriptionID: id, epoch: epoch, seq: seq, rows: pieces.rows, resnapshot: resnapshot,
+                firstChunk: pieces.index, isLast: isLast)
+            switch outbox.waitForSnapshotRoom(snapshot.bytes, budget: budget, timeout: stall) {
+            case .room: break
+            case .ended:
+                pieces.dropped = true
+                return false
+            case .stalled:
+                throw DetailError(
+                    .limitExceeded,
+                    "the client took none of the snapshot of '\(id)' for \(stall.spoken) (--query-timeout); the "
+                        + "subscription ends")
+            }
+            let queued = self.state.withLock { state -> Bool in
+                guard state.pendings[pendingID] != nil,
+                    state.clients[pending.clientID]?.subscriptions[id]?.pending == pendingID
+                else { return false }
+                outbox.enqueue(snapshot)
+                return true
+            }
+            guard queued else {
+                pieces.dropped = true
+                return false
+            }
+            pieces.index += 1
+            pieces.rows = []
+            pieces.bytes = 0
+            return true
+        }
+        let seq = try await self.store.streamSnapshot(
+            entity: request.entity.name, where: request.whereSQL, orderBy: request.orderBySQL
+        ) { seq, event in
+            switch event {
+            case .row(let row, let version):
+                let versioned = VersionedRow(row: row, version: version)
+                let size = Chunking.estimatedSize(versioned)
+                if !pieces.rows.isEmpty, pieces.bytes + size > chunkBytes {
+                    guard try queue(seq, isLast: false) else { return false }
+                }
+                pieces.rows.append(versioned)
+                pieces.bytes += size
+                return true
+            case .end:
+                return try queue(seq, isLast: true)
+            }
+        }
+        return pieces.dropped ? nil : seq
     }
 
     /// Every row matching `request` (its limit ignored), in order, with the seq it is consistent with.
@@ -327,6 +424,20 @@ extension Hub {
             self.activate(pending.clientID, id, request, &state, allRows: all)
             client.outbox.enqueue(snapshot)
             self.enqueue(pending.clientID, seq, [.snapshotReady(wire, replaced: answersReplace)], &state)
+
+        case .streamed(let baseSeq):
+            // The rows are queued already, at baseSeq: the part that shows them brings them to `seq`.
+            let delta =
+                request.unlimitedDelta(changes(after: baseSeq, request.entity.name))
+                ?? SharedDelta(entered: [], left: [], updated: [])
+            self.activate(pending.clientID, id, request, &state)
+            self.enqueue(
+                pending.clientID, seq,
+                [
+                    BatchPart(
+                        subscription: wire, delta: delta, replaced: answersReplace, snapshot: true,
+                        derived: request.entity.derived)
+                ], &state)
 
         case .missed(let missed, let baseSeq):
             let later = pending.buffer.filter { $0.seq > baseSeq && $0.entity == request.entity.name }

@@ -81,6 +81,8 @@ final class Hub: Sendable {
         /// Pending registrations whose base the session must read (`read(_:)`).
         let jobs: AsyncStream<Int>.Continuation
         let name: String
+        /// The most bytes of one snapshot chunk the client takes (a streamed snapshot is read in pieces of this).
+        let chunkBytes: Int
         var subscriptions: [String: ClientSubscription] = [:]
         /// The client's resume point, when `Welcome.resumed` was true.
         var resumeFrom: Int64?
@@ -121,6 +123,8 @@ final class Hub: Sendable {
     enum Base {
         /// Every row matching the request (no limit), in order, at `seq`.
         case rows([VersionedRow], seq: Int64, resnapshot: Bool)
+        /// Every row matching the (unlimited) request at `seq`, already queued for the client as snapshot chunks.
+        case streamed(seq: Int64)
         /// The log's changes of the entity after the client's seq, up to `seq`.
         case missed([Change], seq: Int64)
         /// The matching rows of the old request at `oldSeq` and of the new one at `newSeq`.
@@ -128,7 +132,7 @@ final class Hub: Sendable {
 
         var seq: Int64 {
             switch self {
-            case .rows(_, let seq, _), .missed(_, let seq): seq
+            case .rows(_, let seq, _), .missed(_, let seq), .streamed(let seq): seq
             case .replace(_, let oldSeq, _, let newSeq): max(oldSeq, newSeq)
             }
         }

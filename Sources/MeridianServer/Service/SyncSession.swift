@@ -93,7 +93,8 @@ struct SyncSession {
                     let (id, seq): (Int, Int64)
                     do throws(DetailError) {
                         (id, seq) = try hub.connect(
-                            outbox: outbox, jobs: jobsContinuation, name: hello.clientName, resumeFrom: resumeFrom,
+                            outbox: outbox, jobs: jobsContinuation, name: hello.clientName, chunkBytes: maxBytes,
+                            resumeFrom: resumeFrom,
                             clientSeq: hello.resumeFromSeq, subscriptions: subscriptions,
                             welcome: { seq in self.welcome(seq: seq, resumed: resumeFrom != nil, version: version) })
                     } catch {
@@ -238,9 +239,9 @@ struct SyncSession {
                 chunk.epoch = snapshot.epoch
                 chunk.seq = snapshot.seq
                 chunk.rows = rows
-                chunk.last = i == chunks.count - 1
+                chunk.last = snapshot.isLast && i == chunks.count - 1
                 chunk.resnapshot = snapshot.resnapshot
-                chunk.chunkIndex = UInt32(i)
+                chunk.chunkIndex = snapshot.firstChunk + UInt32(i)
                 var response = Meridian_V1_SyncResponse()
                 response.snapshotChunk = chunk
                 try await writer.write(.message(response))

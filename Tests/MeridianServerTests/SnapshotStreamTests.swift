@@ -1,0 +1,113 @@
+// A subscription's snapshot streams from a store cursor as the client reads it: the server holds a few chunks of it,
+// never the whole result, and the Batch that shows it carries what changed since its read began.
+
+import GRPCCore
+import MeridianCore
+import MeridianProto
+import MeridianServer
+import MeridianStore
+import MeridianTestSupport
+import SwiftProtobuf
+import Testing
+
+@Suite("Streamed snapshots", .timeLimit(.minutes(5)))  // a hang guard: a lost snapshot would wait forever
+struct SnapshotStreamTests {
+    /// Chunks of 64 KiB: the server queues at most four of them for a client (256 KiB).
+    static let chunkBytes = 64 << 10
+
+    /// `count` rows of about 1 KiB in category 1 (ids r0000…), committed in one transaction.
+    static func fill(_ store: Store, count: Int) async throws {
+        let title = String(repeating: "s", count: 1_000)
+        try await commit(
+            store,
+            (0..<count).map {
+                .insert("Point", id: "r" + String(String($0 + 10_000).dropFirst()), Fixtures.point(title, category: 1))
+            })
+    }
+
+    @Test(
+        "a snapshot ten times the server's budget streams as the client reads; commits during it arrive exactly, with it",
+        arguments: Wire.allCases)
+    func streamsAsTheClientReads(wire: Wire) async throws {
+        let store = try Fixtures.store()
+        try await Self.fill(store, count: 3_000)
+        try await onWire(wire, store: store) { client in
+            // The stream takes at most two messages ahead of the test: a client that reads slowly.
+            try await withSyncStream(client, capacity: 2) { stream in
+                stream.hello(maxBatchBytes: UInt32(Self.chunkBytes))
+                var mirror = Mirror()
+                mirror.apply(try await stream.nextMessage())
+                stream.subscribe("all", Fixtures.fetch("Point", sort: [("title", true)]))
+                stream.subscribe("one", Fixtures.fetch("Point", "category == 1"))
+                // The first chunk is here; about 3 MB of rows are not read yet.
+                var first = mirror.apply(try await stream.nextMessage())
+                while case .heartbeat = first.kind { first = mirror.apply(try await stream.nextMessage()) }
+                guard case .snapshotChunk(let chunk) = first.kind else {
+                    Issue.record("expected a snapshot chunk, got \(first)")
+                    return
+                }
+                let snapshotSeq = chunk.seq
+                // Meanwhile: updates in and out of "one", deletes, inserts, all after the snapshot's read began.
+                let seq = try await commit(
+                    store,
+                    [
+                        .update("Point", id: "r0001", ["category": .int(2)]),
+                        .update("Point", id: "r2999", ["title": .string("moved")]),
+                        .delete("Point", id: "r0002"),
+                        .delete("Point", id: "r1500"),
+                        .insert("Point", id: "new1", Fixtures.point("new", category: 1)),
+                        .insert("Point", id: "new2", Fixtures.point("new", category: 3)),
+                    ])
+                try await commit(store, [.update("Point", id: "r0003", ["title": .string("again")])])
+                let last = try await commit(store, [.update("Point", id: "r0003", ["category": .int(3)])])
+                try await mirror.catchUp(stream, to: last)
+                try await mirror.awaitSnapshot(stream, "one")
+                try await mirror.catchUp(stream, to: last)
+                // The rows came from the read that began before the commits: the server did not read them whole and
+                // hold them until the client took them (then they would be at the commits' seq or later).
+                #expect(snapshotSeq < seq)
+                #expect(mirror.appliedSnapshotSeqs["all"] == snapshotSeq)
+                #expect(mirror.results["all"] == (try await directQuery(store, Fixtures.fetch("Point"))))
+                #expect(
+                    mirror.results["one"] == (try await directQuery(store, Fixtures.fetch("Point", "category == 1"))))
+                #expect(mirror.results["all"]?.count == 3_000)
+                #expect(mirror.results["one"]?.count == 2_997)
+                #expect(mirror.errors.isEmpty)
+            }
+        }
+    }
+
+    @Test("a client that takes none of its snapshot for the query timeout loses that subscription, and only that")
+    func stalledSnapshotEnds() async throws {
+        var storeConfiguration = Store.Configuration()
+        storeConfiguration.readTimeout = .milliseconds(500)
+        let store = try Store.temporary(schema: try Fixtures.demoSchema(), configuration: storeConfiguration)
+        try await Self.fill(store, count: 3_000)
+        try await withTestServer(store: store, configuration: Fixtures.configuration()) { _, port in
+            // A small HTTP/2 window: a client that stops reading stops the server's writer at once.
+            try await withHTTP2Client(port: port, windowSize: 64 << 10) { grpc in
+                let client = Meridian_V1_Meridian.Client(wrapping: grpc)
+                try await withSyncStream(client, capacity: 1) { stream in
+                    stream.hello(maxBatchBytes: UInt32(Self.chunkBytes))
+                    var mirror = Mirror()
+                    mirror.apply(try await stream.nextMessage())
+                    stream.subscribe("small", Fixtures.fetch("Point", "category == 7"))
+                    try await mirror.awaitSnapshot(stream, "small")
+                    stream.subscribe("all", Fixtures.fetch("Point"))
+                    // Reads nothing for four times the timeout.
+                    try await Task.sleep(for: .seconds(2))
+                    let seq = try await commit(store, [.insert("Point", id: "q", Fixtures.point("q", category: 7))])
+                    // (Not `catchUp`: the chunks of "all" that were sent stay staged, never applied.)
+                    while mirror.errors.isEmpty || mirror.seq < seq { mirror.apply(try await stream.next()) }
+                    let error = try #require(mirror.errors.first)
+                    #expect(error.subscriptionID == "all")
+                    #expect(error.ended)
+                    #expect(error.error.code == .limitExceeded)
+                    #expect(error.error.message.contains("took none of the snapshot"))
+                    #expect(mirror.results["all"] == nil)
+                    #expect(mirror.ids("small") == ["q"])
+                }
+            }
+        }
+    }
+}
