@@ -1,6 +1,7 @@
 // MARK: - ChangeFeed: the log, read on a connection of its own
 
 internal import GRDB
+public import MeridianCore
 internal import Synchronization
 
 /// A reader of the change log with a database connection of its own, for the one caller that reads after every
@@ -44,6 +45,21 @@ public final class ChangeFeed: Sendable {
         return result
     }
 
+    /// Runs `body` in one read transaction on the calling thread: what it reads through the ``FeedTransaction`` is
+    /// all at one seq (the fan-out reads a batch of changes and, when a limited subscription's window runs short,
+    /// the rows that refill it, at the batch's end).
+    public func withTransaction<T>(_ body: (FeedTransaction) throws -> T) throws -> T {
+        let transaction = FeedTransaction(store: self.store)
+        defer {
+            if transaction.misfits > 0 { self.store.reportMisfits(transaction.misfits, entity: nil) }
+        }
+        return try self.read("cannot read the change log") { db in
+            transaction.db = db
+            defer { transaction.db = nil }
+            return try body(transaction)
+        }
+    }
+
     /// The latest committed seq, read on the calling thread.
     public func latestSeq() throws -> Int64 {
         try self.read("cannot read the latest seq") { db in try Store.latestSeq(db) }
@@ -77,5 +93,52 @@ extension Store {
     /// - Throws: ``StoreError`` when the connection cannot be opened.
     public func changeFeed() throws -> ChangeFeed {
         try ChangeFeed(store: self)
+    }
+}
+
+/// The reads of one ``ChangeFeed/withTransaction(_:)``, all at one seq; valid only inside it.
+public final class FeedTransaction {
+    let store: Store
+    fileprivate var db: Database?
+    fileprivate var misfits = 0
+
+    fileprivate init(store: Store) {
+        self.store = store
+    }
+
+    /// The changes after `seq`, up to the transaction's seq; as ``Store/changes(after:entities:limit:)``.
+    public func changes(after seq: Int64, entities: Set<String>? = nil, limit: Int? = nil) throws -> ChangesResult {
+        guard let db else { throw StoreError(.internalError, "a feed transaction used after it ended") }
+        let (result, misfits) = try self.store.changesRead(after: seq, entities: entities, limit: limit)(db)
+        self.misfits += misfits
+        return result
+    }
+
+    /// The first `limit` rows of a query at the transaction's seq; as
+    /// ``Store/snapshot(entity:where:orderBy:limit:)`` (with no time limit: the fan-out reads a limited
+    /// subscription's few rows here).
+    public func snapshot(
+        entity: String, where predicate: SQLFragment? = nil, orderBy: String? = nil, limit: Int? = nil
+    ) throws -> Snapshot {
+        guard let db else { throw StoreError(.internalError, "a feed transaction used after it ended") }
+        let (entitySchema, query, arguments) = try self.store.snapshotQuery(
+            entity: entity, where: predicate, orderBy: orderBy, limit: limit)
+        let statement: Statement
+        do {
+            statement = try db.cachedStatement(sql: query)
+        } catch {
+            throw StoreError(.schemaMismatch, "the query does not fit \(entity): \(query)", cause: error)
+        }
+        var rows: [MeridianCore.Row] = []
+        var versions: [Int64] = []
+        let cursor = try GRDB.Row.fetchCursor(statement, arguments: arguments)
+        while let row = try cursor.next() {
+            rows.append(
+                MeridianCore.Row(
+                    id: row[0],
+                    values: ChangeDecoding.values(of: statement, from: 2, as: entitySchema, misfits: &self.misfits)))
+            versions.append(row[1])
+        }
+        return Snapshot(rows: rows, versions: versions, seq: try Store.latestSeq(db))
     }
 }

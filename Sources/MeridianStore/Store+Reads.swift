@@ -70,15 +70,8 @@ extension Store {
         limit: Int? = nil,
         _ reader: @escaping @Sendable (_ seq: Int64, _ event: SnapshotEvent) throws -> Bool
     ) async throws -> Int64 {
-        let entitySchema = try self.requireEntity(entity)
-        let columns = entitySchema.attributes.map { StoreDDL.quoted($0.name) }
-        var sql =
-            "SELECT \(([#""id""#, #""_version""#] + columns).joined(separator: ", ")) FROM \(StoreDDL.quoted(entity))"
-        if let predicate { sql += " WHERE (\(predicate.sql))" }
-        sql += " ORDER BY " + (orderBy.map { "\($0), " } ?? "") + #""id""#
-        if let limit { sql += " LIMIT \(max(0, limit))" }
-        let query = sql
-        let arguments = StatementArguments(predicate?.arguments.map { $0.databaseValue } ?? [])
+        let (entitySchema, query, arguments) = try self.snapshotQuery(
+            entity: entity, where: predicate, orderBy: orderBy, limit: limit)
         let timeout = self.configuration.readTimeout
         let read: @Sendable (Database) throws -> (Int64, Int) = { db in
             let connection = UnsafeMutableRawPointer(db.sqliteConnection)
@@ -130,6 +123,20 @@ extension Store {
         }
         if misfits > 0 { self.reportMisfits(misfits, entity: entity) }
         return seq
+    }
+
+    /// The statement of a snapshot read: the entity, the SQL and its arguments.
+    func snapshotQuery(
+        entity: String, where predicate: SQLFragment?, orderBy: String?, limit: Int?
+    ) throws -> (EntitySchema, String, StatementArguments) {
+        let entitySchema = try self.requireEntity(entity)
+        let columns = entitySchema.attributes.map { StoreDDL.quoted($0.name) }
+        var sql =
+            "SELECT \(([#""id""#, #""_version""#] + columns).joined(separator: ", ")) FROM \(StoreDDL.quoted(entity))"
+        if let predicate { sql += " WHERE (\(predicate.sql))" }
+        sql += " ORDER BY " + (orderBy.map { "\($0), " } ?? "") + #""id""#
+        if let limit { sql += " LIMIT \(max(0, limit))" }
+        return (entitySchema, sql, StatementArguments(predicate?.arguments.map { $0.databaseValue } ?? []))
     }
 
     /// The changes after `seq`, up to the latest commit, read in one read transaction.

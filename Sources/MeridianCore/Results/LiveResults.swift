@@ -135,6 +135,16 @@ public struct LiveResults: Sendable {
     /// The number of rows that match the predicate, including those beyond the limit.
     public var matchingCount: Int { self.tree.count }
 
+    /// The last row that matches the predicate (beyond the limit too), in order; `nil` when none does.
+    public var lastMatchingRow: Row? {
+        self.tree.count == 0 ? nil : self.tree.element(at: self.tree.count - 1)
+    }
+
+    /// The matching rows from `rank` on (beyond the limit too), in order.
+    public func matchingRows(from rank: Int) -> [Row] {
+        (max(0, rank)..<self.tree.count).map { self.tree.element(at: $0) }
+    }
+
     /// The rows in the results, in order. O(n).
     public var rows: [Row] { self.tree.prefix(self.visibleCount) }
 

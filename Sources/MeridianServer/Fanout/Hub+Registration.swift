@@ -227,9 +227,11 @@ extension Hub {
                     base = try await self.snapshotBase(pendingID, pending, resnapshot: true)
                 }
             case .replace(let old):
-                let (oldRows, oldSeq) = try await self.matchingRows(old)
-                let (newRows, newSeq) = try await self.matchingRows(request)
-                base = .replace(old: oldRows, oldSeq: oldSeq, new: newRows, newSeq: newSeq)
+                let (oldRows, oldSeq, oldComplete) = try await self.matchingRows(old)
+                let (newRows, newSeq, newComplete) = try await self.matchingRows(request)
+                base = .replace(
+                    old: oldRows, oldSeq: oldSeq, oldComplete: oldComplete, new: newRows, newSeq: newSeq,
+                    newComplete: newComplete)
             }
             guard let base else { return }
             self.state.withLock { state in
@@ -263,8 +265,8 @@ extension Hub {
         guard pending.request.limit != nil || self.store.path == nil else {
             return try await self.streamRows(pendingID, pending, resnapshot: resnapshot).map { .streamed(seq: $0) }
         }
-        let (rows, seq) = try await self.matchingRows(pending.request)
-        return .rows(rows, seq: seq, resnapshot: resnapshot)
+        let (rows, seq, complete) = try await self.matchingRows(pending.request)
+        return .rows(rows, seq: seq, resnapshot: resnapshot, complete: complete)
     }
 
     /// The pieces of a snapshot being streamed: touched only by the store's reader thread that runs the read.
@@ -351,16 +353,18 @@ extension Hub {
         return pieces.dropped ? nil : seq
     }
 
-    /// Every row matching `request` (its limit ignored), in order, with the seq it is consistent with.
-    private func matchingRows(_ request: BoundFetchRequest) async throws -> ([VersionedRow], Int64) {
+    /// The rows matching `request` in order — every one, or for a limited request the first
+    /// ``BoundFetchRequest/heldRows`` — with the seq they are consistent with and whether they are every one.
+    private func matchingRows(_ request: BoundFetchRequest) async throws -> ([VersionedRow], Int64, complete: Bool) {
+        let held = request.heldRows
         let snapshot = try await self.store.snapshot(
-            entity: request.entity.name, where: request.whereSQL, orderBy: request.orderBySQL, limit: nil)
+            entity: request.entity.name, where: request.whereSQL, orderBy: request.orderBySQL, limit: held)
         var rows: [VersionedRow] = []
         rows.reserveCapacity(snapshot.rows.count)
         for (row, version) in zip(snapshot.rows, snapshot.versions) {
             rows.append(VersionedRow(row: row, version: version))
         }
-        return (rows, snapshot.seq)
+        return (rows, snapshot.seq, held.map { rows.count < $0 } ?? true)
     }
 
     // MARK: - Under the lock
@@ -400,6 +404,32 @@ extension Hub {
             self.dropPending(pendingID, &state)
             return
         }
+        func changes(after seq: Int64, _ entity: String) -> [NetChange] {
+            NetChange.of(pending.buffer.lazy.filter { $0.seq > seq && $0.entity == entity })
+        }
+        // A limited request's first rows, advanced to the processed seq: too few left (deletes since the read) to
+        // fill the window while the store has more, and the rows are read again.
+        var advanced: (rows: [VersionedRow], complete: Bool)?
+        var advancedOld: (rows: [VersionedRow], complete: Bool)?
+        switch base {
+        case .rows(let rows, let baseSeq, _, let complete):
+            advanced = pending.request.advancePrefix(
+                rows, complete: complete, with: changes(after: baseSeq, pending.request.entity.name))
+        case .replace(let oldRows, let oldSeq, let oldComplete, let newRows, let newSeq, let newComplete):
+            guard case .replace(let old) = pending.kind else { return }
+            advancedOld = old.advancePrefix(
+                oldRows, complete: oldComplete, with: changes(after: oldSeq, old.entity.name))
+            advanced = pending.request.advancePrefix(
+                newRows, complete: newComplete, with: changes(after: newSeq, pending.request.entity.name))
+            if advancedOld == nil { advanced = nil }
+        case .streamed, .missed:
+            advanced = ([], true)
+        }
+        guard let advanced else {
+            state.pendings[pendingID]!.base = nil
+            client.jobs.yield(pendingID)
+            return
+        }
         // Answered below; the group (if it was in one) ends after the answer is queued, so that it is in the batch.
         defer { self.dropPending(pendingID, &state) }
         let seq = state.processedSeq
@@ -409,19 +439,16 @@ extension Hub {
         let answersReplace = subscription.replaceUnanswered
         state.clients[pending.clientID]!.subscriptions[id]!.pending = nil
         state.clients[pending.clientID]!.subscriptions[id]!.replaceUnanswered = false
-        func changes(after seq: Int64, _ entity: String) -> [NetChange] {
-            NetChange.of(pending.buffer.lazy.filter { $0.seq > seq && $0.entity == entity })
-        }
         switch base {
-        case .rows(let rows, let baseSeq, let resnapshot):
-            let all = request.advance(rows, with: changes(after: baseSeq, request.entity.name))
+        case .rows(_, _, let resnapshot, _):
             let snapshot = QueuedSnapshot(
-                subscriptionID: id, epoch: wire.epoch, seq: seq, rows: request.window(all), resnapshot: resnapshot)
+                subscriptionID: id, epoch: wire.epoch, seq: seq, rows: request.window(advanced.rows),
+                resnapshot: resnapshot)
             if let refusal = self.refusal(of: snapshot, client.outbox) {
                 self.endSubscription(pending.clientID, id, with: refusal.detail, &state)
                 return
             }
-            self.activate(pending.clientID, id, request, &state, allRows: all)
+            self.activate(pending.clientID, id, request, &state, kept: advanced)
             client.outbox.enqueue(snapshot)
             self.enqueue(pending.clientID, seq, [.snapshotReady(wire, replaced: answersReplace)], &state)
 
@@ -448,15 +475,14 @@ extension Hub {
                 pending.clientID, seq,
                 [BatchPart(subscription: wire, delta: delta, replaced: false, derived: request.entity.derived)], &state)
 
-        case .replace(let oldRows, let oldSeq, let newRows, let newSeq):
-            guard case .replace(let old) = pending.kind else { return }
-            let before = old.window(old.advance(oldRows, with: changes(after: oldSeq, old.entity.name)))
-            let all = request.advance(newRows, with: changes(after: newSeq, request.entity.name))
-            let after = request.window(all)
+        case .replace:
+            guard case .replace(let old) = pending.kind, let advancedOld else { return }
+            let before = old.window(advancedOld.rows)
+            let after = request.window(advanced.rows)
             if let key = state.clients[pending.clientID]!.subscriptions[id]!.active {
                 self.removeHolder(key, pending.clientID, id, &state)
             }
-            self.activate(pending.clientID, id, request, &state, allRows: all)
+            self.activate(pending.clientID, id, request, &state, kept: advanced)
             let beforeIDs = Set(before.map(\.row.id))
             let afterIDs = Set(after.map(\.row.id))
             let left = before.filter { !afterIDs.contains($0.row.id) }.map { (id: $0.row.id, before: Optional($0.row)) }
@@ -500,19 +526,21 @@ extension Hub {
     }
 
     /// Makes a client subscription receive its distinct subscription's deltas from the next batch on; a limited
-    /// distinct subscription is created from `allRows` (every matching row at the processed seq).
+    /// distinct subscription is created from `kept` (its first matching rows at the processed seq, and whether they
+    /// are every one).
     func activate(
         _ clientID: Int, _ id: String, _ request: BoundFetchRequest, _ state: inout State,
-        allRows: [VersionedRow]? = nil
+        kept: (rows: [VersionedRow], complete: Bool)? = nil
     ) {
         let key = SubscriptionKey(request)
         if state.distinct[key] == nil {
             var distinct = Distinct(request: request)
             if request.limit != nil {
                 var live = try? LiveResults(predicate: request.predicate, order: request.order, limit: request.limit)
-                live?.reset(rows: (allRows ?? []).map(\.row))
+                live?.reset(rows: (kept?.rows ?? []).map(\.row))
                 distinct.live = live
-                for row in allRows ?? [] { distinct.versions[row.row.id] = row.version }
+                distinct.complete = kept?.complete ?? true
+                for row in kept?.rows ?? [] { distinct.versions[row.row.id] = row.version }
             }
             state.distinct[key] = distinct
             self.metrics.distinctSubscriptions.increment()

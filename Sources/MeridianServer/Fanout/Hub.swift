@@ -69,9 +69,14 @@ final class Hub: Sendable {
         let request: BoundFetchRequest
         /// client id → the client's subscriptions with this key (id → epoch).
         var holders: [Int: [String: UInt32]] = [:]
-        /// For a limited subscription: every matching row in order (the window is its prefix), at the hub's seq.
+        /// For a limited subscription: the first matching rows in order, at the hub's seq — its window and a
+        /// margin (``BoundFetchRequest/heldRows``), not every matching row; refilled from the store when the margin
+        /// runs out.
         var live: LiveResults?
-        /// For a limited subscription: the version of every matching row.
+        /// For a limited subscription: whether `live` holds every matching row (else the rows not held all sort
+        /// after the last one held).
+        var complete = true
+        /// For a limited subscription: the version of every row `live` holds.
         var versions: [String: Int64] = [:]
     }
 
@@ -121,19 +126,22 @@ final class Hub: Sendable {
 
     /// What the session read from the store for a pending registration.
     enum Base {
-        /// Every row matching the request (no limit), in order, at `seq`.
-        case rows([VersionedRow], seq: Int64, resnapshot: Bool)
+        /// The rows matching the request in order, at `seq`: every one, or for a limited request the first
+        /// ``BoundFetchRequest/heldRows`` (`complete` when that is every one).
+        case rows([VersionedRow], seq: Int64, resnapshot: Bool, complete: Bool)
         /// Every row matching the (unlimited) request at `seq`, already queued for the client as snapshot chunks.
         case streamed(seq: Int64)
         /// The log's changes of the entity after the client's seq, up to `seq`.
         case missed([Change], seq: Int64)
-        /// The matching rows of the old request at `oldSeq` and of the new one at `newSeq`.
-        case replace(old: [VersionedRow], oldSeq: Int64, new: [VersionedRow], newSeq: Int64)
+        /// The matching rows of the old request at `oldSeq` and of the new one at `newSeq` (each as `.rows`).
+        case replace(
+            old: [VersionedRow], oldSeq: Int64, oldComplete: Bool, new: [VersionedRow], newSeq: Int64, newComplete: Bool
+        )
 
         var seq: Int64 {
             switch self {
-            case .rows(_, let seq, _), .missed(_, let seq), .streamed(let seq): seq
-            case .replace(_, let oldSeq, _, let newSeq): max(oldSeq, newSeq)
+            case .rows(_, let seq, _, _), .missed(_, let seq), .streamed(let seq): seq
+            case .replace(_, let oldSeq, _, _, let newSeq, _): max(oldSeq, newSeq)
             }
         }
     }
@@ -235,16 +243,28 @@ final class Hub: Sendable {
         for outbox in outboxes { outbox.fail(with: RPCError(detail)) }
     }
 
-    /// Reads and processes everything after the processed seq, on the calling thread (the fan-out's own).
+    /// Reads and processes everything after the processed seq, on the calling thread (the fan-out's own), in one
+    /// read transaction: a limited subscription whose window runs short is refilled at the batch's end.
     func catchUp(_ feed: ChangeFeed) throws {
         let from = self.processedSeq
-        switch try feed.changes(after: from) {
-        case .changes(let batch):
-            guard batch.throughSeq > from else { return }
-            let start = ContinuousClock.now
-            self.process(batch, from: from)
-            self.metrics.fanoutDuration.recordNanoseconds(Int64((ContinuousClock.now - start).nanoseconds))
-        case .tooOld(let prunedThrough):
+        let pruned = try feed.withTransaction { transaction -> Int64? in
+            switch try transaction.changes(after: from) {
+            case .changes(let batch):
+                guard batch.throughSeq > from else { return nil }
+                let start = ContinuousClock.now
+                try self.process(batch, from: from) { request in
+                    let snapshot = try transaction.snapshot(
+                        entity: request.entity.name, where: request.whereSQL, orderBy: request.orderBySQL,
+                        limit: request.heldRows)
+                    return zip(snapshot.rows, snapshot.versions).map { VersionedRow(row: $0, version: $1) }
+                }
+                self.metrics.fanoutDuration.recordNanoseconds(Int64((ContinuousClock.now - start).nanoseconds))
+                return nil
+            case .tooOld(let prunedThrough):
+                return prunedThrough
+            }
+        }
+        if let prunedThrough = pruned {
             // The log was pruned past the hub (retention shorter than the hub's lag): everyone re-snapshots.
             let latest = try feed.latestSeq()
             self.logger.info(
@@ -258,8 +278,11 @@ final class Hub: Sendable {
     }
 
     /// Processes one read of the log (a batch ending at a commit boundary): the unlimited subscriptions' deltas
-    /// outside the lock, the rest under it. Called from the fan-out's thread only.
-    func process(_ batch: ChangeBatch, from: Int64) {
+    /// outside the lock, the rest under it. Called from the fan-out's thread only, inside the read transaction of
+    /// the batch: `refill` reads a limited request's kept rows at the batch's end.
+    func process(
+        _ batch: ChangeBatch, from: Int64, refill: (BoundFetchRequest) throws -> [VersionedRow]
+    ) throws {
         let end = batch.throughSeq
         var byEntity: [String: [Change]] = [:]
         for change in batch.changes { byEntity[change.entity, default: []].append(change) }
@@ -289,7 +312,7 @@ final class Hub: Sendable {
         evaluated.reserveCapacity(unlimited.count)
         for (key, request) in unlimited { evaluated[key] = request.unlimitedDelta(netChanges(key.entity)) }
 
-        self.state.withLock { state in
+        try self.state.withLock { state in
             guard end > state.processedSeq else { return }
             // 2. The limited ones (their windows live here), and each distinct subscription's holders.
             var perClient: [Int: [BatchPart]] = [:]
@@ -297,7 +320,7 @@ final class Hub: Sendable {
                 for key in Array(state.distinct.keys) where byEntity[key.entity] != nil {
                     let delta: SharedDelta?
                     if key.limit != nil {
-                        delta = Self.limitedDelta(&state.distinct[key]!, netChanges(key.entity))
+                        delta = try Self.limitedDelta(&state.distinct[key]!, netChanges(key.entity), refill: refill)
                     } else if let known = evaluated[key] {
                         delta = known
                     } else {
@@ -352,20 +375,42 @@ final class Hub: Sendable {
 
     /// A limited subscription's delta: its LiveResults applies the batch and its change set becomes entered, left
     /// and updated (rows pushed into or out of the window by others' changes enter and leave too).
-    static func limitedDelta(_ distinct: inout Distinct, _ nets: [NetChange]) -> SharedDelta? {
-        guard distinct.live != nil else { return nil }
+    ///
+    /// The LiveResults holds a prefix of the matching rows (``Distinct``): changes that sort after its last row are
+    /// removals (``BoundFetchRequest/clipped(_:after:)``); when fewer rows than the window remain and the store has
+    /// more, the prefix is read again (`refill`, at the batch's end) and the delta is the difference from the window
+    /// before the batch to the one read.
+    static func limitedDelta(
+        _ distinct: inout Distinct, _ nets: [NetChange], refill: (BoundFetchRequest) throws -> [VersionedRow]
+    ) throws -> SharedDelta? {
+        guard let previous = distinct.live, let limit = distinct.request.limit else { return nil }
         let request = distinct.request
+        let clipped = request.clipped(nets, after: distinct.complete ? nil : previous.lastMatchingRow)
         var byID: [String: NetChange] = [:]
-        for net in nets {
-            byID[net.id] = net
-            if let after = net.after, request.matches(after) {
-                distinct.versions[net.id] = net.version
-            } else {
-                distinct.versions[net.id] = nil
+        for net in nets { byID[net.id] = net }
+        var changes: ChangeSet<Row>
+        var live = previous
+        changes = live.apply(clipped.map { net in net.after.map(RowMutation.upsert) ?? .delete(id: net.id) })
+        if !distinct.complete, live.matchingCount < limit {
+            // The margin ran out: the window's next rows are only in the store.
+            let rows = try refill(request)
+            live = previous
+            changes = live.reset(rows: rows.map(\.row))
+            distinct.versions = Dictionary(rows.map { ($0.row.id, $0.version) }, uniquingKeysWith: { $1 })
+            distinct.complete = rows.count < request.heldRows!
+        } else {
+            for net in clipped {
+                distinct.versions[net.id] = net.after.map { request.matches($0) } == true ? net.version : nil
+            }
+            if let held = request.heldRows, live.matchingCount > held + held / 2 {
+                // Grown well past the margin: keep the prefix it needs.
+                let beyond = live.matchingRows(from: held)
+                _ = live.apply(beyond.map { .delete(id: $0.id) })
+                for row in beyond { distinct.versions[row.id] = nil }
+                distinct.complete = false
             }
         }
-        let mutations = nets.map { net in net.after.map(RowMutation.upsert) ?? .delete(id: net.id) }
-        let changes = distinct.live!.apply(mutations)
+        distinct.live = live
         guard !changes.isEmpty else { return nil }
         var entered: [VersionedRow] = []
         var left: [(id: String, before: Row?)] = []

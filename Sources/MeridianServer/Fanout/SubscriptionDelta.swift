@@ -170,6 +170,38 @@ extension BoundFetchRequest {
         return out
     }
 
+    /// How many rows the hub keeps for a limited request: its window and a margin, so that a row leaving the window
+    /// is usually replaced from what is kept, without a read (`nil`: unlimited).
+    var heldRows: Int? { self.limit.map { $0 + max(16, $0 / 2) } }
+
+    /// `changes` for a prefix of the matching rows that ends at `boundary` (`nil`: the prefix is every matching
+    /// row), with every row that now sorts after the boundary turned into a removal: the rows beyond it are not
+    /// known, so the prefix stays exact — every matching row not kept sorts after every row kept.
+    func clipped(_ changes: [NetChange], after boundary: Row?) -> [NetChange] {
+        guard let boundary else { return changes }
+        return changes.map { change in
+            guard let after = change.after, self.order.compare(after, boundary) > 0 else { return change }
+            var clipped = change
+            clipped.after = nil
+            return clipped
+        }
+    }
+
+    /// A limited request's kept rows — `rows`, the first matching rows at some seq (every one when `complete`) —
+    /// advanced with `changes` and cut back to ``heldRows``.
+    ///
+    /// - Returns: The rows and whether they are every matching row; `nil` when fewer than the window remain while
+    ///   the store may hold more (read them again).
+    func advancePrefix(
+        _ rows: [VersionedRow], complete: Bool, with changes: [NetChange]
+    ) -> (rows: [VersionedRow], complete: Bool)? {
+        let advanced = self.advance(rows, with: self.clipped(changes, after: complete ? nil : rows.last?.row))
+        guard let limit = self.limit, let held = self.heldRows else { return (advanced, complete) }
+        if !complete && advanced.count < limit { return nil }
+        if advanced.count > held { return (Array(advanced.prefix(held)), false) }
+        return (advanced, complete)
+    }
+
     /// The first `limit` rows (all without a limit).
     func window(_ rows: [VersionedRow]) -> [VersionedRow] {
         guard let limit, rows.count > limit else { return rows }
