@@ -110,4 +110,42 @@ struct SnapshotStreamTests {
             }
         }
     }
+
+    @Test("a Query streams too: a client that takes none of its rows for the query timeout ends the call")
+    func stalledQueryEnds() async throws {
+        var storeConfiguration = Store.Configuration()
+        storeConfiguration.readTimeout = .milliseconds(500)
+        let store = try Store.temporary(schema: try Fixtures.demoSchema(), configuration: storeConfiguration)
+        try await Self.fill(store, count: 3_000)
+        try await withTestServer(store: store, configuration: Fixtures.configuration()) { _, port in
+            try await withHTTP2Client(port: port, windowSize: 64 << 10) { grpc in
+                let client = Meridian_V1_Meridian.Client(wrapping: grpc)
+                var request = Meridian_V1_QueryRequest()
+                request.fetch = Fixtures.fetch("Point")
+                request.maxChunkBytes = UInt32(Self.chunkBytes)
+                do {
+                    try await client.query(request) { response in
+                        var messages = response.messages.makeAsyncIterator()
+                        let first = try #require(try await messages.next())
+                        #expect(!first.last)
+                        // Reads nothing for four times the timeout, then the rest.
+                        try await Task.sleep(for: .seconds(2))
+                        while try await messages.next() != nil {}
+                    }
+                    Issue.record("the query must be stopped")
+                } catch let error as RPCError {
+                    #expect(error.code == .resourceExhausted)
+                    #expect(error.errorDetail?.code == .limitExceeded)
+                    #expect(error.errorDetail?.message.contains("took none of the query's rows") == true)
+                }
+                // The server goes on: the same query read at once arrives whole.
+                let rows = try await client.query(request) { response in
+                    var count = 0
+                    for try await chunk in response.messages { count += chunk.rows.count }
+                    return count
+                }
+                #expect(rows == 3_000)
+            }
+        }
+    }
 }

@@ -167,14 +167,18 @@ struct MeridianService: RegistrableRPCService {
         } catch {
             throw RPCError(error.detail)
         }
+        let maxBytes = Chunking.chunkBytes(requested: Int(request.maxChunkBytes), configured: self.configuration)
+        // A file store streams the rows as the client reads them; an in-memory store has one connection, which a
+        // waiting read would hold from every writer, so its rows are read whole.
+        if self.store.path != nil { return self.streamedQuery(bound, maxBytes: maxBytes) }
         let snapshot: Snapshot
         do {
             snapshot = try await self.store.snapshot(bound)
         } catch {
-            self.logger.error("cannot read a query's rows: \(error)", metadata: ["meridian.entity": "\(bound.entity.name)"])
+            self.logger.error(
+                "cannot read a query's rows: \(error)", metadata: ["meridian.entity": "\(bound.entity.name)"])
             throw RPCError(RequestDecoding.readFailure(error, "cannot read the query's rows"), cause: error)
         }
-        let maxBytes = Chunking.chunkBytes(requested: Int(request.maxChunkBytes), configured: self.configuration)
         let rows = zip(snapshot.rows, snapshot.versions).map { VersionedRow(row: $0.0, version: $0.1) }
         return StreamingServerResponse { writer in
             let chunks = Chunking.chunks(rows, maxBytes: maxBytes)
@@ -188,6 +192,87 @@ struct MeridianService: RegistrableRPCService {
             return [:]
         }
     }
+}
+
+extension MeridianService {
+    /// The rows of a query read a chunk at a time from a store cursor, as the client takes them: the read waits
+    /// while two chunks wait for the client, and stops (`LIMIT_EXCEEDED`) when the client takes none for
+    /// `--query-timeout`. An error after the first chunk ends the call with its status.
+    func streamedQuery(
+        _ bound: BoundFetchRequest, maxBytes: Int
+    ) -> StreamingServerResponse<Meridian_V1_QueryResponse> {
+        let store = self.store
+        let logger = self.logger
+        let stall = store.readTimeout ?? .seconds(15)
+        return StreamingServerResponse { writer in
+            let handoff = BlockingHandoff<Meridian_V1_QueryResponse>(capacity: 2)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    defer { handoff.finish() }
+                    let piece = QueryPiece()
+                    /// Hands the rows read so far to the writer as the next chunk; `false` stops the read.
+                    @Sendable func send(_ seq: Int64, last: Bool) throws -> Bool {
+                        var response = Meridian_V1_QueryResponse()
+                        response.seq = seq
+                        response.rows = piece.rows
+                        response.last = last
+                        piece.rows = []
+                        piece.bytes = 0
+                        switch handoff.put(response, timeout: stall) {
+                        case .queued: return true
+                        case .closed: return false
+                        case .stalled:
+                            throw RPCError(
+                                Meridian_V1_ErrorDetail(
+                                    .limitExceeded,
+                                    "the client took none of the query's rows for \(stall.spoken) (--query-timeout)"))
+                        }
+                    }
+                    do {
+                        _ = try await store.streamSnapshot(
+                            entity: bound.entity.name, where: bound.whereSQL, orderBy: bound.orderBySQL,
+                            limit: bound.limit
+                        ) { seq, event in
+                            switch event {
+                            case .row(let row, let version):
+                                let versioned = VersionedRow(row: row, version: version)
+                                let size = Chunking.estimatedSize(versioned)
+                                if !piece.rows.isEmpty, piece.bytes + size > maxBytes {
+                                    guard try send(seq, last: false) else { return false }
+                                }
+                                piece.rows.append(Meridian_V1_Row(row, version: version))
+                                piece.bytes += size
+                                return true
+                            case .end:
+                                return try send(seq, last: true)
+                            }
+                        }
+                    } catch let error as RPCError {
+                        throw error
+                    } catch {
+                        logger.error(
+                            "cannot read a query's rows: \(error)",
+                            metadata: ["meridian.entity": "\(bound.entity.name)"])
+                        throw RPCError(RequestDecoding.readFailure(error, "cannot read the query's rows"), cause: error)
+                    }
+                }
+                do {
+                    while let response = await handoff.next() { try await writer.write(response) }
+                } catch {
+                    handoff.close()
+                    throw error
+                }
+                try await group.waitForAll()
+            }
+            return [:]
+        }
+    }
+}
+
+/// The rows of the query chunk being filled: touched only by the store's reader thread that runs the read.
+private final class QueryPiece: @unchecked Sendable {
+    var rows: [Meridian_V1_Row] = []
+    var bytes = 0
 }
 
 // MARK: - Chunking
