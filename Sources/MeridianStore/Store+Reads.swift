@@ -115,7 +115,9 @@ extension Store {
         }
         let (seq, misfits): (Int64, Int)
         do {
-            (seq, misfits) = try await self.writer.read(read)
+            (seq, misfits) = try await self.gated("cannot read a snapshot of \(entity)") {
+                try await self.writer.read(read)
+            }
         } catch let failure as ReaderFailure {
             throw failure.error
         } catch {

@@ -112,6 +112,8 @@ public final class Store: Sendable {
     let notifier: CommitNotifier
     let committer: GroupCommitter
     let configuration: Configuration
+    /// At most one read per reader at a time; the others wait here, at most ``Configuration/readTimeout``.
+    let readGate: ReadGate
     /// A directory this store created and removes when it is deinitialized (`temporary()` only).
     private let ownedDirectory: String?
 
@@ -125,6 +127,7 @@ public final class Store: Sendable {
         self.path = path
         self.logger = logger
         self.configuration = configuration
+        self.readGate = ReadGate(permits: writer is DatabasePool ? configuration.maximumReaderCount : 1)
         self.ownedDirectory = ownedDirectory
         let notifier = CommitNotifier()
         self.notifier = notifier
@@ -295,11 +298,28 @@ public final class Store: Sendable {
     }
 
     func read<T: Sendable>(_ what: String, _ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        do {
-            return try await self.writer.read(body)
-        } catch {
-            throw StoreError.wrap(error, what)
+        try await self.gated(what) {
+            do {
+                return try await self.writer.read(body)
+            } catch {
+                throw StoreError.wrap(error, what)
+            }
         }
+    }
+
+    /// Runs `read` once the ``ReadGate`` admits it.
+    ///
+    /// - Throws: ``StoreError`` `timedOut` when every reader stayed busy for the read timeout, or what `read` throws.
+    func gated<T: Sendable>(_ what: String, _ read: () async throws -> T) async throws -> T {
+        let timeout = self.configuration.readTimeout
+        guard await self.readGate.acquire(timeout: timeout) else {
+            throw StoreError(
+                .timedOut,
+                "\(what): every one of the store's \(self.readGate.permits) readers stayed busy for "
+                    + "\(timeout?.spoken ?? "ever") (long snapshots or queries), so the read was not started")
+        }
+        defer { self.readGate.release() }
+        return try await read()
     }
 
     /// Microseconds since the Unix epoch: the time of Meridian's own log entries, and what retention by age

@@ -1,3 +1,5 @@
+import Dispatch
+import Foundation
 import MeridianCore
 import MeridianStore
 import Testing
@@ -197,4 +199,54 @@ struct Taken: Sendable {
             #expect(badColumn?.code == .schemaMismatch)
         }
     }
+}
+
+/// A snapshot read hands its rows to a reader inside its transaction, which may block; the store's readers are
+/// bounded, and a read waits for one at most the read timeout.
+@Suite("Streamed snapshot reads", .timeLimit(.minutes(2)))
+struct StreamedSnapshotReadTests {
+    @Test("rows come one by one at one seq; a reader may stop the read; every reader busy: a read waits, then fails")
+    func streamAndGate() async throws {
+        var configuration = Store.Configuration()
+        configuration.maximumReaderCount = 1
+        configuration.readTimeout = .milliseconds(300)
+        try await withStore(.file, configuration: configuration) { store in
+            let first = try await store.apply((0..<50).map { .insert("Item", ["title": .string("t\($0)")]) }).seq
+            let seen = Counter()
+            let seq = try await store.streamSnapshot(entity: "Item", orderBy: "\"title\"") { _, event in
+                if case .row = event { seen.add() }
+                return seen.value < 10
+            }
+            #expect(seq == first)
+            #expect(seen.value == 10)
+            // The one reader is held by a read whose reader waits (as for a client that does not read): another
+            // read waits for it, and gives up after the read timeout without taking a thread.
+            let release = DispatchSemaphore(value: 0)
+            let holding = Task {
+                try await store.streamSnapshot(entity: "Item") { _, _ in
+                    release.wait()
+                    return false
+                }
+            }
+            try await Task.sleep(for: .milliseconds(100))
+            do {
+                _ = try await store.latestSeq()
+                Issue.record("a read ran while the only reader was held")
+            } catch let error as StoreError {
+                #expect(error.code == .timedOut)
+                #expect(error.message.contains("every one of the store's 1 readers stayed busy for 300 ms"))
+            }
+            release.signal()
+            _ = try await holding.value
+            #expect(try await store.latestSeq() == first)
+        }
+    }
+}
+
+/// A count shared with a reader closure.
+private final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    var value: Int { self.lock.withLock { self.count } }
+    func add() { self.lock.withLock { self.count += 1 } }
 }
