@@ -50,6 +50,7 @@ struct MeridianCommand: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             SchemaCommand.self,
+            HealthCommand.self,
             InsertCommand.self,
             UpdateCommand.self,
             UpsertCommand.self,

@@ -34,6 +34,7 @@ public final class MeridianServer: Service, Sendable {
     let logger: Logger
     let hub: Hub
     let service: MeridianService
+    let health: ServerHealth
     private let transport: Transport
     /// The open connections (HTTP/2 transport only).
     private let connections: ConnectionLimiter?
@@ -107,6 +108,7 @@ public final class MeridianServer: Service, Sendable {
         self.hub = Hub(store: store, configuration: configuration, metrics: metrics, logger: logger)
         self.service = MeridianService(
             store: store, hub: self.hub, configuration: configuration, metrics: metrics, logger: logger)
+        self.health = ServerHealth(hub: self.hub, logger: logger)
     }
 
     /// The address the server listens on, once it does (with the port the OS picked for port 0).
@@ -146,7 +148,10 @@ public final class MeridianServer: Service, Sendable {
 
     private func serve<T: ServerTransport>(_ transport: T) async throws {
         try await self.hub.start()
-        let server = GRPCServer(transport: transport, services: [self.service])
+        let health = self.health
+        let healthService = HealthService(
+            health: health, watchInterval: min(.milliseconds(500), self.configuration.healthProbeInterval))
+        let server = GRPCServer(transport: transport, services: [self.service, healthService])
         self.grpc.withLock { $0 = GRPCServerHandle(beginGracefulShutdown: { server.beginGracefulShutdown() }) }
         if self.shutdownRequested.withLock({ $0 }) { server.beginGracefulShutdown() }
         let hub = self.hub
@@ -161,6 +166,12 @@ public final class MeridianServer: Service, Sendable {
                     while !Task.isCancelled {
                         try await Task.sleep(for: tick)
                         hub.heartbeat()
+                    }
+                }
+                group.addTask {
+                    while !Task.isCancelled {
+                        await health.probe(store)
+                        try await Task.sleep(for: configuration.healthProbeInterval)
                     }
                 }
                 group.addTask {

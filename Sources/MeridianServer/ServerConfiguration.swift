@@ -52,6 +52,9 @@ public struct ServerConfiguration: Sendable, Hashable {
     /// How long a connection with no call open stays open; then the server closes it (HTTP/2 `GOAWAY`). A client
     /// with a `Sync` stream is never idle.
     public var idleTimeout: Duration = .seconds(300)
+    /// How often the server commits a small write probe to learn whether the store takes writes: the health service
+    /// (`grpc.health.v1.Health`) says NOT_SERVING from the first probe that fails to the first that takes.
+    public var healthProbeInterval: Duration = .seconds(5)
     /// The most operations one transaction (`Apply`, or one request of `ApplyStream`) may hold; a larger one is
     /// refused with `CODE_LIMIT_EXCEEDED` before any of it runs.
     public var maxOperationsPerTransaction: Int = 100_000

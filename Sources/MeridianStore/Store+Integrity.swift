@@ -29,7 +29,33 @@ extension Store {
         {
             return [error.message ?? "SQLite result code \(error.resultCode.rawValue)"]
         } catch {
+            if Store.isOnReadOnlyFileSystem(path) {
+                throw StoreError(
+                    .io,
+                    "cannot check the store file \(path): its file system is read-only (SQLite needs to write the "
+                        + "shared-memory index beside a WAL store, even to read it); mount it read-write",
+                    cause: error)
+            }
             throw StoreError.wrap(error, "cannot check the store file \(path)")
+        }
+    }
+}
+
+// MARK: - Writability
+
+extension Store {
+    /// Writes one small record (to the store's own metadata, not to any entity or the log) and commits it, to learn
+    /// whether the store takes writes now — for a health check, which must turn when the disk fills, the file system
+    /// turns read-only or the disk fails, whether or not clients are writing.
+    ///
+    /// - Throws: ``StoreError`` `io` with SQLite's reason when the commit fails.
+    public func probeWrite() async throws {
+        do {
+            try await self.writer.write { db in
+                try SchemaRecord.setMeta(db, "write_probe", String(Store.nowMicroseconds()))
+            }
+        } catch {
+            throw StoreError.wrap(error, "the store cannot be written")
         }
     }
 }

@@ -2,6 +2,10 @@
 
 internal import CMeridianSQLite
 internal import Foundation
+
+#if canImport(Glibc)
+    internal import Glibc
+#endif
 internal import GRDB
 public import Logging
 public import MeridianCore
@@ -171,6 +175,13 @@ public final class Store: Sendable {
             try applyDurability(configuration.durability, to: pool)
         } catch {
             let directory = (path as NSString).deletingLastPathComponent
+            if Store.isOnReadOnlyFileSystem(path) {
+                throw StoreError(
+                    .io,
+                    "cannot open the store at '\(path)': its file system is read-only (the store writes its file, its "
+                        + "WAL and its shared-memory index beside it); mount it read-write",
+                    cause: error)
+            }
             var isDirectory: ObjCBool = false
             if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
                 throw StoreError(
@@ -291,6 +302,14 @@ public final class Store: Sendable {
     }
 
     // MARK: - Helpers
+
+    /// Whether the directory that holds `path` is on a file system mounted read-only.
+    static func isOnReadOnlyFileSystem(_ path: String) -> Bool {
+        let directory = (path as NSString).deletingLastPathComponent
+        var info = statvfs()
+        guard statvfs(directory.isEmpty ? "." : directory, &info) == 0 else { return false }
+        return info.f_flag & UInt(ST_RDONLY) != 0
+    }
 
     static func latestSeq(_ db: Database) throws -> Int64 {
         try Int64.fetchOne(

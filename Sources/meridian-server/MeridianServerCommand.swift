@@ -92,6 +92,12 @@ struct MeridianServerCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            "How often the server commits a small write probe, so that the gRPC health service (grpc.health.v1) says NOT_SERVING while the store takes no writes: seconds, or a number with ms, s, m, h or d.",
+            valueName: "duration"))
+    var healthProbeInterval = "5s"
+
+    @Option(
+        help: ArgumentHelp(
             "How long one read of a subscription's rows or of a query may run before it is stopped: seconds, or a number with ms, s, m, h or d.",
             valueName: "duration"))
     var queryTimeout = "15s"
@@ -163,7 +169,7 @@ struct MeridianServerCommand: AsyncParsableCommand {
         }
         for (name, text) in [
             ("--hello-timeout", self.helloTimeout), ("--idle-timeout", self.idleTimeout),
-            ("--query-timeout", self.queryTimeout),
+            ("--query-timeout", self.queryTimeout), ("--health-probe-interval", self.healthProbeInterval),
         ] where Self.duration(text) == nil {
             throw ValidationError(
                 "\(name) must be a positive number of seconds, or a number with ms, s, m, h or d (500ms, 15s, 5m); not '\(text)'"
@@ -270,6 +276,7 @@ struct MeridianServerCommand: AsyncParsableCommand {
         configuration.commitPollInterval = .milliseconds(self.commitPollMs)
         configuration.helloTimeout = Self.duration(self.helloTimeout)!
         configuration.idleTimeout = Self.duration(self.idleTimeout)!
+        configuration.healthProbeInterval = Self.duration(self.healthProbeInterval)!
         configuration.maxConnections = self.maxConnections
         configuration.maxResumeChanges = self.maxResumeChanges
         configuration.maxInValues = self.maxInValues

@@ -24,9 +24,14 @@ final class ServerProcess: Sendable {
     let stdout = Pipe()
     let stderr = Pipe()
 
-    init(_ arguments: [String]) throws {
+    convenience init(_ arguments: [String]) throws {
+        try self.init(executable: Self.binary, arguments)
+    }
+
+    /// Runs `executable` (a wrapper that execs `meridian-server`, such as `unshare`) with `arguments`.
+    init(executable: URL, _ arguments: [String]) throws {
         let process = Process()
-        process.executableURL = Self.binary
+        process.executableURL = executable
         process.arguments = arguments
         process.standardOutput = self.stdout
         process.standardError = self.stderr

@@ -24,6 +24,7 @@ public struct MeridianConnection: Sendable {
     /// How long a unary call (`GetSchema`, `Apply`) may take before it fails with `unavailable`.
     public let callTimeout: Duration
     let stub: Meridian_V1_Meridian.Client<HTTP2ClientTransport.Posix>
+    let healthStub: Grpc_Health_V1_Health.Client<HTTP2ClientTransport.Posix>
 
     /// Runs `body` with a connection to `address`, then closes it.
     ///
@@ -47,7 +48,8 @@ public struct MeridianConnection: Sendable {
         do {
             return try await withGRPCClient(transport: transport) { client in
                 let connection = MeridianConnection(
-                    address: address, callTimeout: callTimeout, stub: Meridian_V1_Meridian.Client(wrapping: client))
+                    address: address, callTimeout: callTimeout, stub: Meridian_V1_Meridian.Client(wrapping: client),
+                    healthStub: Grpc_Health_V1_Health.Client(wrapping: client))
                 do {
                     return try await body(connection)
                 } catch {
@@ -78,6 +80,21 @@ public struct MeridianConnection: Sendable {
             throw ClientError(
                 .internal, "the server sent a schema this client cannot read: \(error.message)", cause: error)
         }
+    }
+
+    /// Whether the server serves (gRPC's standard health service, `grpc.health.v1.Health/Check`, for the whole
+    /// server): it does while its store takes writes, its fan-out runs and it is not shutting down.
+    ///
+    /// - Returns: `true` for `SERVING`, `false` for `NOT_SERVING` (or any other status).
+    /// - Throws: ``ClientError`` `unavailable` when the server cannot be reached or does not answer in time.
+    public func isServing() async throws(ClientError) -> Bool {
+        let response: Grpc_Health_V1_HealthCheckResponse
+        do {
+            response = try await self.healthStub.check(Grpc_Health_V1_HealthCheckRequest(), options: self.unaryOptions)
+        } catch {
+            throw ClientError(calling: error)
+        }
+        return response.status == .serving
     }
 
     /// Applies one transaction (`Apply`): every operation commits, or none does.

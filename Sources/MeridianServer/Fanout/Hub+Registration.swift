@@ -3,6 +3,7 @@
 // See Hub.swift for how a pending registration keeps a new subscription's snapshot and its first delta consistent.
 
 internal import CoreMetrics
+internal import GRPCCore
 internal import Logging
 internal import MeridianCore
 internal import MeridianProto
@@ -253,6 +254,13 @@ extension Hub {
                 let detail =
                     (error as? DetailError)?.detail
                     ?? RequestDecoding.readFailure(error, "cannot read the subscription's rows")
+                if detail.code == .unavailable, let outbox = state.clients[pending.clientID]?.outbox {
+                    // The disk failed (full, I/O error), not the request: the stream ends UNAVAILABLE, and the
+                    // client reconnects and resumes every subscription, as after a server restart, instead of
+                    // losing this one for good (found by meridian-check at 200 faults a minute).
+                    outbox.fail(with: RPCError(detail))
+                    return
+                }
                 self.endSubscription(pending.clientID, pending.subscriptionID, with: detail, &state)
                 self.dropPending(pendingID, &state)
             }

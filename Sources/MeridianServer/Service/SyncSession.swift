@@ -37,6 +37,9 @@ struct SyncSession {
 
         try await withThrowingTaskGroup(of: Ended.self) { group in
             group.addTask {
+                // However the writer ends (the client gone, the call cancelled), the queue ends with it: a snapshot
+                // streaming into it stops at once instead of waiting for room (and holding a store reader).
+                defer { outbox.finish() }
                 while let item = await outbox.next() {
                     try await self.write(item, to: writer, chunkBytes: chunkBytes.value, batchBytes: batchBytes.value)
                 }
