@@ -179,10 +179,11 @@ enum ServerBenchmark {
         }
     }
 
-    /// A client that subscribes to every Bench row, applies each batch to a dictionary, and reports per-row latency.
-    static func meridianClient(port: Int, collector: Collector, ready: @escaping @Sendable () -> Void, expected: Int)
-        async throws
-    {
+    /// A client that subscribes to every Bench row (or those matching `predicate`), applies each batch to a
+    /// dictionary, and reports per-row latency.
+    static func meridianClient(
+        port: Int, collector: Collector, ready: @escaping @Sendable () -> Void, expected: Int, predicate: String = ""
+    ) async throws {
         let transport = try HTTP2ClientTransport.Posix(
             target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext)
         try await withGRPCClient(transport: transport) { client in
@@ -195,6 +196,7 @@ enum ServerBenchmark {
             var subscribe = Meridian_V1_SyncRequest()
             subscribe.subscribe.subscriptionID = "all"
             subscribe.subscribe.fetch = Meridian_V1_FetchRequest(entity: "Bench")
+            subscribe.subscribe.fetch.predicate = predicate
             continuation.yield(subscribe)
             try await meridian.syncDecodingRowsByHand(
                 requestProducer: { writer in for await request in requests { try await writer.write(request) } },

@@ -3,6 +3,7 @@
 //   swift build -c release --product meridian-bench && .build/release/meridian-bench store
 //   .build/release/meridian-bench results
 //   .build/release/meridian-bench server
+//   .build/release/meridian-bench bounds
 
 import Foundation
 import MeridianCore
@@ -16,6 +17,7 @@ let benchmarks: [String: @Sendable () async throws -> Void] = [
         }
     },
     "server": { try await ServerBenchmark.run() },
+    "bounds": { try await BoundsBenchmark.run() },
     "client": { try await runClientBenchmark(arguments: Array(CommandLine.arguments.dropFirst(2))) },
 ]
 
