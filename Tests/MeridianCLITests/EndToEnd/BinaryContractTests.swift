@@ -77,6 +77,8 @@ let expectedRootHelp = """
     SUBCOMMANDS:
       schema                  Print the served schema (as a schema file the server
                               can load).
+      health                  Ask whether the server serves (grpc.health.v1): exit
+                              0 when it does.
       insert                  Insert a row and print its id.
       update                  Change attributes of a row and print the commit seq.
       upsert                  Insert a row with this id, or update it if it exists;
