@@ -19,6 +19,9 @@ final class ServerHealth: Sendable {
         self.logger = logger
     }
 
+    /// Whether the server is shutting down.
+    var isShuttingDown: Bool { self.hub.state.withLock { $0.shuttingDown } }
+
     /// Why the server is not serving, or `nil` when it is.
     var problem: String? {
         let hubProblem = self.hub.state.withLock { state -> String? in
@@ -90,7 +93,7 @@ struct HealthService: Grpc_Health_V1_Health.SimpleServiceProtocol {
                 sent = status
             }
             // A graceful shutdown waits for open calls: the watch ends once it said NOT_SERVING.
-            if self.health.problem == "the server is shutting down" { return }
+            if self.health.isShuttingDown { return }
             try await Task.sleep(for: self.watchInterval)
         }
     }
