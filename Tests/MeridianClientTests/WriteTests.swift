@@ -151,6 +151,45 @@ struct WriteTests {
         #expect(controller.rows == (try server.evaluate(request)))
     }
 
+    @Test("a map's own subscription is not re-added by the next process: it is dropped with the rows only it held")
+    func privateSubscriptionsAreNotRestored() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/cache.sqlite"
+        let server = FakeServer(schema: testSchema)
+        server.commit(
+            "Point",
+            [
+                .upsert(point("shared", "S", 1, lat: 10, lon: 10)),
+                .upsert(point("mapped", "M", 2, lat: 10, lon: 10)),
+            ])
+        let list = try FetchRequest(entity: "Point", where: "category == 1", sortedBy: "title")
+        let all = try FetchRequest(entity: "Point", sortedBy: "title")
+        // Three processes in turn, each showing the list and a map of its own over the same cache file.
+        for _ in 0..<3 {
+            let harness = try await Harness(server: server, cachePath: path)
+            let controller = try await harness.container.controller(for: list)
+            let map = try await harness.container.mapController(for: all)
+            try await harness.connect()
+            let hello = try #require(
+                server.received.reversed().first { if case .hello = $0.kind { true } else { false } })
+            let ids = hello.hello.subscriptions.map(\.subscriptionID)
+            #expect(ids.count == 2, "the list and this process's map: \(ids)")
+            #expect(
+                ids.filter { $0.hasPrefix("m-") }.count == 1,
+                "this process's map region only; an earlier process's is not re-added: \(ids)")
+            try await harness.pump()
+            #expect(controller.rows.map(\.id) == ["shared"])
+            #expect(map.controller.rows.map(\.id) == ["mapped", "shared"])
+            await harness.disconnect()
+            await harness.context.flushToDisk()
+        }
+        // Offline, the next process's cache holds the list's row only: the maps' rows went with their subscriptions.
+        let restarted = try await Harness(server: server, cachePath: path)
+        await restarted.context.flushToDisk()
+        #expect(await restarted.context.cachedRowCount == 1)
+    }
+
     @Test("a transaction keeps one idempotency key through retries and restarts; keys never repeat across contexts")
     func idempotencyKeys() async throws {
         let directory = try temporaryDirectory()

@@ -30,6 +30,7 @@ extension CacheContext {
             rows[RowKey(entity: entity, id: id)] = row
         }
         var members: [String: [String]] = [:]
+        var unheld: [String] = []
         for (subscription, id) in cache.memberships { members[subscription, default: []].append(id) }
         for persisted in cache.subscriptions {
             guard let wire = try? Meridian_V1_FetchRequest(serializedBytes: persisted.request),
@@ -47,7 +48,13 @@ extension CacheContext {
                 id: persisted.id, request: request, bound: bound, shareable: persisted.shareable)
             subscription.hasData = persisted.hasData
             self.replica.restore(subscription, members: members[persisted.id] ?? [], rows: rows)
+            if !persisted.shareable { unheld.append(persisted.id) }
         }
+        // A private subscription (a map model's own region) belonged to a controller of an earlier process: no
+        // controller can ever hold it again (each gets a new id), so it is dropped with the rows only it held,
+        // instead of being re-added on every connection (one more per incarnation, until TOO_MANY_SUBSCRIPTIONS;
+        // found by meridian-check).
+        for id in unheld { self.replica.remove(id) }
         for persisted in cache.transactions {
             do {
                 let request = try Meridian_V1_ApplyRequest(serializedBytes: persisted.request)
@@ -61,6 +68,7 @@ extension CacheContext {
         }
         self.writes.discardChanges()
         self.view.withLock { $0.seq = cache.seq }
+        self.flush()
     }
 
     /// Hands what changed since the last flush to the cache file (one SQLite transaction, written in order off the
