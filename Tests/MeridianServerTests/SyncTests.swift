@@ -7,6 +7,7 @@ import MeridianProto
 import MeridianServer
 import MeridianStore
 import MeridianTestSupport
+import MetricsTestKit
 import Testing
 
 @Suite("Sync", .timeLimit(.minutes(5)))
@@ -301,6 +302,57 @@ struct SyncTests {
             #expect(try await resume(missing: 2) == "deltas")
             #expect(try await resume(missing: 3) == "snapshot")
             #expect(mirror.resnapshots == 1)
+        }
+    }
+
+    @Test("a stream resuming several subscriptions of two entities reads the log once, and each gets its own changes")
+    func resumeReadsTheLogOnce() async throws {
+        let store = try Fixtures.store()
+        for i in 0..<12 {
+            try await commit(store, [.insert("Point", id: "p\(i)", Fixtures.point("t\(i)", category: Int64(i % 3)))])
+        }
+        try await commit(store, [.insert("Author", id: "a0", ["firstName": "Ada", "lastName": "L"])])
+        let fetches = [
+            "zero": Fixtures.fetch("Point", "category == 0"), "one": Fixtures.fetch("Point", "category == 1"),
+            "authors": Fixtures.fetch("Author"),
+        ]
+        let metrics = TestMetrics()
+        try await withTestServer(store: store, configuration: Fixtures.configuration(), metricsFactory: metrics) {
+            _, port in
+            try await withHTTP2Client(port: port) { http2 in
+                let client = Meridian_V1_Meridian.Client(wrapping: http2)
+                var mirror = Mirror()
+                try await withSyncStream(client) { stream in
+                    stream.hello()
+                    mirror.apply(try await stream.nextMessage())
+                    for (id, fetch) in fetches { stream.subscribe(id, fetch) }
+                    for id in fetches.keys { try await mirror.awaitSnapshot(stream, id) }
+                }
+                let from = mirror.seq
+                // Missed while away, interleaved: changes of both entities, entering, leaving and updating.
+                try await commit(store, [.update("Point", id: "p1", ["category": 0])])
+                try await commit(store, [.insert("Author", id: "a1", ["firstName": "Bo", "lastName": "M"])])
+                try await commit(store, [.update("Point", id: "p0", ["title": "zero"])])
+                try await commit(store, [.update("Point", id: "p3", ["category": 1])])
+                let last = try await commit(store, [.delete("Author", id: "a0")])
+                let readsBefore = metrics.counterTotal(label: "meridian.resume.reads")
+                try await withSyncStream(client) { stream in
+                    let resumed = fetches.map { id, fetch in
+                        var subscribe = Meridian_V1_Subscribe()
+                        subscribe.subscriptionID = id
+                        subscribe.fetch = fetch
+                        subscribe.resume = true
+                        return subscribe
+                    }
+                    stream.hello(resumeFrom: from, subscriptions: resumed)
+                    while mirror.seq < last { mirror.apply(try await stream.nextMessage()) }
+                }
+                #expect(metrics.counterTotal(label: "meridian.resume.reads") - readsBefore == 1)
+                #expect(mirror.snapshotsReceived.values.allSatisfy { $0 == 1 }, "resumed, not re-snapshotted")
+                for (id, fetch) in fetches {
+                    #expect(mirror.results[id] == (try await directQuery(store, fetch)), "\(id)")
+                }
+            }
         }
     }
 

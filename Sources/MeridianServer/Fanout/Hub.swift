@@ -94,6 +94,18 @@ final class Hub: Sendable {
         /// The pending registrations of subscriptions the client already shows; while there are any, the outbox
         /// holds the client's batches (see "The client's one rule" above).
         var group: Set<Int> = []
+        /// The log's changes the group's resumed subscriptions missed, read once for all of them.
+        var resumeRead: ResumeRead?
+    }
+
+    /// The changes a resuming client missed, of the entities its resumed subscriptions read.
+    struct ResumeRead {
+        let from: Int64
+        let entities: Set<String>
+        /// The changes after `from` through `seq`, or `nil` when a snapshot is cheaper (past
+        /// `--max-resume-changes`, or the log no longer reaches back to `from`).
+        let changes: [Change]?
+        let seq: Int64
     }
 
     /// One subscription of one client.
@@ -131,7 +143,8 @@ final class Hub: Sendable {
         case rows([VersionedRow], seq: Int64, resnapshot: Bool, complete: Bool)
         /// Every row matching the (unlimited) request at `seq`, already queued for the client as snapshot chunks.
         case streamed(seq: Int64)
-        /// The log's changes of the entity after the client's seq, up to `seq`.
+        /// The log's changes after the client's seq, up to `seq` (of the entity, and maybe of others: see
+        /// ``ResumeRead``).
         case missed([Change], seq: Int64)
         /// The matching rows of the old request at `oldSeq` and of the new one at `newSeq` (each as `.rows`).
         case replace(

@@ -13,6 +13,7 @@ internal import CoreMetrics
 /// | `meridian.coalesced` | counter | row changes folded away while a client's stream was busy |
 /// | `meridian.overflows` | counter | client queues dropped for passing their limit |
 /// | `meridian.resnapshots` | counter | snapshots flagged `resnapshot` (overflow, resume impossible, replace) |
+/// | `meridian.resume.reads` | counter | reads of the log for resumed subscriptions (one per resuming stream) |
 /// | `meridian.fanout.duration` | timer | time to process one batch for every subscription |
 /// | `meridian.fanout.failures` | counter | fan-out stops on a read or decode error (every stream then ends `UNAVAILABLE`) |
 /// | `meridian.apply` | counter, dimension `outcome` = `committed`/`rejected` | transactions |
@@ -24,6 +25,7 @@ struct ServerMetrics: Sendable {
     let coalesced: Counter
     let overflows: Counter
     let resnapshots: Counter
+    let resumeReads: Counter
     let fanoutDuration: Timer
     let fanoutFailures: Counter
     let applyCommitted: Counter
@@ -37,6 +39,7 @@ struct ServerMetrics: Sendable {
         self.coalesced = Counter(label: "meridian.coalesced", factory: factory)
         self.overflows = Counter(label: "meridian.overflows", factory: factory)
         self.resnapshots = Counter(label: "meridian.resnapshots", factory: factory)
+        self.resumeReads = Counter(label: "meridian.resume.reads", factory: factory)
         self.fanoutDuration = Timer(label: "meridian.fanout.duration", factory: factory)
         self.fanoutFailures = Counter(label: "meridian.fanout.failures", factory: factory)
         self.applyCommitted = Counter(label: "meridian.apply", dimensions: [("outcome", "committed")], factory: factory)
