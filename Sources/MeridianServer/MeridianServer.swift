@@ -65,7 +65,10 @@ public final class MeridianServer: Service, Sendable {
         metricsFactory: (any MetricsFactory)? = nil
     ) {
         let host = configuration.host == "localhost" ? "127.0.0.1" : configuration.host
-        let connections = ConnectionLimiter(limit: configuration.maxConnections, logger: logger)
+        let connections = ConnectionLimiter(
+            limit: configuration.maxConnections, firstBytesTimeout: configuration.helloTimeout,
+            silenceTimeout: configuration.keepaliveInterval + configuration.helloTimeout,
+            idleTimeout: configuration.idleTimeout, logger: logger)
         let transport = HTTP2ServerTransport.Posix(
             address: host.contains(":")
                 ? .ipv6(host: host, port: configuration.port) : .ipv4(host: host, port: configuration.port),
@@ -76,7 +79,11 @@ public final class MeridianServer: Service, Sendable {
                 config.rpc.maxRequestPayloadSize = max(4 << 20, configuration.maxRequestBytes * 4)
                 config.http2.maxConcurrentStreams = configuration.maxStreamsPerConnection
                 config.connection.maxIdleTime = configuration.idleTimeout
+                // Pings a silent peer, so that a live one speaks (see SilentConnectionHandler).
+                config.connection.keepalive.time = configuration.keepaliveInterval
+                config.connection.keepalive.timeout = configuration.helloTimeout
                 config.channelDebuggingCallbacks.onAcceptTCPConnection = { channel in connections.accept(channel) }
+                config.channelDebuggingCallbacks.onAcceptHTTP2Stream = { stream in connections.acceptStream(stream) }
             })
         self.init(
             store: store, configuration: configuration, logger: logger, metricsFactory: metricsFactory,
@@ -128,6 +135,9 @@ public final class MeridianServer: Service, Sendable {
 
     /// The client connections open now (0 for an in-process server).
     public var openConnections: Int { self.connections?.count ?? 0 }
+
+    /// The client connections closed since the server started, by either side (0 for an in-process server).
+    public var closedConnections: Int { self.connections?.closedCount ?? 0 }
 
     /// Serves until graceful shutdown (the service group's, or ``beginGracefulShutdown()``), or until cancelled.
     ///

@@ -52,6 +52,10 @@ public struct ServerConfiguration: Sendable, Hashable {
     /// How long a connection with no call open stays open; then the server closes it (HTTP/2 `GOAWAY`). A client
     /// with a `Sync` stream is never idle.
     public var idleTimeout: Duration = .seconds(300)
+    /// How long a connection may stay silent before the server sends it an HTTP/2 `PING`; a connection that then
+    /// sends nothing (not even the `PING`'s answer) for `helloTimeout` more is closed, as is one that sends nothing
+    /// within `helloTimeout` of being accepted.
+    public var keepaliveInterval: Duration = .seconds(60)
     /// How often the server commits a small write probe to learn whether the store takes writes: the health service
     /// (`grpc.health.v1.Health`) says NOT_SERVING from the first probe that fails to the first that takes.
     public var healthProbeInterval: Duration = .seconds(5)

@@ -92,6 +92,12 @@ struct MeridianServerCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            "How long a connection may stay silent before the server pings it; one that then sends nothing for --hello-timeout more is closed (a duration, like --hello-timeout).",
+            valueName: "duration"))
+    var keepaliveInterval = "60s"
+
+    @Option(
+        help: ArgumentHelp(
             "How often the server commits a small write probe, so that the gRPC health service (grpc.health.v1) says NOT_SERVING while the store takes no writes: seconds, or a number with ms, s, m, h or d.",
             valueName: "duration"))
     var healthProbeInterval = "5s"
@@ -169,6 +175,7 @@ struct MeridianServerCommand: AsyncParsableCommand {
         }
         for (name, text) in [
             ("--hello-timeout", self.helloTimeout), ("--idle-timeout", self.idleTimeout),
+            ("--keepalive-interval", self.keepaliveInterval),
             ("--query-timeout", self.queryTimeout), ("--health-probe-interval", self.healthProbeInterval),
         ] where Self.duration(text) == nil {
             throw ValidationError(
@@ -276,6 +283,7 @@ struct MeridianServerCommand: AsyncParsableCommand {
         configuration.commitPollInterval = .milliseconds(self.commitPollMs)
         configuration.helloTimeout = Self.duration(self.helloTimeout)!
         configuration.idleTimeout = Self.duration(self.idleTimeout)!
+        configuration.keepaliveInterval = Self.duration(self.keepaliveInterval)!
         configuration.healthProbeInterval = Self.duration(self.healthProbeInterval)!
         configuration.maxConnections = self.maxConnections
         configuration.maxResumeChanges = self.maxResumeChanges

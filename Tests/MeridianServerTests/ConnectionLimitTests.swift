@@ -1,5 +1,6 @@
 // The bounds on connections: how many may be open (--max-connections), how many calls one may hold at once
-// (--max-streams-per-connection), and how long one may stay open with no call (--idle-timeout).
+// (--max-streams-per-connection), how long one may stay open with no call (--idle-timeout), and how long one may stay
+// silent (--hello-timeout before its first byte, --keepalive-interval + --hello-timeout after).
 
 import GRPCCore
 import MeridianCore
@@ -7,6 +8,10 @@ import MeridianProto
 import MeridianServer
 import MeridianTestSupport
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 @Suite("Connection bounds", .timeLimit(.minutes(2)))
 struct ConnectionLimitTests {
@@ -74,25 +79,88 @@ struct ConnectionLimitTests {
             try await withHTTP2Client(port: port) { streaming in
                 try await withSyncStream(Meridian_V1_Meridian.Client(wrapping: streaming)) { stream in
                     stream.hello()
-                    _ = try await stream.nextMessage()
+                    var mirror = Mirror()
+                    mirror.apply(try await stream.nextMessage())
+                    stream.subscribe("all", Fixtures.fetch("Point"))
+                    try await mirror.awaitSnapshot(stream, "all")
                     try await withHTTP2Client(port: port) { idle in
                         try await self.retryingUnavailable {
                             _ = try await Meridian_V1_Meridian.Client(wrapping: idle).getSchema(
                                 Meridian_V1_GetSchemaRequest())
                         }
                         #expect(server.openConnections == 2)
-                        try await self.waitUntil("the idle connection is closed") { server.openConnections == 1 }
-                        // The stream's connection stays: heartbeats still arrive on it, well past the timeout (had
-                        // it been closed, the stream would have ended with an error). (The idle client may reconnect
-                        // on its own meanwhile, so the count is not checked again.)
+                        // A connection that speaks HTTP/2 but never calls is idle from the start.
+                        let neverCalls = try RawSocket.connect(port: port)
+                        defer { close(neverCalls) }
+                        RawSocket.send(neverCalls, RawSocket.http2Preface)
+                        #expect(
+                            await RawSocket.awaitClosed([neverCalls], until: .now + .seconds(10)).isEmpty,
+                            "a connection that never calls is closed")
+                        // (The gRPC client connects again at once, so the count of open ones would show its close
+                        // for a moment only.)
+                        try await self.waitUntil("the idle connection is closed") { server.closedConnections >= 2 }
+                        // The stream's connection stays: well past the timeout, a commit made now still reaches the
+                        // stream (had its connection been closed, the stream would have ended with an error; the
+                        // heartbeats received before would not tell).
                         try await Task.sleep(for: .milliseconds(2_500))
-                        for _ in 0..<3 {
-                            guard case .heartbeat = try await stream.next().kind else {
-                                Issue.record("expected a heartbeat")
-                                return
-                            }
-                        }
+                        let seq = try await commit(store, [.insert("Point", id: "late", Fixtures.point("late"))])
+                        while mirror.seq < seq { mirror.apply(try await stream.nextMessage()) }
+                        #expect(mirror.results["all"]?["late"] != nil)
                     }
+                }
+            }
+        }
+    }
+
+    @Test(
+        "a silent connection is closed after --hello-timeout; one that spoke, then answers no PING, after --keepalive-interval more; a quiet stream stays"
+    )
+    func silentConnections() async throws {
+        let store = try Fixtures.store()
+        let configuration = Fixtures.configuration {
+            $0.helloTimeout = .seconds(1)
+            $0.keepaliveInterval = .seconds(1)
+            // The stream hears nothing from the server either: only the keepalive PINGs keep it talking.
+            $0.heartbeatInterval = .seconds(60)
+        }
+        try await withTestServer(store: store, configuration: configuration) { server, port in
+            try await withHTTP2Client(port: port) { client in
+                try await withSyncStream(Meridian_V1_Meridian.Client(wrapping: client)) { stream in
+                    stream.hello()
+                    var mirror = Mirror()
+                    mirror.apply(try await stream.nextMessage())
+                    stream.subscribe("all", Fixtures.fetch("Point"))
+                    try await mirror.awaitSnapshot(stream, "all")
+
+                    let start = ContinuousClock.now
+                    let silent = try RawSocket.connect(port: port)
+                    let talker = try RawSocket.connect(port: port)
+                    defer {
+                        close(silent)
+                        close(talker)
+                    }
+                    // HTTP/2's client preface and an empty SETTINGS frame, then nothing, not even a PING's answer.
+                    RawSocket.send(talker, RawSocket.http2Preface)
+                    #expect(
+                        await RawSocket.awaitClosed([silent, talker], until: start + .milliseconds(600)).count == 2,
+                        "nobody is closed before its timeout")
+                    #expect(
+                        await RawSocket.awaitClosed([silent], until: start + .seconds(10)).isEmpty,
+                        "the silent connection is closed after --hello-timeout")
+                    let silentClosed = ContinuousClock.now
+                    #expect(
+                        await RawSocket.awaitClosed([talker], until: silentClosed + .milliseconds(500)).count == 1,
+                        "the connection that spoke has --keepalive-interval more")
+                    #expect(
+                        await RawSocket.awaitClosed([talker], until: start + .seconds(15)).isEmpty,
+                        "the connection that answers no PING is closed")
+                    try await self.waitUntil("only the stream's connection is open") { server.openConnections == 1 }
+                    // Four seconds of silence later, the stream's connection still carries changes: its client
+                    // answered every PING.
+                    try await Task.sleep(until: start + .seconds(4))
+                    let seq = try await commit(store, [.insert("Point", id: "late", Fixtures.point("late"))])
+                    while mirror.seq < seq { mirror.apply(try await stream.nextMessage()) }
+                    #expect(mirror.results["all"]?["late"] != nil)
                 }
             }
         }

@@ -9,6 +9,10 @@ import MeridianTestSupport
 import Synchronization
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// A `meridian-server` child process, killed when the test ends.
 final class ServerProcess: Sendable {
     static var binary: URL {
@@ -193,6 +197,28 @@ struct ProcessTests {
         #expect(usage.stderr.contains("--to"))
     }
 
+    @Test("10,000 connections that never send a byte are closed after --hello-timeout; the server serves meanwhile")
+    func silentConnections() async throws {
+        let server = try ServerProcess([
+            "--in-memory", "--schema", Fixtures.demoSchemaPath, "--listen", "127.0.0.1:0", "--hello-timeout", "2s",
+            "--max-connections", "10100", "--log-level", "warning",
+        ])
+        let port = try #require(listeningPort(await server.firstLine()))
+        var sockets: [Int32] = []
+        defer { for socket in sockets { close(socket) } }
+        for _ in 0..<10_000 { sockets.append(try RawSocket.connect(port: port)) }
+        try await withHTTP2Client(port: port) { client in
+            let schema = try await Meridian_V1_Meridian.Client(wrapping: client).getSchema(
+                Meridian_V1_GetSchemaRequest())
+            #expect(!schema.schema.entities.isEmpty, "served beside 10,000 silent connections")
+        }
+        let open = await RawSocket.awaitClosed(sockets, until: .now + .seconds(60))
+        #expect(open.isEmpty, "\(open.count) silent connections still open")
+        try await withHTTP2Client(port: port) { client in
+            _ = try await Meridian_V1_Meridian.Client(wrapping: client).getSchema(Meridian_V1_GetSchemaRequest())
+        }
+    }
+
     @Test("--help exits 0 and documents every flag")
     func help() async throws {
         let (status, out, _) = try await ServerProcess.run(["--help"])
@@ -203,7 +229,7 @@ struct ProcessTests {
             "--commit-poll-ms", "--durability", "--hello-timeout", "--max-operations",
             "--max-id-bytes", "--max-predicate-bytes", "--max-row-bytes", "--client-queue-bytes", "--max-connections",
             "--max-streams-per-connection", "--idle-timeout", "--max-resume-changes", "--query-timeout",
-            "--max-in-values", "--integrity", "--check-integrity",
+            "--max-in-values", "--integrity", "--check-integrity", "--keepalive-interval",
         ] {
             #expect(out.contains(flag), "--help mentions \(flag)")
         }
@@ -221,6 +247,10 @@ struct ProcessTests {
             (["--in-memory", "--schema", "s.yaml", "--hello-timeout", "0s"], "--hello-timeout must be a positive"),
             (["--in-memory", "--schema", "s.yaml", "--max-operations", "0"], "--max-operations must be positive"),
             (["--in-memory", "--schema", "s.yaml", "--idle-timeout", "soon"], "--idle-timeout must be a positive"),
+            (
+                ["--in-memory", "--schema", "s.yaml", "--keepalive-interval", "0"],
+                "--keepalive-interval must be a positive"
+            ),
             (["--in-memory", "--schema", "s.yaml", "--integrity", "some"], "--integrity must be quick, full or off"),
             (["--in-memory", "--schema", "s.yaml", "--max-row-bytes", "0"], "--max-row-bytes must be positive"),
             (["--in-memory", "--schema", "s.yaml", "--max-connections", "0"], "--max-connections must be positive"),

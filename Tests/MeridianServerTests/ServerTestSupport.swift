@@ -11,6 +11,10 @@ import MeridianStore
 import MeridianTestSupport
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The transports every scenario runs over.
 enum Wire: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case inProcess, http2
@@ -259,5 +263,65 @@ func sqlite3(_ path: String, _ sql: String) async -> Int32 {
                 continuation.resume(returning: -1)
             }
         }
+    }
+}
+
+// MARK: - Raw sockets
+
+/// Plain TCP sockets to a local port, for connections that do not speak gRPC (silent ones, hand-made HTTP/2).
+enum RawSocket {
+    /// HTTP/2's client connection preface and an empty SETTINGS frame: what a client sends first.
+    static let http2Preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8) + [0, 0, 0, 4, 0, 0, 0, 0, 0]
+
+    /// Opens a blocking TCP connection to 127.0.0.1:`port`.
+    static func connect(port: Int) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard result == 0 else {
+            let code = errno
+            close(fd)
+            throw POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO)
+        }
+        return fd
+    }
+
+    /// Writes all of `bytes`.
+    static func send(_ fd: Int32, _ bytes: [UInt8]) {
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n <= 0 { return }
+            sent += n
+        }
+    }
+
+    /// Waits until the server has closed each of `fds` (a read returns end of file, or the connection was reset),
+    /// reading and dropping what the server sent before (its HTTP/2 settings); gives up at `deadline`.
+    ///
+    /// - Returns: The sockets the server has not closed by then.
+    static func awaitClosed(_ fds: [Int32], until deadline: ContinuousClock.Instant) async -> Set<Int32> {
+        var open = Set(fds)
+        var buffer = [UInt8](repeating: 0, count: 4_096)
+        while !open.isEmpty, ContinuousClock.now < deadline {
+            var polls = open.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+            let ready = poll(&polls, nfds_t(polls.count), 0)
+            if ready > 0 {
+                for entry in polls where entry.revents != 0 {
+                    let n = recv(entry.fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+                    if n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) { open.remove(entry.fd) }
+                }
+            }
+            if ready <= 0 { try? await Task.sleep(for: .milliseconds(50)) }
+        }
+        return open
     }
 }
