@@ -7,7 +7,9 @@
 // the rows a writer inserts at 200 commits/s for 2 s (each row carries its commit time); each reports commit-to-apply
 // latency. Phase 1 runs them alone; phase 2 first opens one more client, over a 64 KiB HTTP/2 window, that subscribes
 // to every row and then reads nothing. The process's resident memory is sampled every 50 ms: server, clients and
-// writer share it, so the difference between the phases is what the hostile subscription costs.
+// writer share it, so the difference between the phases is what the hostile subscription costs. Phase 3 runs beside
+// five clients that scan every row (`title CONTAINS[cd] "…"`, which no index helps), one `Query` after another: the
+// fan-out reads the log on its own connection, so what the scans take from the others is CPU.
 
 import Foundation
 import GRPCCore
@@ -51,6 +53,24 @@ enum BoundsBenchmark {
             print(self.line("the same, beside one subscribed to every row, never reading", loud))
             hostile.cancel()
             _ = try? await hostile.value
+            // Five clients scanning every row with a predicate no index helps, one Query after another.
+            let scans = ScanCounts()
+            let scanners = Task {
+                try await withThrowingTaskGroup(of: Void.self) { scanners in
+                    for _ in 0..<5 {
+                        scanners.addTask { try await self.scanner(port: port, counts: scans) }
+                    }
+                    try await scanners.waitForAll()
+                }
+            }
+            try await Task.sleep(for: .seconds(1))
+            let scanned = try await self.phase(port: port, index: 2)
+            scanners.cancel()
+            _ = try? await scanners.value
+            print(self.line("the same, beside five CONTAINS[cd] scans of every row", scanned))
+            print(
+                "  (\(scans.finished.load(ordering: .relaxed)) scans finished, \(scans.failed.load(ordering: .relaxed)) failed, "
+                    + "in the phase and the second before it)")
             server.beginGracefulShutdown()
             try await group.waitForAll()
         }
@@ -128,6 +148,37 @@ enum BoundsBenchmark {
                         try await Task.sleep(for: .seconds(3_600))
                     }
                 })
+        }
+    }
+
+    /// The scans that finished and failed.
+    final class ScanCounts: Sendable {
+        let finished = Atomic<Int>(0)
+        let failed = Atomic<Int>(0)
+    }
+
+    /// Runs `Query`s of every row whose title contains a text no row holds (a full scan each) until cancelled.
+    static func scanner(port: Int, counts: ScanCounts) async throws {
+        let transport = try HTTP2ClientTransport.Posix(
+            target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext)
+        try await withGRPCClient(transport: transport) { client in
+            let meridian = Meridian_V1_Meridian.Client(wrapping: client)
+            var request = Meridian_V1_QueryRequest()
+            request.fetch = Meridian_V1_FetchRequest(entity: "Bench")
+            request.fetch.predicate = "title CONTAINS[cd] \"no such title\""
+            while !Task.isCancelled {
+                do {
+                    try await meridian.query(request) { response in
+                        for try await _ in response.messages {}
+                    }
+                    counts.finished.add(1, ordering: .relaxed)
+                } catch is CancellationError {
+                    return
+                } catch {
+                    if Task.isCancelled { return }
+                    counts.failed.add(1, ordering: .relaxed)
+                }
+            }
         }
     }
 

@@ -181,20 +181,28 @@ final class CacheFile: Sendable {
         _ = try? await self.queue.write { _ in }
     }
 
+    /// Runs one statement through the connection's statement cache: a commit's delta runs the same few statements
+    /// once per row, and compiling each (what `Database.execute(sql:)` does) cost more than running it.
+    private static func execute(_ db: Database, sql: String, arguments: StatementArguments) throws {
+        try db.cachedStatement(sql: sql).execute(arguments: arguments)
+    }
+
     private static func apply(_ delta: CacheDelta, to db: Database) throws {
         if let seq = delta.seq {
-            try db.execute(
-                sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('seq', ?)", arguments: [Data(String(seq).utf8)])
+            try Self.execute(
+                db, sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('seq', ?)",
+                arguments: [Data(String(seq).utf8)])
         }
         if let schema = delta.schema {
-            try db.execute(
-                sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)", arguments: [Data(schema)])
+            try Self.execute(
+                db, sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema', ?)", arguments: [Data(schema)])
         }
         var position = try Int.fetchOne(db, sql: "SELECT COALESCE(MAX(position), 0) FROM subscription") ?? 0
         for (id, subscription) in delta.subscriptions {
             if let subscription {
                 position += 1
-                try db.execute(
+                try Self.execute(
+                    db,
                     sql: """
                         INSERT INTO subscription (id, request, has_data, shareable, position) VALUES (?, ?, ?, ?, ?)
                         ON CONFLICT (id) DO UPDATE SET request = excluded.request, has_data = excluded.has_data,
@@ -202,37 +210,39 @@ final class CacheFile: Sendable {
                         """,
                     arguments: [id, Data(subscription.request), subscription.hasData, subscription.shareable, position])
             } else {
-                try db.execute(sql: "DELETE FROM subscription WHERE id = ?", arguments: [id])
-                try db.execute(sql: "DELETE FROM membership WHERE subscription = ?", arguments: [id])
+                try Self.execute(db, sql: "DELETE FROM subscription WHERE id = ?", arguments: [id])
+                try Self.execute(db, sql: "DELETE FROM membership WHERE subscription = ?", arguments: [id])
             }
         }
         for (key, bytes) in delta.rows {
             if let bytes {
-                try db.execute(
-                    sql: "INSERT OR REPLACE INTO row (entity, id, bytes) VALUES (?, ?, ?)",
+                try Self.execute(
+                    db, sql: "INSERT OR REPLACE INTO row (entity, id, bytes) VALUES (?, ?, ?)",
                     arguments: [key.entity, key.id, Data(bytes)])
             } else {
-                try db.execute(sql: "DELETE FROM row WHERE entity = ? AND id = ?", arguments: [key.entity, key.id])
+                try Self.execute(
+                    db, sql: "DELETE FROM row WHERE entity = ? AND id = ?", arguments: [key.entity, key.id])
             }
         }
         for (key, added) in delta.memberships {
             if added {
-                try db.execute(
-                    sql: "INSERT OR IGNORE INTO membership (subscription, id) VALUES (?, ?)",
+                try Self.execute(
+                    db, sql: "INSERT OR IGNORE INTO membership (subscription, id) VALUES (?, ?)",
                     arguments: [key.subscription, key.id])
             } else {
-                try db.execute(
-                    sql: "DELETE FROM membership WHERE subscription = ? AND id = ?",
+                try Self.execute(
+                    db, sql: "DELETE FROM membership WHERE subscription = ? AND id = ?",
                     arguments: [key.subscription, key.id])
             }
         }
         for (localID, transaction) in delta.transactions {
             if let transaction {
-                try db.execute(
+                try Self.execute(
+                    db,
                     sql: "INSERT OR REPLACE INTO pending_transaction (local_id, request, commit_seq) VALUES (?, ?, ?)",
                     arguments: [localID, Data(transaction.request), transaction.commitSeq])
             } else {
-                try db.execute(sql: "DELETE FROM pending_transaction WHERE local_id = ?", arguments: [localID])
+                try Self.execute(db, sql: "DELETE FROM pending_transaction WHERE local_id = ?", arguments: [localID])
             }
         }
     }
