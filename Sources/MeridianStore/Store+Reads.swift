@@ -28,8 +28,9 @@ extension Store {
         limit: Int? = nil
     ) async throws -> Snapshot {
         let collected = SnapshotCollector()
-        let seq = try await self.streamSnapshot(entity: entity, where: predicate, orderBy: orderBy, limit: limit) {
-            _, event in
+        let seq = try await self.streamSnapshot(
+            entity: entity, where: predicate, orderBy: orderBy, limit: limit, readerWaits: false
+        ) { _, event in
             if case .row(let row, let version) = event {
                 collected.rows.append(row)
                 collected.versions.append(version)
@@ -59,6 +60,8 @@ extension Store {
     ///   - predicate: A `WHERE` condition (a compiled predicate); `nil` for every row.
     ///   - orderBy: An `ORDER BY` list (a compiled sort); the id is always appended as the final tie-break.
     ///   - limit: The most rows to read.
+    ///   - readerWaits: Whether `reader` may block (then the time it takes is measured, to leave it out of the time
+    ///     limit: two clock reads a row); `false` for a reader that only collects.
     ///   - reader: Called with the transaction's seq and each row, then with `.end` (unless it stopped the read).
     /// - Returns: The latest `seq` in the transaction: the rows are the query's result at it.
     /// - Throws: ``StoreError`` `schemaMismatch` for SQL that does not fit the table, `timedOut` past the time
@@ -68,6 +71,7 @@ extension Store {
         where predicate: SQLFragment? = nil,
         orderBy: String? = nil,
         limit: Int? = nil,
+        readerWaits: Bool = true,
         _ reader: @escaping @Sendable (_ seq: Int64, _ event: SnapshotEvent) throws -> Bool
     ) async throws -> Int64 {
         let (entitySchema, query, arguments) = try self.snapshotQuery(
@@ -85,9 +89,9 @@ extension Store {
             } catch {
                 throw StoreError(.schemaMismatch, "the query does not fit \(entity): \(query)", cause: error)
             }
-            // The limit is on SQLite's work: the deadline moves by the time the reader took, when that is long
-            // enough to matter (a reader waiting for its consumer), so that the common case reads no clock twice.
-            var deadline = timeout.map { ContinuousClock.now + $0 }
+            // The limit is on SQLite's work: for a reader that may wait for its consumer, the deadline moves by the
+            // time the reader took, when that is long enough to matter. A reader that only collects costs no clock.
+            var deadline = readerWaits ? timeout.map { ContinuousClock.now + $0 } : nil
             do {
                 let cursor = try GRDB.Row.fetchCursor(statement, arguments: arguments)
                 while let row = try cursor.next() {

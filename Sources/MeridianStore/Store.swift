@@ -2,13 +2,13 @@
 
 internal import CMeridianSQLite
 internal import Foundation
+internal import GRDB
+public import Logging
+public import MeridianCore
 
 #if canImport(Glibc)
     internal import Glibc
 #endif
-internal import GRDB
-public import Logging
-public import MeridianCore
 
 /// The authoritative store: one SQLite file (or an in-memory database) holding the schema's entity tables, the
 /// change log of every write — Meridian logs its own, SQLite triggers those of any other process — and the recorded
@@ -330,12 +330,16 @@ public final class Store: Sendable {
     ///
     /// - Throws: ``StoreError`` `timedOut` when every reader stayed busy for the read timeout, or what `read` throws.
     func gated<T: Sendable>(_ what: String, _ read: () async throws -> T) async throws -> T {
-        let timeout = self.configuration.readTimeout
-        guard await self.readGate.acquire(timeout: timeout) else {
-            throw StoreError(
-                .timedOut,
-                "\(what): every one of the store's \(self.readGate.permits) readers stayed busy for "
-                    + "\(timeout?.spoken ?? "ever") (long snapshots or queries), so the read was not started")
+        if let timeout = self.configuration.readTimeout {
+            guard await self.readGate.acquire(timeout: timeout) else {
+                throw StoreError(
+                    .timedOut,
+                    "\(what): every one of the store's \(self.readGate.permits) readers stayed busy for "
+                        + "\(timeout.spoken) (long snapshots or queries), so the read was not started")
+            }
+        } else {
+            // Without a timeout the gate waits as long as it takes.
+            _ = await self.readGate.acquire(timeout: nil)
         }
         defer { self.readGate.release() }
         return try await read()
