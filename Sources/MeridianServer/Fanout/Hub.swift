@@ -168,6 +168,8 @@ final class Hub: Sendable {
         let registeredAt: Int64
         /// Every change of `entities` after `registeredAt` that the hub processed since.
         var buffer: [Change] = []
+        /// About the bytes `buffer` holds (``Hub/bytes(of:)``), bounded by the client's `--client-queue-bytes`.
+        var bufferBytes = 0
         var base: Base?
 
         var entities: Set<String> {
@@ -361,11 +363,23 @@ final class Hub: Sendable {
                 case .closed: break
                 }
             }
-            // 4. Pending registrations buffer their entities' changes.
+            // 4. Pending registrations buffer their entities' changes, within the client's queue bytes (a snapshot
+            //    streaming to a client that reads slowly would otherwise buffer every change for as long as it takes).
+            //    Bytes only: the row bound is for a client's own queue; a read that takes long on a busy store passes
+            //    a small row bound at once (meridian-check's 64) and would be re-snapshotted for ever.
             for id in Array(state.pendings.keys) {
                 let entities = state.pendings[id]!.entities
                 for entity in entities {
-                    if let changes = byEntity[entity] { state.pendings[id]!.buffer.append(contentsOf: changes) }
+                    guard let changes = byEntity[entity] else { continue }
+                    state.pendings[id]!.buffer.append(contentsOf: changes)
+                    state.pendings[id]!.bufferBytes += changes.reduce(0) { $0 + Self.bytes(of: $1) }
+                }
+                let pending = state.pendings[id]!
+                if let outbox = state.clients[pending.clientID]?.outbox,
+                    pending.bufferBytes > outbox.limitBytes,
+                    !overflowed.contains(pending.clientID)
+                {
+                    overflowed.append(pending.clientID)
                 }
             }
             state.processedSeq = end
@@ -384,6 +398,11 @@ final class Hub: Sendable {
                 self.resnapshotAll(clientID, &state)
             }
         }
+    }
+
+    /// About the bytes a buffered change holds: its images' sizes (``RowSize``) and a little framing.
+    static func bytes(of change: Change) -> Int {
+        (change.before.map(RowSize.of) ?? 0) + (change.after.map(RowSize.of) ?? 0) + 16
     }
 
     /// A limited subscription's delta: its LiveResults applies the batch and its change set becomes entered, left
