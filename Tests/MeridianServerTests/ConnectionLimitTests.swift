@@ -78,11 +78,7 @@ struct ConnectionLimitTests {
         try await withTestServer(store: store, configuration: configuration) { server, port in
             try await withHTTP2Client(port: port) { streaming in
                 try await withSyncStream(Meridian_V1_Meridian.Client(wrapping: streaming)) { stream in
-                    stream.hello()
-                    var mirror = Mirror()
-                    mirror.apply(try await stream.nextMessage())
-                    stream.subscribe("all", Fixtures.fetch("Point"))
-                    try await mirror.awaitSnapshot(stream, "all")
+                    var mirror = try await Mirror.subscribed(stream)
                     try await withHTTP2Client(port: port) { idle in
                         try await self.retryingUnavailable {
                             _ = try await Meridian_V1_Meridian.Client(wrapping: idle).getSchema(
@@ -126,11 +122,7 @@ struct ConnectionLimitTests {
         try await withTestServer(store: store, configuration: configuration) { server, port in
             try await withHTTP2Client(port: port) { client in
                 try await withSyncStream(Meridian_V1_Meridian.Client(wrapping: client)) { stream in
-                    stream.hello()
-                    var mirror = Mirror()
-                    mirror.apply(try await stream.nextMessage())
-                    stream.subscribe("all", Fixtures.fetch("Point"))
-                    try await mirror.awaitSnapshot(stream, "all")
+                    var mirror = try await Mirror.subscribed(stream)
 
                     let start = ContinuousClock.now
                     let silent = try RawSocket.connect(port: port)

@@ -299,11 +299,7 @@ struct ProcessTests {
         let port = try #require(listeningPort(line), "first line: \(line ?? "nil")")
         try await withHTTP2Client(port: port) { client in
             try await withSyncStream(Meridian_V1_Meridian.Client(wrapping: client)) { stream in
-                stream.hello()
-                var mirror = Mirror()
-                mirror.apply(try await stream.nextMessage())
-                stream.subscribe("all", Fixtures.fetch("Point"))
-                try await mirror.awaitSnapshot(stream, "all")
+                var mirror = try await Mirror.subscribed(stream)
                 server.process.terminate()
                 var sawGoodbye = false
                 while let response = try? await stream.next() {

@@ -195,6 +195,18 @@ struct Mirror {
         return response
     }
 
+    /// Says Hello on `stream` and subscribes `id` to `fetch` (every Point): the mirror once it applied the snapshot.
+    static func subscribed(
+        _ stream: SyncStream, _ id: String = "all", _ fetch: Meridian_V1_FetchRequest = Fixtures.fetch("Point")
+    ) async throws -> Mirror {
+        stream.hello()
+        var mirror = Mirror()
+        mirror.apply(try await stream.nextMessage())
+        stream.subscribe(id, fetch)
+        try await mirror.awaitSnapshot(stream, id)
+        return mirror
+    }
+
     /// Reads and applies responses until the mirror is at `seq` or later with no snapshot waiting for its batch.
     mutating func catchUp(_ stream: SyncStream, to seq: Int64) async throws {
         while self.seq < seq || !self.chunks.isEmpty {
