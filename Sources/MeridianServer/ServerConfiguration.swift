@@ -49,8 +49,8 @@ public struct ServerConfiguration: Sendable, Hashable {
     /// The most calls (a `Sync` stream, an `Apply`, a `Query`) open at once on one connection (HTTP/2's
     /// `SETTINGS_MAX_CONCURRENT_STREAMS`): a client opening more waits for one to end.
     public var maxStreamsPerConnection: Int = 100
-    /// How long a connection with no call open stays open; then the server closes it (HTTP/2 `GOAWAY`). A client
-    /// with a `Sync` stream is never idle.
+    /// How long a connection with no call open stays open; then the server closes it (it has no call to lose). A
+    /// client with a `Sync` stream is never idle.
     public var idleTimeout: Duration = .seconds(300)
     /// How long a connection may stay silent before the server sends it an HTTP/2 `PING`; a connection that then
     /// sends nothing (not even the `PING`'s answer) for `helloTimeout` more is closed, as is one that sends nothing

@@ -367,12 +367,16 @@ final class Hub: Sendable {
             //    streaming to a client that reads slowly would otherwise buffer every change for as long as it takes).
             //    Bytes only: the row bound is for a client's own queue; a read that takes long on a busy store passes
             //    a small row bound at once (meridian-check's 64) and would be re-snapshotted for ever.
+            var bytesByEntity: [String: Int] = [:]
             for id in Array(state.pendings.keys) {
                 let entities = state.pendings[id]!.entities
                 for entity in entities {
                     guard let changes = byEntity[entity] else { continue }
                     state.pendings[id]!.buffer.append(contentsOf: changes)
-                    state.pendings[id]!.bufferBytes += changes.reduce(0) { $0 + Self.bytes(of: $1) }
+                    if bytesByEntity[entity] == nil {
+                        bytesByEntity[entity] = changes.reduce(0) { $0 + Self.bytes(of: $1) }
+                    }
+                    state.pendings[id]!.bufferBytes += bytesByEntity[entity]!
                 }
                 let pending = state.pendings[id]!
                 if let outbox = state.clients[pending.clientID]?.outbox,
