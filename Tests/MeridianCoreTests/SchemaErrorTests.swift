@@ -15,7 +15,7 @@ let invalidSchemaCases: [InvalidSchemaCase] = [
         entities: {}
         options: 3
         """,
-        expected: #"test.yaml:3:1: unknownKey: unknown key 'options' in the schema; expected 'version', 'entities'"#),
+        expected: #"test.yaml:3:1: unknownKey: unknown key 'options' in the schema; expected 'version', 'entities', 'auth'"#),
     InvalidSchemaCase(name: "typo with suggestion", text: """
         version: 1
         entities:
@@ -23,7 +23,7 @@ let invalidSchemaCases: [InvalidSchemaCase] = [
             atributes:
               title: string
         """,
-        expected: #"test.yaml:4:5: unknownKey: unknown key 'atributes' in entity 'Point' (did you mean 'attributes'?); expected 'id', 'attributes', 'indexes', 'derived'"#),
+        expected: #"test.yaml:4:5: unknownKey: unknown key 'atributes' in entity 'Point' (did you mean 'attributes'?); expected 'id', 'attributes', 'indexes', 'derived', 'rules'"#),
     InvalidSchemaCase(name: "bad type", text: """
         version: 1
         entities:

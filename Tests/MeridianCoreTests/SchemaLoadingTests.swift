@@ -231,7 +231,7 @@ import Testing
         #expect(
             error?.description
                 == "line 3, column 1: unknownKey: unknown key 'entites' in the schema (did you mean 'entities'?); "
-                + "expected 'version', 'entities'"
+                + "expected 'version', 'entities', 'auth'"
         )
         #expect(error?.code == .unknownKey)
         #expect(error?.line == 3)

@@ -38,6 +38,15 @@ extension PredicateExpression {
 struct PredicateBinder {
     let entity: EntitySchema
     let variables: [String: PredicateVariable]
+    /// The caller's claims when a rule of the schema is bound (``AccessPolicy``); `nil` for a client's predicate,
+    /// which may not use claims.
+    var claims: [String: PredicateVariable]? = nil
+
+    init(entity: EntitySchema, variables: [String: PredicateVariable], claims: [String: PredicateVariable]? = nil) {
+        self.entity = entity
+        self.variables = variables
+        self.claims = claims
+    }
 
     /// A resolved operand: one value or a list, each with the range to blame.
     enum Resolved {
@@ -61,7 +70,28 @@ struct PredicateBinder {
             return .or(nodes)
         case .comparison(let c):
             return try self.bind(c)
+        case .claimTest(let c):
+            return .constant(try self.evaluateClaimTest(c))
         }
+    }
+
+    /// `@claim op operand` is decided once, when the rule is bound: the comparison is checked and evaluated as if the
+    /// claim were an attribute of its value's type, so that it follows the language's rules exactly.
+    private func evaluateClaimTest(_ c: PredicateComparison) throws(QueryError) -> Bool {
+        let claimRange = c.attributeRange
+        guard case .single(let value, _) = try self.resolve(.claim(c.attribute, claimRange), topLevel: true) else {
+            throw QueryError(
+                .typeMismatch,
+                "the claim @\(c.attribute) holds a list; test it with 'attribute IN @\(c.attribute)'",
+                position: claimRange.position,
+                length: claimRange.length
+            )
+        }
+        guard let type = value.type else { return false }
+        let holder = EntitySchema(name: self.entity.name, attributes: [Attribute(name: c.attribute, type: type)])
+        var binder = PredicateBinder(entity: holder, variables: self.variables, claims: self.claims)
+        let node = try binder.bind(c)
+        return RowPredicate.evaluate(node, Row(id: "", values: [c.attribute: value]))
     }
 
     private func attributeList() -> String {
@@ -176,6 +206,39 @@ struct PredicateBinder {
                     throw QueryError(
                         .typeMismatch,
                         "variable $\(name) holds a list, which cannot be an element of a list",
+                        position: r.position,
+                        length: r.length
+                    )
+                }
+                return .list(vs.map { ($0, r) }, r)
+            }
+        case .claim(let name, let r):
+            guard let claims = self.claims else {
+                throw QueryError(
+                    .unboundVariable,
+                    "@\(name) is a claim of the caller's identity: only the schema's rules can use claims "
+                        + "(a query's own values are $variables)",
+                    position: r.position,
+                    length: r.length
+                )
+            }
+            guard let claim = claims[name] else {
+                let known = claims.keys.sorted { $0.utf8Compare($1) < 0 }.map { "@" + $0 }
+                let hint = known.isEmpty ? "the schema declares no claims" : "declared: \(known.joined(separator: ", "))"
+                throw QueryError(
+                    .unboundVariable,
+                    "unknown claim @\(name) (\(hint) under auth.claims)",
+                    position: r.position,
+                    length: r.length
+                )
+            }
+            switch claim {
+            case .value(let v): return .single(v, r)
+            case .list(let vs):
+                guard topLevel else {
+                    throw QueryError(
+                        .typeMismatch,
+                        "the claim @\(name) holds a list, which cannot be an element of a list",
                         position: r.position,
                         length: r.length
                     )

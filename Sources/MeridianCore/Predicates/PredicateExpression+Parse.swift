@@ -128,6 +128,9 @@ struct PredicateParser {
         case .identifier(let name):
             _ = self.advance()
             return .comparison(try self.parseComparison(attribute: name, at: token))
+        case .claim(let name):
+            _ = self.advance()
+            return .claimTest(try self.parseComparison(attribute: name, at: token))
         case .number, .string, .variable, .keyword(.true), .keyword(.false), .keyword(.nil), .keyword(.null):
             throw self.error(
                 "the left side of a comparison must be an attribute name, not \(token.display); write the attribute first"
@@ -193,6 +196,7 @@ struct PredicateParser {
         case .keyword(.false): return .value(.bool(false), token.range)
         case .keyword(.nil), .keyword(.null): return .value(.null, token.range)
         case .variable(let name): return .variable(name, token.range)
+        case .claim(let name): return .claim(name, token.range)
         case .symbol("{") where allowList:
             var items: [PredicateOperand] = []
             if self.isSymbol("}") {

@@ -20,6 +20,9 @@ public indirect enum PredicateExpression: Sendable, Hashable {
     case constant(Bool, SourceRange)
     /// `attribute op operand`.
     case comparison(PredicateComparison)
+    /// `@claim op operand`, such as `@role == "admin"`: a test of the caller's identity, allowed only in the schema's
+    /// rules. The comparison's `attribute` holds the claim's name (without the `@`).
+    case claimTest(PredicateComparison)
     /// `NOT e` or `!e`; the range covers the `NOT`.
     case negation(PredicateExpression, SourceRange)
     /// `a AND b AND …` (two or more terms).
@@ -53,6 +56,7 @@ public indirect enum PredicateExpression: Sendable, Hashable {
         switch self {
         case .constant(let value, _): .constant(value, .none)
         case .comparison(let c): .comparison(c.withoutPositions)
+        case .claimTest(let c): .claimTest(c.withoutPositions)
         case .negation(let e, _): .negation(e.withoutPositions, .none)
         case .conjunction(let terms): .conjunction(terms.map(\.withoutPositions))
         case .disjunction(let terms): .disjunction(terms.map(\.withoutPositions))
@@ -162,11 +166,13 @@ public indirect enum PredicateOperand: Sendable, Hashable {
     case list([PredicateOperand], SourceRange)
     /// `$name`; the name is stored without the `$`.
     case variable(String, SourceRange)
+    /// `@name`, a claim of the caller's identity (rules only); the name is stored without the `@`.
+    case claim(String, SourceRange)
 
     /// Where the operand is.
     public var range: SourceRange {
         switch self {
-        case .value(_, let r), .list(_, let r), .variable(_, let r): r
+        case .value(_, let r), .list(_, let r), .variable(_, let r), .claim(_, let r): r
         }
     }
 
@@ -175,6 +181,7 @@ public indirect enum PredicateOperand: Sendable, Hashable {
         case .value(let v, _): .value(v, .none)
         case .list(let items, _): .list(items.map(\.withoutPositions), .none)
         case .variable(let name, _): .variable(name, .none)
+        case .claim(let name, _): .claim(name, .none)
         }
     }
 }
@@ -216,6 +223,8 @@ extension PredicateExpression: CustomStringConvertible {
             return value ? "TRUEPREDICATE" : "FALSEPREDICATE"
         case .comparison(let c):
             return "\(c.attribute) \(c.op.rawValue)\(c.options) \(c.operand)"
+        case .claimTest(let c):
+            return "@\(c.attribute) \(c.op.rawValue)\(c.options) \(c.operand)"
         case .negation(let e, _):
             return "NOT " + e.render(parenthesize: true)
         case .conjunction(let terms):
@@ -237,6 +246,7 @@ extension PredicateOperand: CustomStringConvertible {
         case .value(let v, _): v.description
         case .list(let items, _): "{" + items.map(\.description).joined(separator: ", ") + "}"
         case .variable(let name, _): "$" + name
+        case .claim(let name, _): "@" + name
         }
     }
 }

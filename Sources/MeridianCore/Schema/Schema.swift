@@ -18,6 +18,9 @@ public struct Schema: Sendable, Hashable {
     public var version: Int
     /// The entities, in declaration order.
     public private(set) var entities: [EntitySchema]
+    /// Who may read and write what (the `auth:` section and the entities' `rules:`); `nil`: everyone may do
+    /// everything. Not part of ``fingerprint``: rules change without a migration (``AccessPolicy/fingerprint``).
+    public var access: AccessPolicy?
     private var indexByName: [String: Int]
 
     /// Creates a schema, checking that entity names are unique and every entity is well formed.

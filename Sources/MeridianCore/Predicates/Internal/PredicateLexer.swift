@@ -8,6 +8,8 @@ struct PredicateToken: Sendable, Hashable {
         case number(Value)
         case string(String)
         case variable(String)
+        /// `@name`: a claim of the caller's identity, allowed only in the schema's rules.
+        case claim(String)
         case symbol(String)
         case modifier(StringOptions)
         case end
@@ -27,6 +29,7 @@ struct PredicateToken: Sendable, Hashable {
         case .number(let v): "the number \(v)"
         case .string(let s): "the string \(Value.quote(s))"
         case .variable(let name): "'$\(name)'"
+        case .claim(let name): "'@\(name)'"
         case .symbol(let s): "'\(s)'"
         case .modifier(let o): "'\(o)'"
         case .end: "the end of the text"
@@ -100,17 +103,18 @@ struct PredicateLexer {
         if c == "\"" || c == "'" {
             return token(.string(try self.string(quote: c)))
         }
-        if c == "$" {
+        if c == "$" || c == "@" {
             self.i += 1
             guard let d = self.peek(), Self.isIdentifierStart(d) else {
-                throw QueryError(.syntax, "expected a variable name after '$'", position: start)
+                let what = c == "$" ? "a variable" : "a claim"
+                throw QueryError(.syntax, "expected \(what) name after '\(c)'", position: start)
             }
             var name = ""
             while let d = self.peek(), Self.isIdentifierPart(d) {
                 name.append(d)
                 self.i += 1
             }
-            return token(.variable(name))
+            return token(c == "$" ? .variable(name) : .claim(name))
         }
         if c == "[" {
             return token(.modifier(try self.modifier()))

@@ -8,8 +8,8 @@ struct SchemaDecoder {
     /// The file name errors carry, if any.
     let file: String?
 
-    static let topKeys = ["version", "entities"]
-    static let entityKeys = ["id", "attributes", "indexes", "derived"]
+    static let topKeys = ["version", "entities", "auth"]
+    static let entityKeys = ["id", "attributes", "indexes", "derived", "rules"]
     static let attributeKeys = ["type", "optional", "default"]
     static let indexKeys = ["name", "attributes", "unique"]
     static let derivedKinds = ["coordinate"]
@@ -51,11 +51,14 @@ struct SchemaDecoder {
         for entry in entityEntries.entries {
             entities.append(try self.entity(entry))
         }
+        var schema: Schema
         do {
-            return try Schema(version: version, entities: entities)
+            schema = try Schema(version: version, entities: entities)
         } catch {
             throw self.error(error.code, error.message, at: entitiesEntry.keyNode)
         }
+        schema.access = try self.accessPolicy(auth: top["auth"], entities: entityEntries, schema: schema)
+        return schema
     }
 
     // MARK: Entities
