@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "MeridianCore", targets: ["MeridianCore"]),
         .library(name: "MeridianStore", targets: ["MeridianStore"]),
         .library(name: "MeridianServer", targets: ["MeridianServer"]),
+        .library(name: "MeridianAuth", targets: ["MeridianAuth"]),
         .executable(name: "meridian-server", targets: ["meridian-server"]),
         .library(name: "MeridianClient", targets: ["MeridianClient"]),
         .executable(name: "meridian-bench", targets: ["meridian-bench"]),
@@ -104,6 +105,18 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // Identities: JWT verification (jwt-kit) with keys from PEM, JWKS or a shared secret, API keys by digest, and
+        // development tokens. Shared by the server (verifying) and the CLI (`meridian token issue`).
+        .target(
+            name: "MeridianAuth",
+            dependencies: [
+                "MeridianCore",
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // The gRPC service: subscriptions, fan-out, snapshots, resume, flow control, limits, metrics.
         .target(
             name: "MeridianServer",
@@ -121,8 +134,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "JWTKit", package: "jwt-kit"),
-                .product(name: "Crypto", package: "swift-crypto"),
+                "MeridianAuth",
             ],
             swiftSettings: swiftSettings
         ),
@@ -176,6 +188,7 @@ let package = Package(
             name: "meridian-server",
             dependencies: [
                 "MeridianCommandLine",
+                "MeridianAuth",
                 "MeridianServer",
                 "MeridianCore",
                 "MeridianStore",
@@ -264,6 +277,7 @@ let package = Package(
             name: "MeridianCLI",
             dependencies: [
                 "MeridianClient",
+                "MeridianAuth",
                 "MeridianCore",
                 "MeridianProto",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -3,7 +3,8 @@
 /// A failure of a `meridian` command: the message printed on standard error and the exit status it ends with.
 ///
 /// The exit statuses are a contract that scripts rely on (docs/cli.md): 2 for usage or bad input, 3 when the server
-/// cannot be reached, 4 when the server rejects a write, 1 for anything else.
+/// cannot be reached, 4 when the server rejects a write, 5 when it refuses the caller's credentials, 1 for anything
+/// else.
 public struct CLIError: Error, Sendable, CustomStringConvertible {
     /// The process exit status of a failure; compare with the static members.
     public struct Status: Sendable, Hashable, CustomStringConvertible {
@@ -12,6 +13,7 @@ public struct CLIError: Error, Sendable, CustomStringConvertible {
             case badInput = 2
             case unreachable = 3
             case rejected = 4
+            case unauthenticated = 5
         }
 
         private let wrapped: Wrapped
@@ -25,6 +27,9 @@ public struct CLIError: Error, Sendable, CustomStringConvertible {
         public static let unreachable = Status(.unreachable)
         /// 4: the server rejected a write (conflict, validation, not found, already exists).
         public static let rejected = Status(.rejected)
+        /// 5: the server refused the credentials (none, invalid or expired: give --token, --token-file or
+        /// MERIDIAN_TOKEN).
+        public static let unauthenticated = Status(.unauthenticated)
 
         /// The process exit code.
         public var code: Int32 { self.wrapped.rawValue }

@@ -34,7 +34,7 @@ public enum MeridianMain {
 /// The `meridian` command: a client for a Meridian server, one subcommand per task.
 ///
 /// Exit statuses (a contract, docs/cli.md): 0 success; 2 usage or bad input; 3 server unreachable; 4 write
-/// rejected; 1 anything else.
+/// rejected; 5 credentials refused; 1 anything else.
 struct MeridianCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "meridian",
@@ -44,8 +44,11 @@ struct MeridianCommand: AsyncParsableCommand {
             127.0.0.1:7400). Values in key=value are parsed by the attribute's type in the served schema; \
             key= sets null.
 
+            The identity sent with every call: --token TOKEN, --token-file PATH, or $MERIDIAN_TOKEN.
+
             Exit status: 0 success; 2 usage or bad input; 3 server unreachable; 4 write rejected \
-            (conflict, validation, not found); 1 any other failure.
+            (conflict, validation, not found, not allowed by the rules); 5 credentials refused (none, invalid or \
+            expired); 1 any other failure.
             """,
         version: "0.1.0",
         subcommands: [
@@ -60,6 +63,7 @@ struct MeridianCommand: AsyncParsableCommand {
         ] + Self.liveCommands + [
             ImportCommand.self,
             ExportCommand.self,
+            TokenCommand.self,
         ]
     )
 

@@ -66,6 +66,8 @@ extension Meridian_V1_ErrorDetail {
         case .tooManySubscriptions, .messageTooLarge, .limitExceeded: .resourceExhausted
         case .schemaMismatch, .unsupportedProtocol: .failedPrecondition
         case .shuttingDown, .unavailable: .unavailable
+        case .permissionDenied: .permissionDenied
+        case .unauthenticated: .unauthenticated
         case .internal, .unspecified, .UNRECOGNIZED: .internalError
         }
     }

@@ -6,6 +6,7 @@ package import GRPCInProcessTransport
 internal import GRPCNIOTransportHTTP2
 public import Logging
 internal import MeridianProto
+public import MeridianAuth
 public import MeridianStore
 public import ServiceLifecycle
 internal import Synchronization
@@ -58,11 +59,14 @@ public final class MeridianServer: Service, Sendable {
     ///   - configuration: Where to listen and the limits to enforce.
     ///   - logger: Receives the server's logs (label it `meridian.server`); the server logs at info and below.
     ///   - metricsFactory: Where the server's metrics go; `nil` for the bootstrapped `MetricsSystem`.
+    ///   - authenticator: Checks every call's credentials; `nil` serves anonymous calls — unless the schema has rules,
+    ///     which then refuse every call (the server fails closed).
     public convenience init(
         store: Store,
         configuration: ServerConfiguration = ServerConfiguration(),
         logger: Logger = Logger(label: "meridian.server"),
-        metricsFactory: (any MetricsFactory)? = nil
+        metricsFactory: (any MetricsFactory)? = nil,
+        authenticator: Authenticator? = nil
     ) {
         let host = configuration.host == "localhost" ? "127.0.0.1" : configuration.host
         let connections = ConnectionLimiter(
@@ -87,7 +91,7 @@ public final class MeridianServer: Service, Sendable {
             })
         self.init(
             store: store, configuration: configuration, logger: logger, metricsFactory: metricsFactory,
-            transport: .http2(transport), connections: connections)
+            transport: .http2(transport), connections: connections, authenticator: authenticator)
     }
 
     /// Creates a server on an in-process transport (tests): connect a client to `transport.client`.
@@ -95,16 +99,17 @@ public final class MeridianServer: Service, Sendable {
         store: Store,
         configuration: ServerConfiguration = ServerConfiguration(),
         logger: Logger = Logger(label: "meridian.server"),
-        inProcess transport: InProcessTransport
+        inProcess transport: InProcessTransport,
+        authenticator: Authenticator? = nil
     ) {
         self.init(
             store: store, configuration: configuration, logger: logger, metricsFactory: nil,
-            transport: .inProcess(transport.server))
+            transport: .inProcess(transport.server), authenticator: authenticator)
     }
 
     private init(
         store: Store, configuration: ServerConfiguration, logger: Logger, metricsFactory: (any MetricsFactory)?,
-        transport: Transport, connections: ConnectionLimiter? = nil
+        transport: Transport, connections: ConnectionLimiter? = nil, authenticator: Authenticator?
     ) {
         self.connections = connections
         self.store = store
@@ -114,7 +119,8 @@ public final class MeridianServer: Service, Sendable {
         let metrics = ServerMetrics(factory: metricsFactory ?? MetricsSystem.factory)
         self.hub = Hub(store: store, configuration: configuration, metrics: metrics, logger: logger)
         self.service = MeridianService(
-            store: store, hub: self.hub, configuration: configuration, metrics: metrics, logger: logger)
+            store: store, hub: self.hub, configuration: configuration, metrics: metrics, logger: logger,
+            accessControl: AccessControl(authenticator: authenticator, schema: store.schema, logger: logger))
         self.health = ServerHealth(hub: self.hub, logger: logger)
     }
 

@@ -279,14 +279,19 @@ public final class Store: Sendable {
     ///   - operations: The transaction.
     ///   - policy: How conflicts are settled.
     ///   - idempotencyKey: A key unique to this transaction (at most 128 UTF-8 bytes), or `nil`.
+    ///   - authorizer: Decides each write inside the transaction from the row before and after it (the caller's
+    ///     rules, ``BoundAccess``); a row it answers `notFound` for is reported exactly as a missing row, and its
+    ///     ``WriteAuthorizer/idempotencyScope`` scopes the key. `nil`: every write may go ahead.
     /// - Returns: The commit's `seq` and the written rows' ids and versions.
     /// - Throws: ``StoreError`` with `operationIndex` set: `validation`, `conflict` (with `attributes`), `notFound`,
-    ///   `alreadyExists` (also for a key reused by another request); `validation` for a key too long; or `io`.
+    ///   `alreadyExists` (also for a key reused by another request), `permissionDenied`; `validation` for a key too
+    ///   long; or `io`.
     @discardableResult
     public func apply(
         _ operations: [WriteOperation],
         policy: ConflictPolicy = .storeWins,
-        idempotencyKey: String? = nil
+        idempotencyKey: String? = nil,
+        authorizer: (any WriteAuthorizer)? = nil
     ) async throws -> CommitResult {
         if let idempotencyKey, idempotencyKey.utf8.count > StoreDDL.maxIdempotencyKeyBytes {
             throw StoreError(
@@ -296,9 +301,12 @@ public final class Store: Sendable {
         }
         let prepared = try self.validation.prepare(operations)
         let key = idempotencyKey.flatMap { key in
-            key.isEmpty ? nil : (key, RequestDigest.of(operations, policy: policy))
+            // A caller's keys live in its own space: the scope's length first, so that no two (scope, key) pairs
+            // give the same stored key.
+            let scoped = authorizer.map { "\($0.idempotencyScope.utf8.count):\($0.idempotencyScope)/\(key)" } ?? key
+            return key.isEmpty ? nil : (scoped, RequestDigest.of(operations, policy: policy))
         }
-        return try await self.committer.submit(prepared, policy: policy, idempotencyKey: key)
+        return try await self.committer.submit(prepared, policy: policy, idempotencyKey: key, authorizer: authorizer)
     }
 
     // MARK: - Helpers

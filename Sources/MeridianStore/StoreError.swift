@@ -8,7 +8,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Wrapped: String, Sendable, Hashable {
             case validation, conflict, notFound, alreadyExists, migrationRefused, schemaMismatch, historyPruned
-            case io, internalError, tooLarge, timedOut
+            case io, internalError, tooLarge, timedOut, permissionDenied
         }
 
         private let wrapped: Wrapped
@@ -22,6 +22,8 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let notFound = Code(.notFound)
         /// An insert named an id that already exists.
         public static let alreadyExists = Code(.alreadyExists)
+        /// The write's ``WriteAuthorizer`` (the schema's rules) did not allow it.
+        public static let permissionDenied = Code(.permissionDenied)
         /// The file's schema differs from the served one in a way that cannot be migrated automatically.
         public static let migrationRefused = Code(.migrationRefused)
         /// The request names something the schema does not have.

@@ -3,6 +3,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import MeridianAuth
 import MeridianCommandLine
 import MeridianCore
 import MeridianServer
@@ -147,13 +148,17 @@ struct MeridianServerCommand: AsyncParsableCommand {
             "Check the whole store file (indexes included), print ok or what is wrong, and exit: 0 if sound, 2 if not.")
     var checkIntegrity = false
 
+    @OptionGroup(title: "Identity")
+    var identity: AuthOptions
+
     func validate() throws {
         if self.inMemory == (self.db != nil) {
             throw ValidationError("give exactly one of --db PATH and --in-memory")
         }
-        guard Self.address(self.listen) != nil else {
+        guard let (host, _) = Self.address(self.listen) else {
             throw ValidationError("--listen must be HOST:PORT with a port from 0 to 65535, not '\(self.listen)'")
         }
+        try self.identity.validate(listenHost: host)
         guard Logger.Level(rawValue: self.logLevel) != nil else {
             throw ValidationError(
                 "--log-level must be one of trace, debug, info, notice, warning, error, critical, not '\(self.logLevel)'"
@@ -294,7 +299,14 @@ struct MeridianServerCommand: AsyncParsableCommand {
         configuration.maxPredicateBytes = self.maxPredicateBytes
         configuration.logRetention = LogRetention(parsing: self.logRetention)!
 
-        let server = MeridianServer(store: store, configuration: configuration, logger: logger)
+        let authenticator: Authenticator?
+        do {
+            authenticator = try await self.identity.authenticator(schema: schema, logger: logger)
+        } catch {
+            Self.fail("\(error)")
+        }
+        let server = MeridianServer(
+            store: store, configuration: configuration, logger: logger, authenticator: authenticator)
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
                 services: [.init(service: server)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))

@@ -32,7 +32,7 @@ struct ApplyCommand: AsyncParsableCommand {
                 Terminal.printLine(String(result.seq))
             } catch {
                 // Name the input line of the operation the server rejected.
-                let error = ServerConnection.map(error, address: address)
+                let error = ServerConnection.map(error, address: address.address)
                 if let index = error.clientError?.operationIndex, operations.indices.contains(index) {
                     throw error.within("line \(operations[index].line)")
                 }

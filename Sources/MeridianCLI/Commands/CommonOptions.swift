@@ -7,7 +7,8 @@ internal import MeridianClient
 internal import MeridianCore
 internal import MeridianProto
 
-/// `--server HOST:PORT`, on every command that talks to a server.
+/// `--server HOST:PORT` and the identity (`--token`, `--token-file`, `$MERIDIAN_TOKEN`), on every command that talks to
+/// a server.
 struct ConnectionOptions: ParsableArguments {
     @Option(
         name: .long,
@@ -15,8 +16,27 @@ struct ConnectionOptions: ParsableArguments {
             "The server's address (default: $MERIDIAN_SERVER, else 127.0.0.1:7400).", valueName: "host:port"))
     var server: String?
 
-    /// The address to connect to: `--server`, else `MERIDIAN_SERVER`, else the default.
-    func address() throws(CLIError) -> ServerAddress {
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The token (a JWT or an API key) sent as 'authorization: Bearer …' (default: $MERIDIAN_TOKEN).",
+            valueName: "token"))
+    var token: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp("A file holding the token (read again for each connection).", valueName: "path"))
+    var tokenFile: String?
+
+    /// The environment variable a token is read from when neither option is given.
+    static let tokenVariable = "MERIDIAN_TOKEN"
+
+    /// The server to connect to (`--server`, else `MERIDIAN_SERVER`, else the default) and the credentials to send.
+    func address() throws(CLIError) -> ServerEndpoint {
+        ServerEndpoint(address: try self.serverAddress(), credentials: try self.credentials())
+    }
+
+    private func serverAddress() throws(CLIError) -> ServerAddress {
         if let server = self.server { return try Self.parse(server) }
         if let value = ProcessInfo.processInfo.environment[ServerAddress.environmentVariable], !value.isEmpty {
             do {
@@ -28,6 +48,37 @@ struct ConnectionOptions: ParsableArguments {
         return .default
     }
 
+    /// `--token`, else `--token-file` (whose token is read again whenever the library asks), else `MERIDIAN_TOKEN`.
+    private func credentials() throws(CLIError) -> Credentials? {
+        if self.token != nil, self.tokenFile != nil {
+            throw CLIError.badInput("give one of --token and --token-file")
+        }
+        if let token = self.token {
+            guard !token.isEmpty else { throw CLIError.badInput("--token is empty") }
+            return .token(token)
+        }
+        if let path = self.tokenFile {
+            _ = try Self.readToken(path)
+            return .provider { try Self.readToken(path) }
+        }
+        if let value = ProcessInfo.processInfo.environment[Self.tokenVariable], !value.isEmpty {
+            return .token(value.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        return nil
+    }
+
+    static func readToken(_ path: String) throws(CLIError) -> String {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw CLIError.badInput("cannot read the token file \(path): \(error.localizedDescription)")
+        }
+        let token = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !token.isEmpty else { throw CLIError.badInput("the token file \(path) is empty") }
+        return token
+    }
+
     /// The library's parse, its message as bad input.
     static func parse(_ text: String) throws(CLIError) -> ServerAddress {
         do {
@@ -36,6 +87,14 @@ struct ConnectionOptions: ParsableArguments {
             throw CLIError.badInput(error.message)
         }
     }
+}
+
+/// Where a command connects, and with which identity.
+struct ServerEndpoint: Sendable, CustomStringConvertible {
+    var address: ServerAddress
+    var credentials: Credentials?
+
+    var description: String { self.address.description }
 }
 
 /// `--where PRED` and `--sort KEYS`, checked against the served schema before anything is sent, so that a mistake

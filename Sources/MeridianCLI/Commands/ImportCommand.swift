@@ -68,7 +68,7 @@ struct ImportCommand: AsyncParsableCommand {
                     lastSeq = try await connection.apply(operations).seq
                 } catch {
                     progress.finish()
-                    let error = ServerConnection.map(error, address: address)
+                    let error = ServerConnection.map(error, address: address.address)
                     var located = error
                     if let index = error.clientError?.operationIndex.map({ chunk.startIndex + $0 }),
                         chunk.indices.contains(index)

@@ -239,7 +239,7 @@
     /// shown), running a container until SIGINT or SIGTERM, and the terminal's alternate screen for the live views.
     enum LiveSession {
         /// The served schema and the entity, from a one-shot connection (exit 3 when the server cannot be reached).
-        static func schema(address: ServerAddress, entity name: String) async throws(CLIError) -> (Schema, EntitySchema)
+        static func schema(address: ServerEndpoint, entity name: String) async throws(CLIError) -> (Schema, EntitySchema)
         {
             let schema = try await ServerConnection.with(address) { try await $0.schema().schema }
             return (schema, try schema.cliEntity(name))
@@ -256,16 +256,18 @@
         /// Runs `body` with a connected container until it returns, fails, or SIGINT/SIGTERM arrives (then returns
         /// normally: exit 0). With `liveScreen`, the terminal's alternate screen is used and restored.
         static func run(
-            address: ServerAddress,
+            address: ServerEndpoint,
             schema: Schema,
             liveScreen: Bool,
             _ body: @escaping @Sendable (MeridianContainer) async throws -> Void
         ) async throws {
             let configuration: MeridianContainer.Configuration
             do {
-                configuration = try MeridianContainer.Configuration(
+                var made = try MeridianContainer.Configuration(
                     server: address.description, schema: schema, clientName: "meridian-cli",
                     logger: Logger(label: "meridian.client"))
+                made.credentials = address.credentials
+                configuration = made
             } catch {
                 throw CLIError.badInput(error.message, cause: error)
             }
@@ -295,6 +297,7 @@
             if error.code == .unavailable || error.code == .shuttingDown {
                 return CLIError(.unreachable, error.message, cause: error)
             }
+            if error.code == .unauthenticated { return CLIError(.unauthenticated, error.message, cause: error) }
             return CLIError(.failure, error.message, cause: error)
         }
     }

@@ -61,7 +61,7 @@ struct QueryCommand: AsyncParsableCommand {
                     Terminal.writeOut(lines.joined(separator: "\n") + "\n")
                 }
             } catch {
-                throw predicateRejection(ServerConnection.map(error, address: address), predicate: fetch.predicate)
+                throw predicateRejection(ServerConnection.map(error, address: address.address), predicate: fetch.predicate)
             }
         }
     }
@@ -121,7 +121,7 @@ struct ExportCommand: AsyncParsableCommand {
                     Terminal.writeOut(text)
                 }
             } catch {
-                throw predicateRejection(ServerConnection.map(error, address: address), predicate: fetch.predicate)
+                throw predicateRejection(ServerConnection.map(error, address: address.address), predicate: fetch.predicate)
             }
         }
     }

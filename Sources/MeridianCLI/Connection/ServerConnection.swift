@@ -12,13 +12,15 @@ enum ServerConnection {
     ///
     /// - Throws: ``CLIError``: what `body` throws, and the library's errors mapped by ``map(_:address:)``.
     static func with<Result: Sendable>(
-        _ address: ServerAddress,
+        _ endpoint: ServerEndpoint,
         _ body: (MeridianConnection) async throws -> Result
     ) async throws(CLIError) -> Result {
         do {
-            return try await MeridianConnection.with(address) { connection in try await body(connection) }
+            return try await MeridianConnection.with(endpoint.address, credentials: endpoint.credentials) {
+                connection in try await body(connection)
+            }
         } catch {
-            throw Self.map(error, address: address)
+            throw Self.map(error, address: endpoint.address)
         }
     }
 
@@ -39,7 +41,8 @@ enum ServerConnection {
         }
         let status: CLIError.Status =
             switch error.code {
-            case .validation, .conflict, .notFound, .alreadyExists, .schemaMismatch: .rejected
+            case .validation, .conflict, .notFound, .alreadyExists, .schemaMismatch, .permissionDenied: .rejected
+            case .unauthenticated: .unauthenticated
             case .badPredicate, .unknownEntity, .unknownAttribute, .malformedRequest, .messageTooLarge, .limitExceeded:
                 .badInput
             case .shuttingDown, .unavailable: .unreachable
@@ -65,8 +68,10 @@ enum ServerConnection {
             return CLIError(.unreachable, "the server at \(address) did not answer in time", cause: cause)
         case .invalidArgument, .outOfRange:
             return CLIError(.badInput, error.message, cause: cause)
-        case .aborted, .alreadyExists, .notFound, .failedPrecondition:
+        case .aborted, .alreadyExists, .notFound, .failedPrecondition, .permissionDenied:
             return CLIError(.rejected, error.message, cause: cause)
+        case .unauthenticated:
+            return CLIError(.unauthenticated, error.message, cause: cause)
         default:
             return CLIError(.failure, "the server answered \(error.code): \(error.message)", cause: cause)
         }

@@ -31,12 +31,14 @@ public struct MeridianConnection: Sendable {
     /// - Parameters:
     ///   - address: The server.
     ///   - callTimeout: How long each unary call may take.
+    ///   - credentials: The identity sent with every call; `nil` for a server without authentication.
     ///   - body: The calls to make; what it throws is rethrown as it is.
     /// - Throws: What `body` throws, as it is; ``ClientError`` with code `unavailable` when the connection fails
     ///   outside a call (for example, a host name that does not resolve).
     public static func with<Result: Sendable>(
         _ address: ServerAddress,
         callTimeout: Duration = .seconds(30),
+        credentials: Credentials? = nil,
         _ body: (MeridianConnection) async throws -> Result
     ) async throws -> Result {
         let transport: HTTP2ClientTransport.Posix
@@ -46,7 +48,7 @@ public struct MeridianConnection: Sendable {
             throw ClientError(calling: error)
         }
         do {
-            return try await withGRPCClient(transport: transport) { client in
+            return try await withGRPCClient(transport: transport, interceptors: credentials.interceptors) { client in
                 let connection = MeridianConnection(
                     address: address, callTimeout: callTimeout, stub: Meridian_V1_Meridian.Client(wrapping: client),
                     healthStub: Grpc_Health_V1_Health.Client(wrapping: client))

@@ -43,7 +43,9 @@ extension MeridianContainer {
         _ body: (MeridianConnection) async throws(ClientError) -> Result
     ) async throws(ClientError) -> Result {
         do {
-            return try await MeridianConnection.with(self.configuration.address) { connection in
+            return try await MeridianConnection.with(
+                self.configuration.address, credentials: self.configuration.credentials
+            ) { connection in
                 try await body(connection)
             }
         } catch {

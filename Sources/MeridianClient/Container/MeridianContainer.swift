@@ -55,6 +55,8 @@ public final class MeridianContainer: Sendable {
         /// that fit (the parts are applied together). Only a single row larger than this comes in a larger message;
         /// the connection accepts up to 4 MiB or this, whichever is more.
         public var maxMessageBytes = 4 << 20
+        /// The identity sent with every call (`authorization: Bearer …`); `nil` for a server without authentication.
+        public var credentials: Credentials?
 
         /// Creates a configuration.
         ///
@@ -123,6 +125,7 @@ public final class MeridianContainer: Sendable {
             address: self.configuration.address,
             clientName: self.configuration.clientName,
             maxMessageBytes: self.configuration.maxMessageBytes,
+            credentials: self.configuration.credentials,
             context: self.context,
             logger: self.configuration.logger,
             status: self.status

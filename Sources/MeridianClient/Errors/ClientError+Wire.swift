@@ -24,6 +24,8 @@ extension ClientError {
             case .unsupportedProtocol: .unsupportedProtocol
             case .unavailable: .unavailable
             case .limitExceeded: .limitExceeded
+            case .unauthenticated: .unauthenticated
+            case .permissionDenied: .permissionDenied
             case .internal, .unspecified, .UNRECOGNIZED: .internal
             }
         self.init(
@@ -55,6 +57,10 @@ extension ClientError {
         switch error.code {
         case .cancelled:
             self.init(.cancelled, error.message, cause: error)
+        case .unauthenticated:
+            self.init(.unauthenticated, error.message, cause: error)
+        case .permissionDenied:
+            self.init(.permissionDenied, error.message, cause: error)
         case .unavailable, .deadlineExceeded, .unknown, .aborted:
             self.init(.unavailable, "the server is unreachable: \(error.message)", cause: error)
         default:

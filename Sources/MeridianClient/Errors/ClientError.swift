@@ -20,7 +20,7 @@ public struct ClientError: Error, Sendable, CustomStringConvertible {
         enum Wrapped: String, Sendable, Hashable {
             case validation, conflict, notFound, alreadyExists, badPredicate, unknownEntity, unknownAttribute
             case tooManySubscriptions, malformedRequest, messageTooLarge, schemaMismatch, shuttingDown, `internal`
-            case unsupportedProtocol, limitExceeded
+            case unsupportedProtocol, limitExceeded, unauthenticated, permissionDenied
             case unavailable, cancelled, modelMismatch, cacheFailure, notSubscribed, closed
         }
 
@@ -56,6 +56,11 @@ public struct ClientError: Error, Sendable, CustomStringConvertible {
         public static let unsupportedProtocol = Code(.unsupportedProtocol)
         /// The request is over one of the server's limits (operations in a transaction, …); the message names it.
         public static let limitExceeded = Code(.limitExceeded)
+        /// The call carried no valid identity (no token, an invalid or expired one): give
+        /// ``MeridianContainer/Configuration/credentials``, or a fresh token.
+        public static let unauthenticated = Code(.unauthenticated)
+        /// The schema's rules do not allow the write (or a refresh named another subject); the message names the rule.
+        public static let permissionDenied = Code(.permissionDenied)
         /// A fault in the server or in this library.
         public static let `internal` = Code(.internal)
         /// The server could not be reached.

@@ -105,3 +105,21 @@ public enum WriteVerdict: Sendable, Hashable {
     /// The write is not allowed; the reason names the rule, never another row's data.
     case denied(String)
 }
+
+// MARK: - WriteAuthorizer
+
+/// Decides each write of a transaction inside the store transaction that makes it, from the row before and after it,
+/// so that every storage engine applies the same rules (``BoundAccess`` is the implementation the server uses).
+public protocol WriteAuthorizer: Sendable {
+    /// The scope of the caller's idempotency keys: the same key from two callers names two transactions.
+    var idempotencyScope: String { get }
+    /// Whether the caller may see the row: a write to one it may not is answered as if the row were missing.
+    func canRead(_ row: Row, in entity: String) -> Bool
+    /// Decides one write; `before` is `nil` for an insert, `after` for a delete.
+    func authorize(_ kind: WriteOperation.Kind, entity: String, before: Row?, after: Row?) -> WriteVerdict
+}
+
+extension BoundAccess: WriteAuthorizer {
+    /// The principal's subject.
+    public var idempotencyScope: String { self.principal.subject }
+}

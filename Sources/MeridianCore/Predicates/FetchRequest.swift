@@ -170,3 +170,14 @@ extension String {
         return self[start...end]
     }
 }
+
+extension BoundFetchRequest {
+    /// The request restricted to the rows the caller may read: its predicate AND-ed with the entity's read rule on the
+    /// checked tree. The one predicate drives the snapshot's SQL, the fan-out and resume; callers whose bound rules
+    /// are equal get equal requests, which a server evaluates once.
+    public func restricted(by access: BoundAccess) -> BoundFetchRequest {
+        BoundFetchRequest(
+            request: self.request, entity: self.entity, predicate: access.read(self.predicate, in: self.entity.name),
+            order: self.order)
+    }
+}

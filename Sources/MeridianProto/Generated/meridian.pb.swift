@@ -638,6 +638,15 @@ package nonisolated struct Meridian_V1_ErrorDetail: Sendable {
     /// The request is over one of the server's limits (operations in a transaction, the time before Hello, …); the
     /// message names the limit, its value and the server flag that sets it. Status RESOURCE_EXHAUSTED.
     case limitExceeded // = 18
+
+    /// The schema's rules do not allow the write (an insert, update or delete of a row the caller can read); the
+    /// message names the rule. Status PERMISSION_DENIED. A row the caller cannot read is NOT_FOUND instead, so that ids
+    /// cannot be probed.
+    case permissionDenied // = 19
+
+    /// The call carries no valid identity (`authorization: Bearer …` metadata), or the stream's token expired or was
+    /// revoked. Status UNAUTHENTICATED; the message does not say which check failed.
+    case unauthenticated // = 20
     case UNRECOGNIZED(Int)
 
     package init() {
@@ -665,6 +674,8 @@ package nonisolated struct Meridian_V1_ErrorDetail: Sendable {
       case 16: self = .unsupportedProtocol
       case 17: self = .unavailable
       case 18: self = .limitExceeded
+      case 19: self = .permissionDenied
+      case 20: self = .unauthenticated
       default: self = .UNRECOGNIZED(rawValue)
       }
     }
@@ -690,6 +701,8 @@ package nonisolated struct Meridian_V1_ErrorDetail: Sendable {
       case .unsupportedProtocol: return 16
       case .unavailable: return 17
       case .limitExceeded: return 18
+      case .permissionDenied: return 19
+      case .unauthenticated: return 20
       case .UNRECOGNIZED(let i): return i
       }
     }
@@ -715,6 +728,8 @@ package nonisolated struct Meridian_V1_ErrorDetail: Sendable {
       .unsupportedProtocol,
       .unavailable,
       .limitExceeded,
+      .permissionDenied,
+      .unauthenticated,
     ]
 
   }
@@ -780,6 +795,17 @@ package nonisolated struct Meridian_V1_SyncRequest: Sendable {
     set {kind = .ack(newValue)}
   }
 
+  /// A new token for the open stream, sent before the current one expires. The server re-binds the rules: the
+  /// subscriptions whose bound read rule changed are re-diffed in one Batch (rows no longer visible as removals,
+  /// newly visible ones as inserts); a token of another subject ends the stream with PERMISSION_DENIED.
+  package var refresh: Meridian_V1_RefreshToken {
+    get {
+      if case .refresh(let v)? = kind {return v}
+      return Meridian_V1_RefreshToken()
+    }
+    set {kind = .refresh(newValue)}
+  }
+
   package var unknownFields = SwiftProtobuf.UnknownStorage()
 
   package nonisolated enum OneOf_Kind: Equatable, Sendable {
@@ -793,8 +819,25 @@ package nonisolated struct Meridian_V1_SyncRequest: Sendable {
     case unsubscribe(Meridian_V1_Unsubscribe)
     /// Acknowledges what the client has applied.
     case ack(Meridian_V1_Ack)
+    /// A new token for the open stream, sent before the current one expires. The server re-binds the rules: the
+    /// subscriptions whose bound read rule changed are re-diffed in one Batch (rows no longer visible as removals,
+    /// newly visible ones as inserts); a token of another subject ends the stream with PERMISSION_DENIED.
+    case refresh(Meridian_V1_RefreshToken)
 
   }
+
+  package init() {}
+}
+
+/// A new bearer token for the stream (the same text as the `authorization: Bearer` metadata, without "Bearer ").
+package nonisolated struct Meridian_V1_RefreshToken: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  package var token: String = String()
+
+  package var unknownFields = SwiftProtobuf.UnknownStorage()
 
   package init() {}
 }
@@ -2168,12 +2211,12 @@ nonisolated extension Meridian_V1_ErrorDetail: SwiftProtobuf.Message, SwiftProto
 }
 
 nonisolated extension Meridian_V1_ErrorDetail.Code: SwiftProtobuf._ProtoNameProviding {
-  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CODE_UNSPECIFIED\0\u{1}CODE_VALIDATION\0\u{1}CODE_CONFLICT\0\u{1}CODE_NOT_FOUND\0\u{1}CODE_ALREADY_EXISTS\0\u{1}CODE_BAD_PREDICATE\0\u{1}CODE_UNKNOWN_ENTITY\0\u{1}CODE_UNKNOWN_ATTRIBUTE\0\u{1}CODE_TOO_MANY_SUBSCRIPTIONS\0\u{1}CODE_MALFORMED_REQUEST\0\u{1}CODE_MESSAGE_TOO_LARGE\0\u{1}CODE_UNKNOWN_SUBSCRIPTION\0\u{1}CODE_DUPLICATE_SUBSCRIPTION\0\u{1}CODE_SCHEMA_MISMATCH\0\u{1}CODE_SHUTTING_DOWN\0\u{1}CODE_INTERNAL\0\u{1}CODE_UNSUPPORTED_PROTOCOL\0\u{1}CODE_UNAVAILABLE\0\u{1}CODE_LIMIT_EXCEEDED\0")
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CODE_UNSPECIFIED\0\u{1}CODE_VALIDATION\0\u{1}CODE_CONFLICT\0\u{1}CODE_NOT_FOUND\0\u{1}CODE_ALREADY_EXISTS\0\u{1}CODE_BAD_PREDICATE\0\u{1}CODE_UNKNOWN_ENTITY\0\u{1}CODE_UNKNOWN_ATTRIBUTE\0\u{1}CODE_TOO_MANY_SUBSCRIPTIONS\0\u{1}CODE_MALFORMED_REQUEST\0\u{1}CODE_MESSAGE_TOO_LARGE\0\u{1}CODE_UNKNOWN_SUBSCRIPTION\0\u{1}CODE_DUPLICATE_SUBSCRIPTION\0\u{1}CODE_SCHEMA_MISMATCH\0\u{1}CODE_SHUTTING_DOWN\0\u{1}CODE_INTERNAL\0\u{1}CODE_UNSUPPORTED_PROTOCOL\0\u{1}CODE_UNAVAILABLE\0\u{1}CODE_LIMIT_EXCEEDED\0\u{1}CODE_PERMISSION_DENIED\0\u{1}CODE_UNAUTHENTICATED\0")
 }
 
 nonisolated extension Meridian_V1_SyncRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   package static let protoMessageName: String = _protobuf_package + ".SyncRequest"
-  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{1}subscribe\0\u{1}replace\0\u{1}unsubscribe\0\u{1}ack\0")
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{1}subscribe\0\u{1}replace\0\u{1}unsubscribe\0\u{1}ack\0\u{1}refresh\0")
 
   package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2246,6 +2289,19 @@ nonisolated extension Meridian_V1_SyncRequest: SwiftProtobuf.Message, SwiftProto
           self.kind = .ack(v)
         }
       }()
+      case 6: try {
+        var v: Meridian_V1_RefreshToken?
+        var hadOneofValue = false
+        if let current = self.kind {
+          hadOneofValue = true
+          if case .refresh(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.kind = .refresh(v)
+        }
+      }()
       default: break
       }
     }
@@ -2277,6 +2333,10 @@ nonisolated extension Meridian_V1_SyncRequest: SwiftProtobuf.Message, SwiftProto
       guard case .ack(let v)? = self.kind else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
     }()
+    case .refresh?: try {
+      guard case .refresh(let v)? = self.kind else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -2284,6 +2344,36 @@ nonisolated extension Meridian_V1_SyncRequest: SwiftProtobuf.Message, SwiftProto
 
   package static func ==(lhs: Meridian_V1_SyncRequest, rhs: Meridian_V1_SyncRequest) -> Bool {
     if lhs.kind != rhs.kind {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Meridian_V1_RefreshToken: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  package static let protoMessageName: String = _protobuf_package + ".RefreshToken"
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}token\0")
+
+  package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.token) }()
+      default: break
+      }
+    }
+  }
+
+  package func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.token.isEmpty {
+      try visitor.visitSingularStringField(value: self.token, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  package static func ==(lhs: Meridian_V1_RefreshToken, rhs: Meridian_V1_RefreshToken) -> Bool {
+    if lhs.token != rhs.token {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -590,10 +590,12 @@ final class ClientOutbox: Sendable {
 
     /// Ends the queue with an error: what is queued is dropped, and the writer, finding nothing more, ends the stream
     /// with `error` (see ``failure``).
-    func fail(with error: RPCError) {
-        let waiter = self.state.withLock { state -> CheckedContinuation<OutboxItem?, Never>? in
-            if state.finished { return nil }
-            state.finished = true
+    ///
+    /// With `last`, that message alone is sent before the stream ends (a `Goodbye` saying why).
+    func fail(with error: RPCError, last: Meridian_V1_SyncResponse? = nil) {
+        let (waiter, item) = self.state.withLock {
+            state -> (CheckedContinuation<OutboxItem?, Never>?, OutboxItem?) in
+            if state.finished { return (nil, nil) }
             state.failure = error
             state.items = []
             state.head = 0
@@ -601,11 +603,18 @@ final class ClientOutbox: Sendable {
             state.queuedRows = 0
             state.queuedBytes = 0
             state.snapshotBytes = 0
+            if let last, let waiter = state.push(.message(last)) {
+                state.finished = true
+                state.wakeRoomWaiter()
+                return (waiter, .message(last))
+            }
+            state.finished = true
             state.wakeRoomWaiter()
+            if last != nil { return (nil, nil) }
             defer { state.waiter = nil }
-            return state.waiter
+            return (state.waiter, nil)
         }
-        waiter?.resume(returning: nil)
+        waiter?.resume(returning: item)
     }
 
     /// The error the stream must end with, once ``next()`` returned `nil` after ``fail(with:)``.

@@ -159,28 +159,43 @@ extension Hub {
     /// - Throws: ``DetailError`` `UNKNOWN_SUBSCRIPTION`.
     func replace(_ clientID: Int, id: String, request: BoundFetchRequest) throws(DetailError) {
         let result: Result<Void, DetailError> = self.state.withLock { state in
-            guard let client = state.clients[clientID] else { return .success(()) }
-            guard let subscription = client.subscriptions[id] else {
-                return .failure(DetailError(.unknownSubscription, "the stream holds no subscription '\(id)'"))
-            }
-            // A subscription still being answered as part of a group stays in it under its new request.
-            var grouped = false
-            if let pending = subscription.pending {
-                grouped = state.clients[clientID]!.group.remove(pending) != nil
-                state.pendings[pending] = nil
-            }
-            state.clients[clientID]!.subscriptions[id]!.pending = nil
-            state.clients[clientID]!.subscriptions[id]!.request = request
-            state.clients[clientID]!.subscriptions[id]!.replaceUnanswered = true
-            if let old = subscription.activeRequest {
-                self.addPending(clientID, id, request, .replace(old: old), grouped: grouped, &state)
-            } else {
-                // Its first snapshot was not sent yet: the snapshot of the new request answers both.
-                self.addPending(clientID, id, request, .snapshot(resnapshot: false), grouped: grouped, &state)
-            }
-            return .success(())
+            guard state.clients[clientID] != nil else { return .success(()) }
+            return self.replace(clientID, id, request, together: false, &state)
         }
         try result.get()
+    }
+
+    /// Changes several subscriptions' requests at once — a token refresh re-binding the rules — so that those the
+    /// client shows are answered together, in one batch; ids the stream no longer holds are skipped.
+    func replace(_ clientID: Int, _ replacements: [(id: String, request: BoundFetchRequest)]) {
+        self.state.withLock { state in
+            guard state.clients[clientID] != nil else { return }
+            for (id, request) in replacements { _ = self.replace(clientID, id, request, together: true, &state) }
+        }
+    }
+
+    private func replace(
+        _ clientID: Int, _ id: String, _ request: BoundFetchRequest, together: Bool, _ state: inout State
+    ) -> Result<Void, DetailError> {
+        guard let subscription = state.clients[clientID]!.subscriptions[id] else {
+            return .failure(DetailError(.unknownSubscription, "the stream holds no subscription '\(id)'"))
+        }
+        // A subscription still being answered as part of a group stays in it under its new request.
+        var grouped = false
+        if let pending = subscription.pending {
+            grouped = state.clients[clientID]!.group.remove(pending) != nil
+            state.pendings[pending] = nil
+        }
+        state.clients[clientID]!.subscriptions[id]!.pending = nil
+        state.clients[clientID]!.subscriptions[id]!.request = request
+        state.clients[clientID]!.subscriptions[id]!.replaceUnanswered = true
+        if let old = subscription.activeRequest {
+            self.addPending(clientID, id, request, .replace(old: old), grouped: grouped || together, &state)
+        } else {
+            // Its first snapshot was not sent yet: the snapshot of the new request answers both.
+            self.addPending(clientID, id, request, .snapshot(resnapshot: false), grouped: grouped, &state)
+        }
+        return .success(())
     }
 
     /// Removes a subscription.

@@ -137,6 +137,7 @@ enum RequestDecoding {
             case .conflict: .conflict
             case .notFound: .notFound
             case .alreadyExists: .alreadyExists
+            case .permissionDenied: .permissionDenied
             case .tooLarge: .limitExceeded
             case .schemaMismatch, .migrationRefused: .schemaMismatch
             // A full disk, a read-only file, an I/O error: the server cannot write now; SQLite's reason is in the

@@ -18,6 +18,8 @@ struct MeridianService: RegistrableRPCService {
     let configuration: ServerConfiguration
     let metrics: ServerMetrics
     let logger: Logger
+    /// Who is calling: every call's credentials are checked before anything else is read of it.
+    let accessControl: AccessControl
 
     func registerMethods<Transport: ServerTransport>(with router: inout RPCRouter<Transport>) {
         let limit = self.configuration.maxRequestBytes
@@ -26,8 +28,9 @@ struct MeridianService: RegistrableRPCService {
             deserializer: LimitedDeserializer<Meridian_V1_SyncRequest>(limit: limit),
             serializer: SyncOutboundSerializer(),
             handler: { request, context in
-                StreamingServerResponse { writer in
-                    try await SyncSession(service: self).run(requests: request.messages, writer: writer)
+                let caller = try await self.accessControl.caller(request.metadata, method: "Sync")
+                return StreamingServerResponse { writer in
+                    try await SyncSession(service: self, caller: caller).run(requests: request.messages, writer: writer)
                     return [:]
                 }
             }
@@ -37,8 +40,9 @@ struct MeridianService: RegistrableRPCService {
             deserializer: LimitedDeserializer<Meridian_V1_ApplyRequest>(limit: limit),
             serializer: ProtobufSerializer<Meridian_V1_ApplyResponse>(),
             handler: { request, context in
+                let caller = try await self.accessControl.caller(request.metadata, method: "Apply")
                 let single = try await ServerRequest(stream: request)
-                let response = await self.apply(single.message)
+                let response = await self.apply(single.message, caller: caller)
                 return StreamingServerResponse(single: ServerResponse(message: response))
             }
         )
@@ -47,8 +51,9 @@ struct MeridianService: RegistrableRPCService {
             deserializer: LimitedDeserializer<Meridian_V1_ApplyRequest>(limit: limit),
             serializer: ProtobufSerializer<Meridian_V1_ApplyResponse>(),
             handler: { request, context in
-                StreamingServerResponse { writer in
-                    try await self.applyStream(request.messages, writer: writer)
+                let caller = try await self.accessControl.caller(request.metadata, method: "ApplyStream")
+                return StreamingServerResponse { writer in
+                    try await self.applyStream(request.messages, caller: caller, writer: writer)
                     return [:]
                 }
             }
@@ -58,8 +63,9 @@ struct MeridianService: RegistrableRPCService {
             deserializer: LimitedDeserializer<Meridian_V1_QueryRequest>(limit: limit),
             serializer: ProtobufSerializer<Meridian_V1_QueryResponse>(),
             handler: { request, context in
+                let caller = try await self.accessControl.caller(request.metadata, method: "Query")
                 let single = try await ServerRequest(stream: request)
-                return try await self.query(single.message)
+                return try await self.query(single.message, caller: caller)
             }
         )
         router.registerHandler(
@@ -67,6 +73,7 @@ struct MeridianService: RegistrableRPCService {
             deserializer: LimitedDeserializer<Meridian_V1_GetSchemaRequest>(limit: limit),
             serializer: ProtobufSerializer<Meridian_V1_GetSchemaResponse>(),
             handler: { request, context in
+                _ = try await self.accessControl.caller(request.metadata, method: "GetSchema")
                 _ = try await ServerRequest(stream: request)
                 return StreamingServerResponse(
                     single: ServerResponse(message: Meridian_V1_GetSchemaResponse(self.store.schema)))
@@ -77,7 +84,7 @@ struct MeridianService: RegistrableRPCService {
     // MARK: - Apply
 
     /// One transaction: its commit, or the typed reason it was rejected (never a non-OK status).
-    func apply(_ request: Meridian_V1_ApplyRequest) async -> Meridian_V1_ApplyResponse {
+    func apply(_ request: Meridian_V1_ApplyRequest, caller: Caller?) async -> Meridian_V1_ApplyResponse {
         var response = Meridian_V1_ApplyResponse()
         response.clientTag = request.clientTag
         let limit = self.configuration.maxOperationsPerTransaction
@@ -103,7 +110,7 @@ struct MeridianService: RegistrableRPCService {
         }
         do {
             let committed = try await self.store.apply(
-                operations, policy: policy, idempotencyKey: request.idempotencyKey)
+                operations, policy: policy, idempotencyKey: request.idempotencyKey, authorizer: caller?.access)
             var result = Meridian_V1_ApplyResult()
             result.seq = committed.seq
             result.rows = committed.rows.map(Meridian_V1_WrittenRow.init)
@@ -122,6 +129,7 @@ struct MeridianService: RegistrableRPCService {
     /// Pipelined transactions: up to 64 in flight (so concurrent ones share group commits), answered in order.
     func applyStream(
         _ requests: RPCAsyncSequence<Meridian_V1_ApplyRequest, any Error>,
+        caller: Caller?,
         writer: RPCWriter<Meridian_V1_ApplyResponse>
     ) async throws {
         let (results, continuation) = AsyncStream<(Int, Meridian_V1_ApplyResponse)>.makeStream()
@@ -139,7 +147,7 @@ struct MeridianService: RegistrableRPCService {
                         let i = index
                         index += 1
                         running += 1
-                        inFlight.addTask { continuation.yield((i, await self.apply(request))) }
+                        inFlight.addTask { continuation.yield((i, await self.apply(request, caller: caller))) }
                     }
                     try await inFlight.waitForAll()
                 }
@@ -160,13 +168,17 @@ struct MeridianService: RegistrableRPCService {
     // MARK: - Query
 
     /// A one-shot fetch in chunks, consistent with one seq; a bad request fails the call with its detail.
-    func query(_ request: Meridian_V1_QueryRequest) async throws -> StreamingServerResponse<Meridian_V1_QueryResponse> {
-        let bound: BoundFetchRequest
+    func query(
+        _ request: Meridian_V1_QueryRequest, caller: Caller?
+    ) async throws -> StreamingServerResponse<Meridian_V1_QueryResponse> {
+        var bound: BoundFetchRequest
         do {
             bound = try RequestDecoding.bind(request.fetch, schema: self.store.schema, limits: self.configuration)
         } catch {
             throw RPCError(error.detail)
         }
+        // Rules are filters: the query reads only what the caller may.
+        if let access = caller?.access { bound = bound.restricted(by: access) }
         let maxBytes = Chunking.chunkBytes(requested: Int(request.maxChunkBytes), configured: self.configuration)
         // A file store streams the rows as the client reads them; an in-memory store has one connection, which a
         // waiting read would hold from every writer, so its rows are read whole.

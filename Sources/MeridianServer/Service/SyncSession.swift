@@ -11,9 +11,16 @@ internal import MeridianStore
 /// the others, and the hub never waits for any of them.
 struct SyncSession {
     let service: MeridianService
+    /// Who opened the stream (`nil`: anonymous, on a server without authentication); a refresh replaces it.
+    let access: StreamAccess
+
+    init(service: MeridianService, caller: Caller?) {
+        self.service = service
+        self.access = StreamAccess(caller)
+    }
 
     private enum Ended: Sendable {
-        case writer, reader, jobs, helloTimer
+        case writer, reader, jobs, helloTimer, expiry
     }
 
     func run(
@@ -62,13 +69,19 @@ struct SyncSession {
                 }
                 return .helloTimer
             }
+            if self.access.expiresAt != nil {
+                group.addTask {
+                    try await self.endAtExpiry(outbox: outbox)
+                    return .expiry
+                }
+            }
             group.addTask {
                 var client: Int? = nil
                 // The number of Subscribes read per id: the epoch every message about the subscription carries.
                 var epochs = Epochs()
                 for try await request in requests {
                     if let id = client {
-                        try self.handle(request, client: id, outbox: outbox, epochs: &epochs)
+                        try await self.handle(request, client: id, outbox: outbox, epochs: &epochs)
                         continue
                     }
                     helloReceived.set(true)
@@ -125,7 +138,7 @@ struct SyncSession {
     /// Handles one request after Hello; a request that breaks the protocol ends the stream.
     private func handle(
         _ request: Meridian_V1_SyncRequest, client: Int, outbox: ClientOutbox, epochs: inout Epochs
-    ) throws {
+    ) async throws {
         let hub = self.service.hub
         let schema = self.service.store.schema
         switch request.kind {
@@ -138,7 +151,7 @@ struct SyncSession {
                     throw DetailError(.malformedRequest, "Replace '\(id)' carries no fetch request")
                 }
                 let bound = try RequestDecoding.bind(replace.fetch, schema: schema, limits: self.service.configuration)
-                try hub.replace(client, id: id, request: bound)
+                try hub.replace(client, id: id, request: self.access.restrict(bound, id: id))
             } catch {
                 outbox.enqueue(Self.subscriptionError(id, epoch: epochs[id], error.detail))
             }
@@ -146,11 +159,14 @@ struct SyncSession {
             let id = unsubscribe.subscriptionID
             do throws(DetailError) {
                 try hub.unsubscribe(client, id: id)
+                self.access.forget(id)
             } catch {
                 outbox.enqueue(Self.subscriptionError(id, epoch: epochs[id], error.detail))
             }
         case .ack:
             break
+        case .refresh(let refresh):
+            try await self.refresh(refresh.token, client: client)
         case .hello:
             throw RPCError(Meridian_V1_ErrorDetail(.malformedRequest, "Hello was already sent on this stream"))
         case nil:
@@ -171,7 +187,9 @@ struct SyncSession {
             }
             let bound = try RequestDecoding.bind(
                 subscribe.fetch, schema: self.service.store.schema, limits: self.service.configuration)
-            return .success(Hub.SubscriptionRequest(id: id, epoch: epoch, request: bound, resume: subscribe.resume))
+            return .success(
+                Hub.SubscriptionRequest(
+                    id: id, epoch: epoch, request: self.access.restrict(bound, id: id), resume: subscribe.resume))
         } catch {
             return .failure(Hub.RefusedSubscription(id: id, epoch: epoch, error: error))
         }

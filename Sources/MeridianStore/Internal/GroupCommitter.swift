@@ -17,6 +17,8 @@ final class GroupCommitter: Sendable {
         var policy: ConflictPolicy
         /// The idempotency key and the digest of the request it is recorded with.
         var idempotencyKey: (key: String, digest: [UInt8])?
+        /// Decides each write from its before- and after-image (the caller's rules); `nil`: every write may go ahead.
+        var authorizer: (any WriteAuthorizer)?
         var continuation: CheckedContinuation<CommitResult, any Error>
     }
 
@@ -55,14 +57,15 @@ final class GroupCommitter: Sendable {
     func submit(
         _ operations: [PreparedOperation],
         policy: ConflictPolicy,
-        idempotencyKey: (key: String, digest: [UInt8])?
+        idempotencyKey: (key: String, digest: [UInt8])?,
+        authorizer: (any WriteAuthorizer)? = nil
     ) async throws -> CommitResult {
         try await withCheckedThrowingContinuation { continuation in
             let (start, wake) = self.state.withLock { state -> (Bool, Bool) in
                 state.queue.append(
                     Pending(
                         operations: operations, policy: policy, idempotencyKey: idempotencyKey,
-                        continuation: continuation))
+                        authorizer: authorizer, continuation: continuation))
                 if let target = state.lingerTarget, state.queue.count >= target {
                     state.lingerTarget = nil
                     return (false, true)

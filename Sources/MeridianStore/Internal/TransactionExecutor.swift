@@ -31,7 +31,9 @@ enum TransactionExecutor {
     static func run(_ pending: GroupCommitter.Pending, db: Database, shapes: inout Shapes) throws -> Outcome {
         guard let (key, digest) = pending.idempotencyKey else {
             return Outcome(
-                rows: try run(pending.operations, policy: pending.policy, db: db, shapes: &shapes), replayedSeq: nil)
+                rows: try run(
+                    pending.operations, policy: pending.policy, authorizer: pending.authorizer, db: db, shapes: &shapes),
+                replayedSeq: nil)
         }
         if let kept = shapes.keys[key] {
             guard kept.digest == digest else { throw Self.reusedKey(key, seq: nil) }
@@ -47,7 +49,8 @@ enum TransactionExecutor {
             let rows = try JSONDecoder().decode([RecordedRow].self, from: Data((recorded[1] as String).utf8))
             return Outcome(rows: rows.map(\.written), replayedSeq: recorded[0])
         }
-        let rows = try run(pending.operations, policy: pending.policy, db: db, shapes: &shapes)
+        let rows = try run(
+            pending.operations, policy: pending.policy, authorizer: pending.authorizer, db: db, shapes: &shapes)
         shapes.keys[key] = (rows, digest)
         return Outcome(rows: rows, replayedSeq: nil)
     }
@@ -103,6 +106,7 @@ enum TransactionExecutor {
     static func run(
         _ operations: [PreparedOperation],
         policy: ConflictPolicy,
+        authorizer: (any WriteAuthorizer)? = nil,
         db: Database,
         shapes: inout Shapes
     ) throws -> [WrittenRow] {
@@ -112,12 +116,14 @@ enum TransactionExecutor {
             if op.kind != .insert { try logPendingInserts(db, &shapes) }
             switch op.kind {
             case .insert:
+                if let authorizer { try authorize(op, .insert, before: nil, after: insertedRow(op), authorizer) }
                 try insert(op, db, &shapes)
                 shapes.pendingInserts.append((op.entity.name, op.id))
                 rows.append(WrittenRow(entity: op.entity.name, id: op.id, kind: .insert, version: 1))
             case .update, .upsert:
                 guard let current = try currentRow(op, db, shapes) else {
                     guard op.kind == .upsert else { throw notFound(op) }
+                    if let authorizer { try authorize(op, .insert, before: nil, after: insertedRow(op), authorizer) }
                     if op.expectedVersion != nil, policy == .storeWins {
                         throw StoreError(
                             .conflict,
@@ -133,14 +139,24 @@ enum TransactionExecutor {
                     rows.append(WrittenRow(entity: op.entity.name, id: op.id, kind: .insert, version: 1))
                     continue
                 }
+                // A row the caller cannot read is answered as missing before anything else (a conflict would
+                // name its attributes).
+                let before = try authorizer.map { _ in try imageRow(op, current.image) }
+                if let authorizer, let before, !authorizer.canRead(before, in: op.entity.name) { throw notFound(op) }
                 try checkVersion(op, current: current.version, touched: op.columns, policy: policy, db: db)
                 try update(op, db, &shapes)
                 guard let after = try currentRow(op, db, shapes) else { throw notFound(op) }
+                if let authorizer, let before {
+                    try authorize(op, .update, before: before, after: try imageRow(op, after.image), authorizer)
+                }
                 if let limit = shapes.maxRowBytes { try checkSize(op, image: after.image, limit: limit) }
                 try logEntry(op, .update, version: after.version, before: current.image, after: after.image, db, shapes)
                 rows.append(WrittenRow(entity: op.entity.name, id: op.id, kind: .update, version: current.version + 1))
             case .delete:
                 guard let current = try currentRow(op, db, shapes) else { throw notFound(op) }
+                if let authorizer {
+                    try authorize(op, .delete, before: try imageRow(op, current.image), after: nil, authorizer)
+                }
                 try checkVersion(
                     op, current: current.version, touched: op.entity.attributes.map(\.name), policy: policy, db: db)
                 try db.cachedStatement(sql: "DELETE FROM \(StoreDDL.quoted(op.entity.name)) WHERE \"id\" = ?")
@@ -150,6 +166,35 @@ enum TransactionExecutor {
             }
         }
         return rows
+    }
+
+    // MARK: - Rules
+
+    /// Asks the authorizer about one write; `notFound` is the very error a missing row gives.
+    static func authorize(
+        _ op: PreparedOperation, _ kind: WriteOperation.Kind, before: MeridianCore.Row?, after: MeridianCore.Row?,
+        _ authorizer: any WriteAuthorizer
+    ) throws {
+        switch authorizer.authorize(kind, entity: op.entity.name, before: before, after: after) {
+        case .allowed: return
+        case .notFound: throw notFound(op)
+        case .denied(let reason):
+            throw StoreError(.permissionDenied, "\(op.label): \(reason)", operationIndex: op.index)
+        }
+    }
+
+    /// The row an insert writes: its values (defaults included by validation) and id.
+    static func insertedRow(_ op: PreparedOperation) -> MeridianCore.Row {
+        var values: [String: Value] = [:]
+        for (name, value) in zip(op.columns, op.values) where !value.isNull { values[name] = value }
+        return MeridianCore.Row(id: op.id, values: values)
+    }
+
+    /// A stored image as a typed row.
+    static func imageRow(_ op: PreparedOperation, _ image: String) throws -> MeridianCore.Row {
+        var misfits = 0
+        return try ChangeDecoding.image(image, id: op.id, entity: op.entity, seq: 0, misfits: &misfits)
+            ?? MeridianCore.Row(id: op.id)
     }
 
     /// Refuses an update that leaves a row larger than `limit` (``RowSize``), measured on its after-image. The

@@ -5,6 +5,7 @@
 // (no message for three heartbeat intervals means the connection is lost). Any of the three ending ends the session;
 // the loop then waits (exponential backoff with jitter) and reconnects, resuming from the applied seq.
 
+internal import Foundation
 internal import GRPCCore
 internal import GRPCNIOTransportHTTP2
 internal import Logging
@@ -18,6 +19,8 @@ struct SyncConnection: Sendable {
     let clientName: String
     /// The largest message asked for in Hello.
     let maxMessageBytes: Int
+    /// The identity sent with every call, refreshed on the open stream before it expires.
+    let credentials: Credentials?
     let context: CacheContext
     let logger: Logger
     let status: ConnectionStatusBox
@@ -66,7 +69,7 @@ struct SyncConnection: Sendable {
     /// One connection: schema, Sync stream, writer and watchdog, until one of them ends.
     private func runSession(onEstablished: @escaping @Sendable () -> Void) async throws {
         let transport = try self.address.transport()
-        try await withGRPCClient(transport: transport) { client in
+        try await withGRPCClient(transport: transport, interceptors: self.credentials.interceptors) { client in
             let meridian = Meridian_V1_Meridian.Client(wrapping: client)
             if await self.context.schema == nil {
                 let response = try await meridian.getSchema(Meridian_V1_GetSchemaRequest())
@@ -123,6 +126,29 @@ struct SyncConnection: Sendable {
                                 if failure.isTransient { throw failure }
                             }
                         }
+                    }
+                }
+                if let source = self.credentials?.source {
+                    group.addTask {
+                        // Before the token expires, a new one refreshes the open stream in place.
+                        while let refreshAt = source.refreshAt {
+                            let wait = refreshAt.timeIntervalSinceNow
+                            if wait > 0 {
+                                try await Task.sleep(for: .milliseconds(Int64(min(wait, 3_600) * 1_000) + 1))
+                                continue
+                            }
+                            let previous = source.token
+                            var refresh = Meridian_V1_RefreshToken()
+                            refresh.token = try await source.fresh()
+                            // A provider that gives the same token again cannot refresh: the server ends the stream
+                            // at its expiry, and the next connection asks the provider again.
+                            if refresh.token == previous { break }
+                            var request = Meridian_V1_SyncRequest()
+                            request.refresh = refresh
+                            outboundContinuation.yield(request)
+                        }
+                        // A token without exp (an API key) needs no refresh: this task waits with the others.
+                        try await Task.sleep(for: .seconds(1_000_000_000))
                     }
                 }
                 group.addTask {

@@ -1,0 +1,105 @@
+// MARK: - SyncSession: the stream's identity, its expiry and refresh
+
+internal import Foundation
+internal import GRPCCore
+internal import Logging
+internal import MeridianAuth
+internal import MeridianCore
+internal import MeridianProto
+internal import Synchronization
+
+/// A `Sync` stream's caller, replaced by each refresh, and the subscriptions' requests as the client sent them, so
+/// that a refresh can bind them again under the new rules.
+final class StreamAccess: Sendable {
+    private struct State {
+        var caller: Caller?
+        var requests: [String: BoundFetchRequest] = [:]
+    }
+
+    private let state: Mutex<State>
+
+    init(_ caller: Caller?) {
+        self.state = Mutex(State(caller: caller))
+    }
+
+    /// The caller now.
+    var caller: Caller? { self.state.withLock { $0.caller } }
+
+    /// When the stream's credential expires (leeway included); `nil` for an API key or an anonymous stream.
+    var expiresAt: Date? { self.state.withLock { $0.caller?.identity.expiresAt } }
+
+    /// The request restricted by the caller's read rule; the unrestricted one is kept for refreshes.
+    func restrict(_ request: BoundFetchRequest, id: String) -> BoundFetchRequest {
+        self.state.withLock { state in
+            state.requests[id] = request
+            guard let access = state.caller?.access else { return request }
+            return request.restricted(by: access)
+        }
+    }
+
+    /// Forgets an unsubscribed subscription's request.
+    func forget(_ id: String) {
+        _ = self.state.withLock { $0.requests.removeValue(forKey: id) }
+    }
+
+    /// Replaces the caller; returns the subscriptions whose restricted request changed, with the new one.
+    func replace(with caller: Caller) -> [(id: String, request: BoundFetchRequest)] {
+        self.state.withLock { state in
+            let old = state.caller?.access
+            state.caller = caller
+            guard let new = caller.access, old?.readRules != new.readRules else { return [] }
+            return state.requests.compactMap { id, request in
+                let before = old.map { request.restricted(by: $0) } ?? request
+                let after = request.restricted(by: new)
+                return before == after ? nil : (id, after)
+            }.sorted { $0.id < $1.id }
+        }
+    }
+}
+
+extension SyncSession {
+    /// Ends the stream when its credential expires without a refresh: a `Goodbye`, then `UNAUTHENTICATED`; nothing
+    /// queued before is sent after the expiry.
+    func endAtExpiry(outbox: ClientOutbox) async throws {
+        while let expiry = self.access.expiresAt {
+            let left = expiry.timeIntervalSinceNow
+            if left <= 0 {
+                var goodbye = Meridian_V1_Goodbye()
+                goodbye.reason = "the stream's token expired; refresh it before it does, or open a new stream"
+                var response = Meridian_V1_SyncResponse()
+                response.goodbye = goodbye
+                outbox.fail(
+                    with: RPCError(
+                        Meridian_V1_ErrorDetail(.unauthenticated, "the stream's token expired (send RefreshToken)")),
+                    last: response)
+                self.service.logger.info(
+                    "sync stream ended: token expired",
+                    metadata: ["meridian.sub": "\(self.access.caller?.identity.principal.subject ?? "")"])
+                return
+            }
+            // A refresh moves the expiry: look again at least once a second.
+            try await Task.sleep(for: .milliseconds(Int(min(left, 1) * 1000) + 1))
+        }
+    }
+
+    /// A new token on the open stream: same subject, else `PERMISSION_DENIED`; the subscriptions whose bound read rule
+    /// changed are re-diffed together, in one Batch.
+    func refresh(_ token: String, client: Int) async throws {
+        let caller = try await self.service.accessControl.caller(authorization: "Bearer " + token, method: "Refresh")
+        let subject = self.access.caller?.identity.principal.subject
+        guard subject == nil || subject == caller.identity.principal.subject else {
+            throw RPCError(
+                Meridian_V1_ErrorDetail(
+                    .permissionDenied, "a refreshed token must name the stream's subject; open a new stream for another"
+                ))
+        }
+        let changed = self.access.replace(with: caller)
+        self.service.logger.debug(
+            "sync stream refreshed",
+            metadata: [
+                "meridian.sub": "\(caller.identity.principal.subject)",
+                "meridian.rediffed": "\(changed.count)",
+            ])
+        if !changed.isEmpty { self.service.hub.replace(client, changed) }
+    }
+}
