@@ -143,6 +143,8 @@ let package = Package(
             name: "MeridianServerTests",
             dependencies: [
                 "MeridianServer",
+                "MeridianAuth",
+                .product(name: "Crypto", package: "swift-crypto"),
                 "MeridianTestSupport",
                 "MeridianCore",
                 "MeridianStore",
@@ -164,6 +166,7 @@ let package = Package(
             name: "MeridianTestSupport",
             dependencies: [
                 "MeridianServer",
+                "MeridianAuth",
                 "MeridianCore",
                 "MeridianStore",
                 "MeridianProto",
@@ -221,6 +224,7 @@ let package = Package(
             name: "MeridianClientTests",
             dependencies: [
                 "MeridianClient",
+                "MeridianAuth",
                 "MeridianCore",
                 "MeridianProto",
                 "MeridianServer",

@@ -210,6 +210,16 @@ public struct SigningKey: Sendable {
     }
 }
 
+extension SigningKey {
+    /// Signs exactly these claims — nothing is added — with `kid` in the header when given: for tools and tests that
+    /// need a token of a precise shape (an expired one, one without `exp`).
+    public func sign(claims: [String: ClaimValue], kid: String? = nil) async throws -> String {
+        var payload = TokenClaims()
+        payload.extra = claims
+        return try await self.collection.sign(payload, kid: kid.map { JWKIdentifier(string: $0) })
+    }
+}
+
 /// A problem with the server's or the CLI's authentication setup (a key file, an API key file), found at startup.
 public struct AuthConfigurationError: Error, Sendable, CustomStringConvertible {
     /// What is wrong, naming the file.

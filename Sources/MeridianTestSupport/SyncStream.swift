@@ -60,6 +60,15 @@ package struct SyncStream: Sendable {
         self.send(request)
     }
 
+    /// Sends a new token for the stream.
+    package func refresh(_ token: String) {
+        var refresh = Meridian_V1_RefreshToken()
+        refresh.token = token
+        var request = Meridian_V1_SyncRequest()
+        request.refresh = refresh
+        self.send(request)
+    }
+
     /// Sends Unsubscribe.
     package func unsubscribe(_ id: String) {
         var unsubscribe = Meridian_V1_Unsubscribe()
@@ -96,6 +105,7 @@ package struct SyncStreamEnded: Error {}
 package func withSyncStream<Result: Sendable>(
     _ meridian: some Meridian_V1_Meridian.ClientProtocol,
     capacity: Int = 1024,
+    metadata: Metadata = [:],
     _ body: (SyncStream) async throws -> Result
 ) async throws -> Result {
     let (requests, continuation) = AsyncStream<Meridian_V1_SyncRequest>.makeStream()
@@ -104,6 +114,7 @@ package func withSyncStream<Result: Sendable>(
         group.addTask {
             do {
                 try await meridian.sync(
+                    metadata: metadata,
                     requestProducer: { writer in
                         for await request in requests { try await writer.write(request) }
                     },

@@ -1,6 +1,7 @@
 // MARK: - A real server for tests, always stopped
 
 public import CoreMetrics
+public import MeridianAuth
 package import GRPCCore
 package import GRPCInProcessTransport
 public import MeridianServer
@@ -22,18 +23,21 @@ public import MeridianStore
 ///   - store: The store to serve.
 ///   - configuration: Limits and intervals; its host and port are replaced by `127.0.0.1` and 0.
 ///   - metricsFactory: Where the server's metrics go (`TestMetrics` in a test); `nil` for the global system.
+///   - authenticator: Checks every call's credentials; `nil` for none.
 ///   - body: The test.
 /// - Returns: What `body` returns.
 public func withTestServer<Result: Sendable>(
     store: Store,
     configuration: ServerConfiguration = ServerConfiguration(),
     metricsFactory: (any MetricsFactory)? = nil,
+    authenticator: Authenticator? = nil,
     _ body: (MeridianServer, Int) async throws -> Result
 ) async throws -> Result {
     var configuration = configuration
     configuration.host = "127.0.0.1"
     configuration.port = 0
-    let server = MeridianServer(store: store, configuration: configuration, metricsFactory: metricsFactory)
+    let server = MeridianServer(
+        store: store, configuration: configuration, metricsFactory: metricsFactory, authenticator: authenticator)
     return try await withRunningServer(server) {
         try await body(server, try await server.listeningAddress.port)
     }
@@ -67,10 +71,12 @@ public func withRunningServer<Result: Sendable>(
 package func withInProcessServer<Result: Sendable>(
     store: Store,
     configuration: ServerConfiguration = ServerConfiguration(),
+    authenticator: Authenticator? = nil,
     _ body: (MeridianServer, GRPCClient<InProcessTransport.Client>) async throws -> Result
 ) async throws -> Result {
     let transport = InProcessTransport()
-    let server = MeridianServer(store: store, configuration: configuration, inProcess: transport)
+    let server = MeridianServer(
+        store: store, configuration: configuration, inProcess: transport, authenticator: authenticator)
     return try await withRunningServer(server) {
         try await withGRPCClient(transport: transport.client) { client in try await body(server, client) }
     }

@@ -86,7 +86,7 @@ final class FakeServer {
         case .unsubscribe(let unsubscribe):
             self.subscriptions[unsubscribe.subscriptionID] = nil
             return []
-        case .ack, nil:
+        case .ack, .refresh, nil:
             return []
         }
     }
