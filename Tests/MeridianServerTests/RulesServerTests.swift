@@ -1,0 +1,334 @@
+import Foundation
+import GRPCCore
+import MeridianAuth
+import MeridianCore
+import MeridianProto
+import MeridianServer
+import MeridianStore
+import MeridianTestSupport
+import Testing
+
+/// The schema's rules through the server: rules are filters on every read path, visibility changes arrive as exact
+/// `left`/`entered` at the commit's seq, a refresh re-diffs only what its new claims change, expiry ends the stream.
+@Suite struct RulesServerTests {
+    static let schema = try! Schema.parse(
+        yaml: """
+            version: 1
+            auth:
+              claims: { sub: string, team: int, role: string, projects: "[string]" }
+            entities:
+              Note:
+                id: client
+                attributes:
+                  title: string
+                  ownerId: string
+                  team: int
+                  projectId: string?
+                  rank: int
+                rules:
+                  read:   team == @team AND (ownerId == @sub OR projectId IN @projects OR @role == "admin")
+                  insert: team == @team
+                  update: ownerId == @sub OR @role == "admin"
+                  delete: ownerId == @sub
+                  immutable: [team]
+              Board:
+                id: client
+                attributes:
+                  name: string
+                  team: int
+                rules:
+                  read: team == @team
+            """)
+
+    /// A store seeded with alice's a1…a5, bob's b1…b5, bob's b6 in project p1, and a board of team 7.
+    static func store() async throws -> Store {
+        let store = try Store.temporary(schema: Self.schema)
+        var operations: [WriteOperation] = []
+        for i in 1...5 {
+            for owner in ["a", "b"] {
+                operations.append(
+                    .insert(
+                        "Note", id: "\(owner)\(i)",
+                        [
+                            "title": .string("\(owner)\(i)"), "ownerId": .string(owner == "a" ? "alice" : "bob"),
+                            "team": 7, "rank": .int(Int64(i)),
+                        ]))
+            }
+        }
+        operations.append(
+            .insert("Note", id: "b6", ["title": "b6", "ownerId": "bob", "team": 7, "projectId": "p1", "rank": 6]))
+        operations.append(.insert("Board", id: "t7", ["name": "seven", "team": 7]))
+        try await store.apply(operations)
+        return store
+    }
+
+    /// An HS256 secret, the server's authenticator for it (no leeway) and a signer.
+    struct Tokens {
+        let keys: TestKeys
+        let signer: SigningKey
+        let authenticator: Authenticator
+
+        init() async throws {
+            self.keys = try TestKeys()
+            let path = try self.keys.write(String(repeating: "s", count: 48), to: "hs256.secret")
+            self.signer = try await SigningKey.load(contentsOf: path)
+            self.authenticator = Authenticator(
+                tokens: TokenVerifier(keys: try await VerificationKeys.load(contentsOf: path), leeway: .zero),
+                apiKeys: nil)
+        }
+
+        func token(
+            _ subject: String, projects: [String] = [], role: String = "user", expiresIn: Int64 = 3_600
+        ) async throws -> String {
+            try await self.signer.sign(
+                claims: claims(
+                    subject,
+                    [
+                        "team": .int(7), "role": .string(role), "projects": .list(projects.map(ClaimValue.string)),
+                        "exp": .int(Int64(Date().timeIntervalSince1970) + expiresIn),
+                    ]))
+        }
+    }
+
+    static func metadata(_ token: String) -> Metadata { ["authorization": "Bearer \(token)"] }
+
+    static func notes(_ predicate: String = "", sort: [(String, Bool)] = [], limit: UInt32? = nil)
+        -> Meridian_V1_FetchRequest
+    {
+        Fixtures.fetch("Note", predicate, sort: sort, limit: limit)
+    }
+
+    /// Reads responses until a Batch at `seq` or later; returns the Batches read.
+    static func batches(_ stream: SyncStream, _ mirror: inout Mirror, through seq: Int64) async throws
+        -> [Meridian_V1_Batch]
+    {
+        var batches: [Meridian_V1_Batch] = []
+        while mirror.seq < seq {
+            let response = mirror.apply(try await stream.nextMessage())
+            if case .batch(let batch) = response.kind { batches.append(batch) }
+        }
+        return batches
+    }
+
+    /// Every row id the batches' deltas name.
+    static func mentioned(_ batches: [Meridian_V1_Batch]) -> Set<String> {
+        var ids: Set<String> = []
+        for delta in batches.flatMap(\.deltas) {
+            ids.formUnion(delta.entered.map(\.id))
+            ids.formUnion(delta.left)
+            ids.formUnion(delta.updated.map(\.row.id))
+        }
+        return ids
+    }
+
+    static func apply(_ operations: [WriteOperation]) -> Meridian_V1_ApplyRequest {
+        Meridian_V1_ApplyRequest(operations, policy: .storeWins, idempotencyKey: "")
+    }
+
+    @Test("bob never receives a row of alice's: any predicate, variables, ids, limits, Replace, Query, resume, deltas")
+    func rulesAreFilters() async throws {
+        let store = try await Self.store()
+        let tokens = try await Tokens()
+        let bob = try await tokens.token("bob")
+        let alice = try await tokens.token("alice", projects: ["p1"])
+        let alices = Set((1...6).map { "a\($0)" })
+        try await withInProcessServer(
+            store: store, configuration: Fixtures.configuration(), authenticator: tokens.authenticator
+        ) { _, client in
+            let meridian = Meridian_V1_Meridian.Client(wrapping: client)
+            try await withSyncStream(meridian, metadata: Self.metadata(bob)) { stream in
+                var mirror = try await Mirror.subscribed(stream, "all", Self.notes())
+                let probes: [(String, Meridian_V1_FetchRequest)] = [
+                    ("named", Self.notes(#"ownerId == "alice""#)),
+                    ("variable", Fixtures.fetch("Note", "ownerId == $o", variables: ["o": .value("alice")])),
+                    ("ids", Self.notes(#"id IN {"a1", "a2", "a3"}"#)),
+                    ("negated", Self.notes(#"NOT (ownerId == "bob")"#)),
+                    ("limited", Self.notes(sort: [("rank", false)], limit: 3)),
+                ]
+                for (id, fetch) in probes {
+                    stream.subscribe(id, fetch)
+                    try await mirror.awaitSnapshot(stream, id)
+                }
+                #expect(mirror.ids("all") == ["b1", "b2", "b3", "b4", "b5", "b6"])
+                #expect(mirror.ids("named").isEmpty && mirror.ids("variable").isEmpty && mirror.ids("ids").isEmpty)
+                #expect(mirror.ids("negated").isEmpty)
+                #expect(mirror.ids("limited") == ["b4", "b5", "b6"])
+                // A claim in a query is refused, never bound.
+                stream.subscribe("claim", Self.notes("ownerId == @sub"))
+                let refused = try await stream.nextMessage()
+                guard case .subscriptionError(let error) = refused.kind else {
+                    Issue.record("a predicate with a claim was answered with \(refused)")
+                    return
+                }
+                #expect(error.error.code == .badPredicate)
+                // Alice's writes after the snapshot: nothing of them reaches bob.
+                let seq = try await store.apply(
+                    [
+                        .insert("Note", id: "a6", ["title": "a6", "ownerId": "alice", "team": 7, "rank": 99]),
+                        .update("Note", id: "a1", ["rank": 100]),
+                        .update("Note", id: "b1", ["title": "b1 renamed"]),
+                    ]
+                ).seq
+                let batches = try await Self.batches(stream, &mirror, through: seq)
+                let mentioned = Self.mentioned(batches)
+                #expect(mentioned.isDisjoint(with: alices), "\(mentioned)")
+                #expect(mentioned.contains("b1"))
+                // Replace to alice's rows: empty.
+                stream.replace("all", Self.notes(#"ownerId == "alice" OR rank > 50"#))
+                while !mirror.replaced.contains("all") { mirror.apply(try await stream.nextMessage()) }
+                #expect(mirror.ids("all").isEmpty)
+                #expect(Set(mirror.results.values.flatMap(\.keys)).isDisjoint(with: alices))
+            }
+            // Query.
+            var request = Meridian_V1_QueryRequest()
+            request.fetch = Self.notes()
+            let rows = try await meridian.query(request, metadata: Self.metadata(bob)) { response in
+                var ids: [String] = []
+                for try await message in response.messages { ids += message.rows.map(\.id) }
+                return ids
+            }
+            #expect(Set(rows) == ["b1", "b2", "b3", "b4", "b5", "b6"])
+            // Resume from seq 1: the missed changes include alice's, and none reach bob.
+            try await withSyncStream(meridian, metadata: Self.metadata(bob)) { stream in
+                var subscribe = Meridian_V1_Subscribe()
+                subscribe.subscriptionID = "all"
+                subscribe.fetch = Self.notes()
+                subscribe.resume = true
+                stream.hello(resumeFrom: 1, subscriptions: [subscribe])
+                var mirror = Mirror()
+                let latest = try await store.latestSeq()
+                let batches = try await Self.batches(stream, &mirror, through: latest)
+                let mentioned = Self.mentioned(batches)
+                #expect(mentioned.isDisjoint(with: alices), "\(mentioned)")
+            }
+            // And alice, whose project holds b6, sees it beside her own.
+            try await withSyncStream(meridian, metadata: Self.metadata(alice)) { stream in
+                let mirror = try await Mirror.subscribed(stream, "all", Self.notes())
+                #expect(mirror.ids("all") == ["a1", "a2", "a3", "a4", "a5", "a6", "b6"])
+            }
+        }
+    }
+
+    @Test("an owner change is left for the old owner and entered for the new one, at the commit's seq")
+    func visibilityMoves() async throws {
+        let store = try await Self.store()
+        let tokens = try await Tokens()
+        let (alice, bob, admin) = (
+            try await tokens.token("alice"), try await tokens.token("bob"),
+            try await tokens.token("carol", role: "admin")
+        )
+        try await withInProcessServer(
+            store: store, configuration: Fixtures.configuration(), authenticator: tokens.authenticator
+        ) { _, client in
+            let meridian = Meridian_V1_Meridian.Client(wrapping: client)
+            try await withSyncStream(meridian, metadata: Self.metadata(alice)) { aliceStream in
+                try await withSyncStream(meridian, metadata: Self.metadata(bob)) { bobStream in
+                    var aliceMirror = try await Mirror.subscribed(aliceStream, "all", Self.notes())
+                    aliceStream.subscribe("top", Self.notes(sort: [("rank", false)], limit: 2))
+                    try await aliceMirror.awaitSnapshot(aliceStream, "top")
+                    var bobMirror = try await Mirror.subscribed(bobStream, "all", Self.notes())
+                    #expect(aliceMirror.ids("top") == ["a4", "a5"])
+                    // The admin hands a5 to bob (allowed: the update rule's claim test).
+                    let request = Self.apply([.update("Note", id: "a5", ["ownerId": "bob"])])
+                    let response = try await meridian.apply(request, metadata: Self.metadata(admin))
+                    guard case .result(let result) = response.outcome else {
+                        Issue.record("the admin's update failed: \(response)")
+                        return
+                    }
+                    let seq = result.seq
+                    let aliceBatches = try await Self.batches(aliceStream, &aliceMirror, through: seq)
+                    let bobBatches = try await Self.batches(bobStream, &bobMirror, through: seq)
+                    let aliceAt = aliceBatches.filter { $0.seq == seq }.flatMap(\.deltas)
+                    let bobAt = bobBatches.filter { $0.seq == seq }.flatMap(\.deltas)
+                    #expect(aliceAt.first { $0.subscriptionID == "all" }?.left == ["a5"])
+                    #expect(aliceAt.first { $0.subscriptionID == "top" }?.left == ["a5"])
+                    #expect(bobAt.first { $0.subscriptionID == "all" }?.entered.map(\.id) == ["a5"])
+                    #expect(aliceMirror.ids("top") == ["a3", "a4"])
+                    #expect(!aliceMirror.ids("all").contains("a5"))
+                    #expect(bobMirror.ids("all").contains("a5"))
+                }
+            }
+            // Alice herself cannot hand a row over: the update rule is checked on the row after the write too.
+            let handover = Self.apply([.update("Note", id: "a4", ["ownerId": "bob"])])
+            let response = try await meridian.apply(handover, metadata: Self.metadata(alice))
+            #expect(response.error.code == .permissionDenied, "\(response)")
+            // And cannot probe bob's rows: not found.
+            let probe = Self.apply([.delete("Note", id: "b1")])
+            #expect(try await meridian.apply(probe, metadata: Self.metadata(alice)).error.code == .notFound)
+        }
+    }
+
+    @Test("a refresh that shrinks projects re-diffs only the subscriptions whose rule changed, in one Batch")
+    func refreshRediffs() async throws {
+        let store = try await Self.store()
+        let tokens = try await Tokens()
+        try await withInProcessServer(
+            store: store, configuration: Fixtures.configuration(), authenticator: tokens.authenticator
+        ) { _, client in
+            let meridian = Meridian_V1_Meridian.Client(wrapping: client)
+            let first = try await tokens.token("alice", projects: ["p1"])
+            try await withSyncStream(meridian, metadata: Self.metadata(first)) { stream in
+                var mirror = try await Mirror.subscribed(stream, "notes", Self.notes())
+                stream.subscribe("boards", Fixtures.fetch("Board"))
+                try await mirror.awaitSnapshot(stream, "boards")
+                #expect(mirror.ids("notes").contains("b6"))
+                #expect(mirror.ids("boards") == ["t7"])
+                stream.refresh(try await tokens.token("alice", projects: []))
+                var batch: Meridian_V1_Batch?
+                while batch == nil {
+                    let response = mirror.apply(try await stream.nextMessage())
+                    if case .batch(let b) = response.kind, !b.deltas.isEmpty { batch = b }
+                }
+                let deltas = batch?.deltas ?? []
+                #expect(deltas.map(\.subscriptionID) == ["notes"], "\(deltas)")
+                #expect(deltas.first?.left == ["b6"])
+                #expect(deltas.first?.replaced == true)
+                #expect(!mirror.ids("notes").contains("b6"))
+                #expect(mirror.ids("boards") == ["t7"])
+                // Another subject on this stream: the stream ends PERMISSION_DENIED.
+                stream.refresh(try await tokens.token("bob"))
+                do {
+                    while true { _ = try await stream.nextMessage() }
+                } catch let error as RPCError {
+                    #expect(error.code == .permissionDenied, "\(error)")
+                }
+            }
+        }
+    }
+
+    @Test(
+        "without a refresh, the stream ends at the token's expiry: Goodbye, then UNAUTHENTICATED, nothing after",
+        .timeLimit(.minutes(1)))
+    func expiryEndsTheStream() async throws {
+        let store = try await Self.store()
+        let tokens = try await Tokens()
+        try await withInProcessServer(
+            store: store, configuration: Fixtures.configuration(), authenticator: tokens.authenticator
+        ) { _, client in
+            let meridian = Meridian_V1_Meridian.Client(wrapping: client)
+            let token = try await tokens.token("alice", expiresIn: 2)
+            let expiry = Date().addingTimeInterval(2)
+            try await withSyncStream(meridian, metadata: Self.metadata(token)) { stream in
+                _ = try await Mirror.subscribed(stream, "notes", Self.notes())
+                var goodbye: Meridian_V1_Goodbye?
+                do {
+                    while true {
+                        let response = try await stream.nextMessage()
+                        if case .goodbye(let g) = response.kind {
+                            goodbye = g
+                            #expect(Date() >= expiry.addingTimeInterval(-1))
+                        } else if goodbye != nil {
+                            Issue.record("sent after the Goodbye: \(response)")
+                        }
+                        if case .batch = response.kind, Date() > expiry.addingTimeInterval(0.5) {
+                            Issue.record("a batch after the expiry")
+                        }
+                    }
+                } catch let error as RPCError {
+                    #expect(error.code == .unauthenticated, "\(error)")
+                }
+                #expect(goodbye?.reason.contains("expired") == true)
+            }
+        }
+    }
+}
