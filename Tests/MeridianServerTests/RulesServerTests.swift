@@ -90,6 +90,9 @@ import Testing
         }
     }
 
+    /// A Hello timeout that a test opening two streams on a busy machine never reaches.
+    static let configuration = Fixtures.configuration { $0.helloTimeout = .seconds(120) }
+
     static func metadata(_ token: String) -> Metadata { ["authorization": "Bearer \(token)"] }
 
     static func notes(_ predicate: String = "", sort: [(String, Bool)] = [], limit: UInt32? = nil)
@@ -133,7 +136,7 @@ import Testing
         let alice = try await tokens.token("alice", projects: ["p1"])
         let alices = Set((1...6).map { "a\($0)" })
         try await withInProcessServer(
-            store: store, configuration: Fixtures.configuration(), authenticator: tokens.authenticator
+            store: store, configuration: Self.configuration, authenticator: tokens.authenticator
         ) { _, client in
             let meridian = Meridian_V1_Meridian.Client(wrapping: client)
             try await withSyncStream(meridian, metadata: Self.metadata(bob)) { stream in
@@ -218,15 +221,15 @@ import Testing
             try await tokens.token("carol", role: "admin")
         )
         try await withInProcessServer(
-            store: store, configuration: Fixtures.configuration(), authenticator: tokens.authenticator
+            store: store, configuration: Self.configuration, authenticator: tokens.authenticator
         ) { _, client in
             let meridian = Meridian_V1_Meridian.Client(wrapping: client)
             try await withSyncStream(meridian, metadata: Self.metadata(alice)) { aliceStream in
                 try await withSyncStream(meridian, metadata: Self.metadata(bob)) { bobStream in
+                    var bobMirror = try await Mirror.subscribed(bobStream, "all", Self.notes())
                     var aliceMirror = try await Mirror.subscribed(aliceStream, "all", Self.notes())
                     aliceStream.subscribe("top", Self.notes(sort: [("rank", false)], limit: 2))
                     try await aliceMirror.awaitSnapshot(aliceStream, "top")
-                    var bobMirror = try await Mirror.subscribed(bobStream, "all", Self.notes())
                     #expect(aliceMirror.ids("top") == ["a4", "a5"])
                     // The admin hands a5 to bob (allowed: the update rule's claim test).
                     let request = Self.apply([.update("Note", id: "a5", ["ownerId": "bob"])])
@@ -263,7 +266,7 @@ import Testing
         let store = try await Self.store()
         let tokens = try await Tokens()
         try await withInProcessServer(
-            store: store, configuration: Fixtures.configuration(), authenticator: tokens.authenticator
+            store: store, configuration: Self.configuration, authenticator: tokens.authenticator
         ) { _, client in
             let meridian = Meridian_V1_Meridian.Client(wrapping: client)
             let first = try await tokens.token("alice", projects: ["p1"])
@@ -303,11 +306,12 @@ import Testing
         let store = try await Self.store()
         let tokens = try await Tokens()
         try await withInProcessServer(
-            store: store, configuration: Fixtures.configuration(), authenticator: tokens.authenticator
+            store: store, configuration: Self.configuration, authenticator: tokens.authenticator
         ) { _, client in
             let meridian = Meridian_V1_Meridian.Client(wrapping: client)
-            let token = try await tokens.token("alice", expiresIn: 2)
-            let expiry = Date().addingTimeInterval(2)
+            // Long enough for a busy machine to open the stream first; the test waits for it.
+            let token = try await tokens.token("alice", expiresIn: 6)
+            let expiry = Date().addingTimeInterval(6)
             try await withSyncStream(meridian, metadata: Self.metadata(token)) { stream in
                 _ = try await Mirror.subscribed(stream, "notes", Self.notes())
                 var goodbye: Meridian_V1_Goodbye?

@@ -34,7 +34,8 @@ extension CacheContext {
         }
         outbound.hello(
             clientName: clientName, resumeFrom: resumeFrom, schemaFingerprint: self.schema?.fingerprint,
-            maxMessageBytes: maxMessageBytes, subscriptions: subscriptions)
+            accessFingerprint: resumeFrom == nil ? nil : self.accessFingerprint, maxMessageBytes: maxMessageBytes,
+            subscriptions: subscriptions)
     }
 
     /// The stream ended: staged snapshots are dropped, Replaces in flight are adopted as offline replaces (their
@@ -83,6 +84,7 @@ extension CacheContext {
         case .welcome(let welcome):
             self.heartbeatIntervalMilliseconds = welcome.heartbeatIntervalMilliseconds
             self.serverFingerprint = welcome.schemaFingerprint
+            self.accessFingerprint = welcome.accessFingerprint.isEmpty ? nil : welcome.accessFingerprint
             self.logger.debug(
                 "welcome", metadata: ["meridian.seq": "\(welcome.seq)", "meridian.resumed": "\(welcome.resumed)"])
         case .snapshotChunk(let chunk):

@@ -69,6 +69,9 @@ public actor CacheContext {
     package internal(set) var heartbeatIntervalMilliseconds: UInt32 = 0
     /// The server's schema fingerprint from the last Welcome.
     package internal(set) var serverFingerprint: String?
+    /// The server's fingerprint of this client's read rules from the last Welcome (empty without rules), echoed in
+    /// the next Hello that resumes. Not kept in the cache file: after a restart a server with rules re-snapshots.
+    package internal(set) var accessFingerprint: String?
 
     // MARK: Waiters
 

@@ -29,6 +29,7 @@ enum SyncEvent: Sendable {
         var resumed: Bool
         var heartbeatIntervalMilliseconds: UInt32
         var schemaFingerprint: String
+        var accessFingerprint: String = ""
     }
 
     /// One chunk of a snapshot.

@@ -61,6 +61,15 @@ public struct BoundAccess: Sendable, Hashable {
         self.entities.mapValues(\.read)
     }
 
+    /// A fingerprint of the bound read rules: equal exactly when two callers see the same rows of every entity. A
+    /// resume under another fingerprint cannot be answered from the log (it does not say which rows became invisible
+    /// under the new claims), so the server re-snapshots it.
+    public var readFingerprint: String {
+        let text = self.entities.keys.sorted { $0.utf8Compare($1) < 0 }
+            .map { "\($0): \(self.entities[$0]!.read)" }.joined(separator: "\n")
+        return FNV1a64.hex(of: text.utf8)
+    }
+
     /// Decides one write from the row before it (`nil` for an insert) and after it (`nil` for a delete), inside the
     /// transaction that makes it.
     ///

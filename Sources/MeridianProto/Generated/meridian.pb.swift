@@ -891,12 +891,25 @@ package nonisolated struct Meridian_V1_Hello: Sendable {
   /// each on its own.)
   package var subscriptions: [Meridian_V1_Subscribe] = []
 
+  /// The `access_fingerprint` of the Welcome the client's `resume_from_seq` was reached under. On a server with rules,
+  /// a resume is honoured only when it equals the caller's now: the log cannot say which rows became invisible while
+  /// the client was away under other claims, so otherwise every subscription is re-snapshotted.
+  package var accessFingerprint: String {
+    get {_accessFingerprint ?? String()}
+    set {_accessFingerprint = newValue}
+  }
+  /// Returns true if `accessFingerprint` has been explicitly set.
+  package var hasAccessFingerprint: Bool {self._accessFingerprint != nil}
+  /// Clears the value of `accessFingerprint`. Subsequent reads from it will return its default value.
+  package mutating func clearAccessFingerprint() {self._accessFingerprint = nil}
+
   package var unknownFields = SwiftProtobuf.UnknownStorage()
 
   package init() {}
 
   fileprivate var _resumeFromSeq: Int64? = nil
   fileprivate var _schemaFingerprint: String? = nil
+  fileprivate var _accessFingerprint: String? = nil
 }
 
 /// Adds a subscription. The server answers with its snapshot (SnapshotChunk, one or more), staged by the client until
@@ -1113,6 +1126,10 @@ package nonisolated struct Meridian_V1_Welcome: Sendable {
 
   /// The minor version of `meridian.v1` the server serves on this stream (see Hello.protocol_version).
   package var protocolVersion: UInt32 = 0
+
+  /// A fingerprint of the caller's bound read rules (empty on a server without rules); echoed in the next Hello that
+  /// resumes (`Hello.access_fingerprint`).
+  package var accessFingerprint: String = String()
 
   package var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -2381,7 +2398,7 @@ nonisolated extension Meridian_V1_RefreshToken: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Meridian_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   package static let protoMessageName: String = _protobuf_package + ".Hello"
-  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}resume_from_seq\0\u{3}client_name\0\u{3}max_batch_bytes\0\u{3}schema_fingerprint\0\u{3}protocol_version\0\u{1}subscriptions\0")
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}resume_from_seq\0\u{3}client_name\0\u{3}max_batch_bytes\0\u{3}schema_fingerprint\0\u{3}protocol_version\0\u{1}subscriptions\0\u{3}access_fingerprint\0")
 
   package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2395,6 +2412,7 @@ nonisolated extension Meridian_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._M
       case 4: try { try decoder.decodeSingularStringField(value: &self._schemaFingerprint) }()
       case 5: try { try decoder.decodeSingularUInt32Field(value: &self.protocolVersion) }()
       case 6: try { try decoder.decodeRepeatedMessageField(value: &self.subscriptions) }()
+      case 7: try { try decoder.decodeSingularStringField(value: &self._accessFingerprint) }()
       default: break
       }
     }
@@ -2423,6 +2441,9 @@ nonisolated extension Meridian_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._M
     if !self.subscriptions.isEmpty {
       try visitor.visitRepeatedMessageField(value: self.subscriptions, fieldNumber: 6)
     }
+    try { if let v = self._accessFingerprint {
+      try visitor.visitSingularStringField(value: v, fieldNumber: 7)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2433,6 +2454,7 @@ nonisolated extension Meridian_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._M
     if lhs._schemaFingerprint != rhs._schemaFingerprint {return false}
     if lhs.protocolVersion != rhs.protocolVersion {return false}
     if lhs.subscriptions != rhs.subscriptions {return false}
+    if lhs._accessFingerprint != rhs._accessFingerprint {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2718,7 +2740,7 @@ nonisolated extension Meridian_V1_SyncResponse: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Meridian_V1_Welcome: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   package static let protoMessageName: String = _protobuf_package + ".Welcome"
-  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}seq\0\u{3}schema_fingerprint\0\u{3}schema_version\0\u{3}heartbeat_interval_ms\0\u{1}resumed\0\u{3}max_subscriptions\0\u{3}max_request_bytes\0\u{3}protocol_version\0")
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}seq\0\u{3}schema_fingerprint\0\u{3}schema_version\0\u{3}heartbeat_interval_ms\0\u{1}resumed\0\u{3}max_subscriptions\0\u{3}max_request_bytes\0\u{3}protocol_version\0\u{3}access_fingerprint\0")
 
   package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2734,6 +2756,7 @@ nonisolated extension Meridian_V1_Welcome: SwiftProtobuf.Message, SwiftProtobuf.
       case 6: try { try decoder.decodeSingularUInt32Field(value: &self.maxSubscriptions) }()
       case 7: try { try decoder.decodeSingularUInt32Field(value: &self.maxRequestBytes) }()
       case 8: try { try decoder.decodeSingularUInt32Field(value: &self.protocolVersion) }()
+      case 9: try { try decoder.decodeSingularStringField(value: &self.accessFingerprint) }()
       default: break
       }
     }
@@ -2764,6 +2787,9 @@ nonisolated extension Meridian_V1_Welcome: SwiftProtobuf.Message, SwiftProtobuf.
     if self.protocolVersion != 0 {
       try visitor.visitSingularUInt32Field(value: self.protocolVersion, fieldNumber: 8)
     }
+    if !self.accessFingerprint.isEmpty {
+      try visitor.visitSingularStringField(value: self.accessFingerprint, fieldNumber: 9)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2776,6 +2802,7 @@ nonisolated extension Meridian_V1_Welcome: SwiftProtobuf.Message, SwiftProtobuf.
     if lhs.maxSubscriptions != rhs.maxSubscriptions {return false}
     if lhs.maxRequestBytes != rhs.maxRequestBytes {return false}
     if lhs.protocolVersion != rhs.protocolVersion {return false}
+    if lhs.accessFingerprint != rhs.accessFingerprint {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -200,6 +200,12 @@ struct SyncSession {
         guard hello.hasResumeFromSeq else { return nil }
         let store = self.service.store
         if hello.hasSchemaFingerprint, hello.schemaFingerprint != store.schema.fingerprint { return nil }
+        // Under rules, only a resume reached under the same read rules can be answered from the log.
+        if let access = self.access.caller?.access,
+            !hello.hasAccessFingerprint || hello.accessFingerprint != access.readFingerprint
+        {
+            return nil
+        }
         switch try await store.changes(after: hello.resumeFromSeq, limit: 1) {
         case .changes: return hello.resumeFromSeq
         case .tooOld: return nil
@@ -217,6 +223,7 @@ struct SyncSession {
         welcome.maxSubscriptions = UInt32(clamping: configuration.maxSubscriptionsPerStream)
         welcome.maxRequestBytes = UInt32(clamping: configuration.maxRequestBytes)
         welcome.protocolVersion = version
+        welcome.accessFingerprint = self.access.caller?.access?.readFingerprint ?? ""
         var response = Meridian_V1_SyncResponse()
         response.welcome = welcome
         return response

@@ -65,8 +65,12 @@ let expectedRootHelp = """
     $MERIDIAN_SERVER, else 127.0.0.1:7400). Values in key=value are parsed by the
     attribute's type in the served schema; key= sets null.
 
+    The identity sent with every call: --token TOKEN, --token-file PATH, or
+    $MERIDIAN_TOKEN.
+
     Exit status: 0 success; 2 usage or bad input; 3 server unreachable; 4 write
-    rejected (conflict, validation, not found); 1 any other failure.
+    rejected (conflict, validation, not found, not allowed by the rules); 5
+    credentials refused (none, invalid or expired); 1 any other failure.
 
     USAGE: meridian <subcommand>
 
@@ -94,9 +98,10 @@ let expectedRootHelp = """
       import                  Insert rows from a CSV or JSON-lines file, in chunked
                               transactions.
       export                  Write rows as CSV or JSON lines, for import.
+      token                   Make development tokens (JWTs) for a server started
+                              with --auth jwt.
 
       See 'meridian help <subcommand>' for detailed help.
-
     """
 
 let expectedQueryHelp = """
@@ -105,7 +110,7 @@ let expectedQueryHelp = """
     table prints an aligned table and a (N rows at seq S) line; jsonl prints one
     {"id":ID,"values":{…}} object per row, every attribute in schema order.
 
-    USAGE: meridian query [--server <host:port>] <entity> [--where <predicate>] [--sort <keys>] [--limit <n>] [--format <format>]
+    USAGE: meridian query [--server <host:port>] [--token <token>] [--token-file <path>] <entity> [--where <predicate>] [--sort <keys>] [--limit <n>] [--format <format>]
 
     ARGUMENTS:
       <entity>                The entity.
@@ -113,6 +118,10 @@ let expectedQueryHelp = """
     OPTIONS:
       --server <host:port>    The server's address (default: $MERIDIAN_SERVER, else
                               127.0.0.1:7400).
+      --token <token>         The token (a JWT or an API key) sent as
+                              'authorization: Bearer …' (default: $MERIDIAN_TOKEN).
+      --token-file <path>     A file holding the token (read again for each
+                              connection).
       --where <predicate>     A predicate selecting rows (docs/predicates.md).
       --sort <keys>           Sort keys, comma-separated; -key for descending (the
                               id breaks ties).
@@ -120,7 +129,6 @@ let expectedQueryHelp = """
       --format <format>       Output format. (values: table, jsonl; default: table)
       --version               Show the version.
       -h, --help              Show help information.
-
     """
 
 extension String {

@@ -19,7 +19,7 @@ extension SyncEvent {
                 Welcome(
                     seq: welcome.seq, resumed: welcome.resumed,
                     heartbeatIntervalMilliseconds: welcome.heartbeatIntervalMs,
-                    schemaFingerprint: welcome.schemaFingerprint))
+                    schemaFingerprint: welcome.schemaFingerprint, accessFingerprint: welcome.accessFingerprint))
         case .snapshotChunk(let chunk):
             let rows: [VersionedRow]
             do {

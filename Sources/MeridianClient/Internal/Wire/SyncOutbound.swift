@@ -23,10 +23,12 @@ struct SyncOutbound {
     /// - Parameters:
     ///   - resumeFrom: The seq to resume from, or `nil` for a fresh start.
     ///   - schemaFingerprint: The fingerprint of the schema the client binds to, if known.
+    ///   - accessFingerprint: The Welcome's fingerprint of the read rules the resumed seq was reached under.
     func hello(
         clientName: String,
         resumeFrom: Int64?,
         schemaFingerprint: String?,
+        accessFingerprint: String? = nil,
         maxMessageBytes: Int = 0,
         subscriptions: [Subscription]
     ) {
@@ -36,6 +38,7 @@ struct SyncOutbound {
         hello.maxBatchBytes = UInt32(clamping: maxMessageBytes)
         if let resumeFrom { hello.resumeFromSeq = resumeFrom }
         if let schemaFingerprint { hello.schemaFingerprint = schemaFingerprint }
+        if let accessFingerprint { hello.accessFingerprint = accessFingerprint }
         hello.subscriptions = subscriptions.map(Self.subscribeMessage)
         self.send(.hello(hello))
     }
