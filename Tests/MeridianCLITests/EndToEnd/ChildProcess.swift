@@ -67,6 +67,7 @@ final class ChildProcess: Sendable {
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "MERIDIAN_SERVER")
+        env.removeValue(forKey: "MERIDIAN_TOKEN")
         for (k, v) in environment { env[k] = v }
         process.environment = env
         let out = Pipe()

@@ -11,16 +11,22 @@ struct TestServer: Sendable {
 }
 
 /// Starts a server, runs `body`, and always stops the server and removes its files, even when `body` throws.
-func withTestServer<T>(_ body: (TestServer) async throws -> T) async throws -> T {
+///
+/// - Parameters:
+///   - schema: The schema file (default `Schemas/demo.yaml`).
+///   - arguments: More server arguments (`--auth jwt --jwt-key FILE`).
+func withTestServer<T>(
+    schema: String = repositoryRoot + "/Schemas/demo.yaml", arguments: [String] = [],
+    _ body: (TestServer) async throws -> T
+) async throws -> T {
     let directory = NSTemporaryDirectory() + "meridian-cli-tests-" + UUID().uuidString
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let process = try ChildProcess(
         product("meridian-server"),
         [
-            "--db", directory + "/store.sqlite", "--schema", repositoryRoot + "/Schemas/demo.yaml", "--listen",
-            "127.0.0.1:0",
-        ])
+            "--db", directory + "/store.sqlite", "--schema", schema, "--listen", "127.0.0.1:0",
+        ] + arguments)
     var address: String?
     while let line = await process.nextLine(timeout: .seconds(60)) {
         if line.hasPrefix("listening on ") {

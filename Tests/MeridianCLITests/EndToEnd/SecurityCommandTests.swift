@@ -1,0 +1,131 @@
+// MARK: - Identities through the binaries: meridian-server --auth, meridian token issue, --token, exit statuses
+
+import Foundation
+import Testing
+
+@Suite(.timeLimit(.minutes(3)))
+struct SecurityCommandTests {
+    static let schema = """
+        version: 1
+        auth:
+          claims: { sub: string, team: int }
+        entities:
+          Note:
+            id: client
+            attributes:
+              title: string
+              ownerId: string
+              team: int
+            rules:
+              read:   team == @team AND ownerId == @sub
+              insert: ownerId == @sub AND team == @team
+              delete: ownerId == @sub
+        """
+
+    /// A directory with the rules schema and an HS256 secret.
+    final class Files: Sendable {
+        let directory: String
+        var schema: String { self.directory + "/notes.yaml" }
+        var secret: String { self.directory + "/hs256.secret" }
+
+        init() throws {
+            self.directory = NSTemporaryDirectory() + "meridian-security-" + UUID().uuidString
+            try FileManager.default.createDirectory(atPath: self.directory, withIntermediateDirectories: true)
+            try SecurityCommandTests.schema.write(toFile: self.schema, atomically: true, encoding: .utf8)
+            try (String(repeating: "z", count: 40) + "\n").write(toFile: self.secret, atomically: true, encoding: .utf8)
+        }
+
+        deinit { try? FileManager.default.removeItem(atPath: self.directory) }
+    }
+
+    @Test(
+        "tokens from meridian token issue: --token, --token-file and MERIDIAN_TOKEN; exit 5 without, 4 when the rules refuse"
+    )
+    func tokens() async throws {
+        let files = try Files()
+        let issue = { (subject: String) async throws -> String in
+            let r = try await runMeridian([
+                "token", "issue", "--key", files.secret, "--sub", subject, "--claim", "team=7", "--ttl", "10m",
+            ])
+            #expect(r.status == 0, "\(r)")
+            return r.stdout.trimmingTrailingNewlines
+        }
+        let alice = try await issue("alice")
+        let bob = try await issue("bob")
+        #expect(alice.split(separator: ".").count == 3)
+        let bobFile = files.directory + "/bob.token"
+        try (bob + "\n").write(toFile: bobFile, atomically: true, encoding: .utf8)
+        try await withTestServer(schema: files.schema, arguments: ["--auth", "jwt", "--jwt-key", files.secret]) {
+            server in
+            let s = server.address
+            var r = try await runMeridian(["query", "Note"], server: s)
+            #expect(r.status == 5, "\(r)")
+            #expect(r.stderr.hasPrefix("error: the call carries no credentials"), "\(r)")
+            r = try await runMeridian(["query", "Note", "--token", "not.a.token"], server: s)
+            #expect(r.status == 5 && r.stderr.hasPrefix("error: the credentials are not valid"), "\(r)")
+            r = try await runMeridian(
+                ["insert", "Note", "id=a1", "title=hers", "ownerId=alice", "team=7", "--token", alice], server: s)
+            #expect(r.status == 0 && r.stdout == "a1\n", "\(r)")
+            r = try await runMeridian(
+                ["insert", "Note", "id=b1", "title=his", "ownerId=bob", "team=7", "--token-file", bobFile], server: s)
+            #expect(r.status == 0, "\(r)")
+            r = try await runMeridian(
+                ["insert", "Note", "id=x1", "title=forged", "ownerId=alice", "team=7", "--token-file", bobFile],
+                server: s)
+            #expect(r.status == 4, "\(r)")
+            #expect(r.stderr.contains("rule: insert"), "\(r)")
+            r = try await runMeridian(
+                ["query", "Note", "--format", "jsonl"], server: s, environment: ["MERIDIAN_TOKEN": alice])
+            #expect(r.status == 0 && r.stdout.contains("\"a1\"") && !r.stdout.contains("\"b1\""), "\(r)")
+            r = try await runMeridian(["delete", "Note", "a1", "--token-file", bobFile], server: s)
+            #expect(r.status == 4 && r.stderr.contains("no such row"), "\(r)")
+            r = try await runMeridian(["query", "Note", "--token", alice, "--token-file", bobFile], server: s)
+            #expect(r.status == 2, "\(r)")
+        }
+    }
+
+    @Test("token issue refuses a bad key, --ttl or --claim with exit 2")
+    func issueErrors() async throws {
+        let files = try Files()
+        let short = files.directory + "/short.secret"
+        try "short".write(toFile: short, atomically: true, encoding: .utf8)
+        for arguments in [
+            ["--key", short, "--sub", "a"],
+            ["--key", files.directory + "/missing", "--sub", "a"],
+            ["--key", files.secret, "--sub", "a", "--ttl", "forever"],
+            ["--key", files.secret, "--sub", "a", "--claim", "team"],
+            ["--key", files.secret, "--sub", "a", "--claim", "exp=1"],
+        ] {
+            let r = try await runMeridian(["token", "issue"] + arguments)
+            #expect(r.status == 2, "\(arguments): \(r)")
+            #expect(r.stderr.hasPrefix("error: ") && r.stdout.isEmpty, "\(arguments): \(r)")
+        }
+    }
+
+    @Test("meridian-server refuses --auth none with rules, on a public address, and jwt without a key: exit 2")
+    func serverRefusals() async throws {
+        let files = try Files()
+        for (arguments, message) in [
+            (["--in-memory", "--schema", files.schema, "--listen", "127.0.0.1:0"], "the schema has rules"),
+            (
+                ["--in-memory", "--schema", repositoryRoot + "/Schemas/demo.yaml", "--listen", "0.0.0.0:0"],
+                "not a loopback address"
+            ),
+            (
+                ["--in-memory", "--schema", files.schema, "--listen", "127.0.0.1:0", "--auth", "jwt"],
+                "--auth jwt needs --jwt-key"
+            ),
+            (
+                [
+                    "--in-memory", "--schema", files.schema, "--listen", "127.0.0.1:0", "--auth", "jwt", "--jwt-key",
+                    files.directory + "/nothing-here",
+                ], "cannot read the key file"
+            ),
+        ] {
+            let child = try ChildProcess(product("meridian-server"), arguments)
+            let status = await child.waitForExit()
+            #expect(status == 2, "\(arguments): \(child.errorOutput)")
+            #expect(child.errorOutput.contains(message), "\(arguments): \(child.errorOutput)")
+        }
+    }
+}
