@@ -190,6 +190,21 @@ public final class MeridianServer: Service, Sendable {
                         try await Task.sleep(for: configuration.healthProbeInterval)
                     }
                 }
+                let accessControl = self.service.accessControl
+                if accessControl.isEnabled {
+                    group.addTask {
+                        // Revocations recorded by `meridian-server revoke` (another process) take effect within a
+                        // second: calls are refused and open streams end.
+                        while !Task.isCancelled {
+                            do {
+                                accessControl.revocations.update(try await store.revocations())
+                            } catch {
+                                logger.info("cannot read the revocations: \(error)")
+                            }
+                            try await Task.sleep(for: .milliseconds(500))
+                        }
+                    }
+                }
                 group.addTask {
                     let retention = configuration.logRetention
                     guard retention.changes != nil || retention.age != nil else { return }

@@ -41,6 +41,7 @@ extension Store {
                 guard try SchemaRecord.exists(db) else {
                     try SchemaRecord.createMetaTables(db)
                     try StoreDDL.prepareAppliedTable(db)
+                    try db.execute(sql: StoreDDL.revocationsTable)
                     try db.execute(sql: StoreDDL.changesRowIndex)
                     for entity in schema.entities {
                         for sql in StoreDDL.createEntity(entity) { try db.execute(sql: sql) }
@@ -69,6 +70,7 @@ extension Store {
                     try SchemaRecord.write(schema, db)
                 }
                 try StoreDDL.prepareAppliedTable(db)
+                try db.execute(sql: StoreDDL.revocationsTable)
                 try db.execute(sql: StoreDDL.changesRowIndex)
                 try refreshTriggers(db, schema: schema)
                 if try SchemaRecord.meta(db, "format") != String(StoreDDL.formatVersion) {

@@ -24,6 +24,9 @@ struct MeridianServerCommand: AsyncParsableCommand {
 
             meridian-server backup --db PATH --to FILE: a consistent copy of the store file, taken while it is \
             served (see meridian-server backup --help).
+
+            meridian-server revoke --db PATH --sub ID (or --token-id ID): refuse an identity on the server serving \
+            the file, within a second (see meridian-server revoke --help).
             """)
 
     @Option(
@@ -330,6 +333,8 @@ struct MeridianServerCommand: AsyncParsableCommand {
     static func main() async {
         if CommandLine.arguments.dropFirst().first == "backup" {
             await BackupCommand.runExitingTwoOnUsageErrors(Array(CommandLine.arguments.dropFirst(2)))
+        } else if CommandLine.arguments.dropFirst().first == "revoke" {
+            await RevokeCommand.runExitingTwoOnUsageErrors(Array(CommandLine.arguments.dropFirst(2)))
         } else {
             await self.runExitingTwoOnUsageErrors()
         }

@@ -343,6 +343,43 @@ import Testing
     }
 
     @Test(
+        "a revoked subject's open stream ends within a second, and its new calls are refused", .timeLimit(.minutes(1)))
+    func revocation() async throws {
+        let store = try await Self.store()
+        let tokens = try await Tokens()
+        try await withInProcessServer(
+            store: store, configuration: Self.configuration, authenticator: tokens.authenticator
+        ) { _, client in
+            let meridian = Meridian_V1_Meridian.Client(wrapping: client)
+            let alice = try await tokens.token("alice")
+            let bob = try await tokens.token("bob")
+            try await withSyncStream(meridian, metadata: Self.metadata(alice)) { stream in
+                _ = try await Mirror.subscribed(stream, "notes", Self.notes())
+                try await store.revoke(subject: "alice", tokenID: nil)
+                let revoked = ContinuousClock.now
+                var goodbye = false
+                do {
+                    while true {
+                        if case .goodbye = try await stream.nextMessage().kind { goodbye = true }
+                    }
+                } catch let error as RPCError {
+                    #expect(error.code == .unauthenticated, "\(error)")
+                }
+                #expect(goodbye)
+                // Within a second on an idle machine (a poll and a look, each every 500 ms); a loaded one may lag.
+                #expect(ContinuousClock.now - revoked < .seconds(10))
+            }
+            do {
+                _ = try await meridian.getSchema(Meridian_V1_GetSchemaRequest(), metadata: Self.metadata(alice))
+                Issue.record("a revoked subject was served")
+            } catch let error as RPCError {
+                #expect(error.code == .unauthenticated)
+            }
+            _ = try await meridian.getSchema(Meridian_V1_GetSchemaRequest(), metadata: Self.metadata(bob))
+        }
+    }
+
+    @Test(
         "without a refresh, the stream ends at the token's expiry: Goodbye, then UNAUTHENTICATED, nothing after",
         .timeLimit(.minutes(1)))
     func expiryEndsTheStream() async throws {

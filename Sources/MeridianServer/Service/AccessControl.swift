@@ -6,6 +6,8 @@ internal import Logging
 public import MeridianAuth
 internal import MeridianCore
 internal import MeridianProto
+internal import MeridianStore
+internal import Synchronization
 
 /// A verified caller and its bound rules.
 struct Caller: Sendable {
@@ -24,6 +26,8 @@ struct AccessControl: Sendable {
     let authenticator: Authenticator?
     let schema: Schema
     let logger: Logger
+    /// The revoked subjects and token ids, as last read from the store.
+    let revocations = Revocations()
 
     /// Whether calls must carry credentials.
     var isEnabled: Bool { self.authenticator != nil || self.schema.access != nil }
@@ -45,6 +49,10 @@ struct AccessControl: Sendable {
                 method: method, logger: self.logger)
         }
         switch await authenticator.authenticate(authorization: authorization) {
+        case .success(let identity) where self.revocations.contains(identity):
+            throw Self.unauthenticated(
+                AuthenticationError(.invalid, "revoked (\(identity.principal.subject))"), method: method,
+                logger: self.logger)
         case .success(let identity):
             return Caller(
                 identity: identity, access: self.schema.access.map { $0.bind(identity.principal, schema: self.schema) })
@@ -59,5 +67,28 @@ struct AccessControl: Sendable {
             "authentication refused",
             metadata: ["meridian.method": "\(method)", "meridian.auth.reason": "\(error.reason)"])
         return RPCError(Meridian_V1_ErrorDetail(.unauthenticated, error.publicMessage))
+    }
+}
+
+// MARK: - Revocations
+
+/// The revoked subjects and credential ids the server refuses, refreshed from the store about twice a second
+/// (``MeridianServer``'s poll); open streams look at it as often.
+final class Revocations: Sendable {
+    private let state = Mutex<(subjects: Set<String>, credentials: Set<String>)>(([], []))
+
+    /// Replaces what is known with the store's list.
+    func update(_ revocations: [Revocation]) {
+        let subjects = Set(revocations.compactMap(\.subject))
+        let credentials = Set(revocations.compactMap(\.tokenID))
+        self.state.withLock { $0 = (subjects, credentials) }
+    }
+
+    /// Whether the identity's subject or credential is revoked.
+    func contains(_ identity: Identity) -> Bool {
+        self.state.withLock { state in
+            state.subjects.contains(identity.principal.subject)
+                || identity.credentialID.map { state.credentials.contains($0) } == true
+        }
     }
 }

@@ -25,9 +25,6 @@ final class StreamAccess: Sendable {
     /// The caller now.
     var caller: Caller? { self.state.withLock { $0.caller } }
 
-    /// When the stream's credential expires (leeway included); `nil` for an API key or an anonymous stream.
-    var expiresAt: Date? { self.state.withLock { $0.caller?.identity.expiresAt } }
-
     /// The request restricted by the caller's read rule; the unrestricted one is kept for refreshes.
     func restrict(_ request: BoundFetchRequest, id: String) -> BoundFetchRequest {
         self.state.withLock { state in
@@ -58,27 +55,34 @@ final class StreamAccess: Sendable {
 }
 
 extension SyncSession {
-    /// Ends the stream when its credential expires without a refresh: a `Goodbye`, then `UNAUTHENTICATED`; nothing
-    /// queued before is sent after the expiry.
-    func endAtExpiry(outbox: ClientOutbox) async throws {
-        while let expiry = self.access.expiresAt {
-            let left = expiry.timeIntervalSinceNow
-            if left <= 0 {
+    /// Ends the stream when its credential expires without a refresh, or is revoked: a `Goodbye`, then
+    /// `UNAUTHENTICATED`; nothing queued before is sent after it. Looks twice a second.
+    func watchCredential(outbox: ClientOutbox) async throws {
+        while let caller = self.access.caller {
+            let expired = caller.identity.expiresAt.map { $0.timeIntervalSinceNow <= 0 } ?? false
+            let revoked = self.service.accessControl.revocations.contains(caller.identity)
+            if expired || revoked {
+                let why = expired ? "expired" : "was revoked"
                 var goodbye = Meridian_V1_Goodbye()
-                goodbye.reason = "the stream's token expired; refresh it before it does, or open a new stream"
+                goodbye.reason =
+                    expired
+                    ? "the stream's token expired; refresh it before it does, or open a new stream"
+                    : "the stream's credential was revoked"
                 var response = Meridian_V1_SyncResponse()
                 response.goodbye = goodbye
                 outbox.fail(
                     with: RPCError(
-                        Meridian_V1_ErrorDetail(.unauthenticated, "the stream's token expired (send RefreshToken)")),
+                        Meridian_V1_ErrorDetail(
+                            .unauthenticated,
+                            expired ? "the stream's token expired (send RefreshToken)" : "the credential was revoked")),
                     last: response)
                 self.service.logger.info(
-                    "sync stream ended: token expired",
-                    metadata: ["meridian.sub": "\(self.access.caller?.identity.principal.subject ?? "")"])
+                    "sync stream ended: its credential \(why)",
+                    metadata: ["meridian.sub": "\(caller.identity.principal.subject)"])
                 return
             }
-            // A refresh moves the expiry: look again at least once a second.
-            try await Task.sleep(for: .milliseconds(Int(min(left, 1) * 1000) + 1))
+            let left = caller.identity.expiresAt?.timeIntervalSinceNow ?? 0.5
+            try await Task.sleep(for: .milliseconds(Int(max(0, min(left, 0.5)) * 1000) + 1))
         }
     }
 

@@ -69,9 +69,9 @@ struct SyncSession {
                 }
                 return .helloTimer
             }
-            if self.access.expiresAt != nil {
+            if self.access.caller != nil {
                 group.addTask {
-                    try await self.endAtExpiry(outbox: outbox)
+                    try await self.watchCredential(outbox: outbox)
                     return .expiry
                 }
             }

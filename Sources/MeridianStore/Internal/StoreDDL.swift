@@ -51,6 +51,14 @@ enum StoreDDL {
             key TEXT PRIMARY KEY NOT NULL, seq INTEGER NOT NULL, rows TEXT NOT NULL, digest BLOB) WITHOUT ROWID
         """
 
+    /// Revoked identities — a subject, or one token by its id — that a server refuses from the moment it reads them
+    /// (``Store/revoke(path:subject:tokenID:)``). Created by every open (files made before it existed get it then).
+    static let revocationsTable = """
+        CREATE TABLE IF NOT EXISTS meridian_revocations (
+            id INTEGER PRIMARY KEY, subject TEXT, token_id TEXT, revoked_at INTEGER NOT NULL,
+            CHECK (subject IS NOT NULL OR token_id IS NOT NULL))
+        """
+
     /// Creates `meridian_applied`, or adds the digest column to one made before it existed.
     static func prepareAppliedTable(_ db: Database) throws {
         try db.execute(sql: Self.appliedTable)

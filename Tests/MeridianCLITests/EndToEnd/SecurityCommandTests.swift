@@ -81,6 +81,20 @@ struct SecurityCommandTests {
             #expect(r.status == 4 && r.stderr.contains("no such row"), "\(r)")
             r = try await runMeridian(["query", "Note", "--token", alice, "--token-file", bobFile], server: s)
             #expect(r.status == 2, "\(r)")
+            // Revoked from another process: refused within about a second.
+            let revoke = try ChildProcess(
+                product("meridian-server"), ["revoke", "--db", server.directory + "/store.sqlite", "--sub", "bob"])
+            #expect(await revoke.waitForExit() == 0, "\(revoke.errorOutput)")
+            #expect(await revoke.allOutput() == "revoked bob\n")
+            var refused = false
+            for _ in 0..<40 where !refused {
+                r = try await runMeridian(["query", "Note", "--token-file", bobFile], server: s)
+                refused = r.status == 5
+                if !refused { try await Task.sleep(for: .milliseconds(250)) }
+            }
+            #expect(refused, "\(r)")
+            r = try await runMeridian(["query", "Note", "--token", alice], server: s)
+            #expect(r.status == 0, "\(r)")
         }
     }
 
@@ -121,6 +135,8 @@ struct SecurityCommandTests {
                     files.directory + "/nothing-here",
                 ], "cannot read the key file"
             ),
+            (["revoke", "--db", files.directory + "/missing.sqlite", "--sub", "bob"], "there is no store file"),
+            (["revoke", "--db", files.directory + "/missing.sqlite"], "give --sub ID or --token-id ID"),
         ] {
             let child = try ChildProcess(product("meridian-server"), arguments)
             let status = await child.waitForExit()
