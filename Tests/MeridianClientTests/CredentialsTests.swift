@@ -1,0 +1,87 @@
+// MARK: - Credentials: tokens on every call, refreshed on the open stream before they expire
+
+import Foundation
+import MeridianAuth
+import MeridianClient
+import MeridianCore
+import MeridianServer
+import MeridianStore
+import MeridianTestSupport
+import Synchronization
+import Testing
+
+@Suite("Credentials", .timeLimit(.minutes(2)))
+struct CredentialsTests {
+    /// A server that verifies HS256 tokens (no leeway), and a signer for them.
+    static func withAuthenticatedServer<R: Sendable>(
+        _ body: (Int, Store, SigningKey) async throws -> R
+    ) async throws -> R {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("meridian-cred-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let secret = directory + "/hs256.secret"
+        try String(repeating: "c", count: 40).write(toFile: secret, atomically: true, encoding: .utf8)
+        let authenticator = Authenticator(
+            tokens: TokenVerifier(keys: try await VerificationKeys.load(contentsOf: secret), leeway: .zero),
+            apiKeys: nil)
+        let signer = try await SigningKey.load(contentsOf: secret)
+        let store = try Store.temporary(schema: try Schema.parse(yaml: TestServer.schemaYAML))
+        defer { try? store.close() }
+        var configuration = ServerConfiguration()
+        configuration.heartbeatInterval = .milliseconds(200)
+        return try await withTestServer(store: store, configuration: configuration, authenticator: authenticator) {
+            _, port in try await body(port, store, signer)
+        }
+    }
+
+    @Test("a provider's short-lived tokens refresh the open stream in place: no reconnection, no missed change")
+    func refreshInPlace() async throws {
+        try await Self.withAuthenticatedServer { port, store, signer in
+            let calls = Mutex(0)
+            let credentials = Credentials.provider {
+                calls.withLock { $0 += 1 }
+                return try await signer.sign(subject: "app", claims: [:], lifetime: .seconds(3))
+            }
+            try await withConnectedContainer(port: port, configure: { $0.credentials = credentials }) { container in
+                let statuses = Mutex<[ConnectionStatus]>([])
+                let watcher = Task {
+                    for await status in container.connectionStatusUpdates() { statuses.withLock { $0.append(status) } }
+                }
+                defer { watcher.cancel() }
+                let points = try await container.controller(for: FetchRequest(entity: "Point"))
+                try await points.waitUntilLoaded()
+                try await store.apply([.insert("Point", id: "before", ["title": "before"])])
+                // Past two tokens' expiry: the stream must still be the first one.
+                try await Task.sleep(for: .seconds(7))
+                let seq = try await store.apply([.insert("Point", id: "after", ["title": "after"])]).seq
+                await container.context.waitUntilApplied(seq)
+                #expect(points.rows.map(\.id).sorted() == ["after", "before"])
+                #expect(calls.withLock { $0 } >= 3, "the provider was not asked again before expiry")
+                let seen = statuses.withLock { $0 }
+                #expect(!seen.contains(.waitingToReconnect), "the stream was reconnected: \(seen)")
+            }
+        }
+    }
+
+    @Test("one-shot calls send the token; none, or a bad one, is unauthenticated")
+    func oneShot() async throws {
+        try await Self.withAuthenticatedServer { port, _, signer in
+            let address = try ServerAddress(parsing: "127.0.0.1:\(port)")
+            let token = try await signer.sign(subject: "tool", claims: [:], lifetime: .seconds(600))
+            let schema = try await MeridianConnection.with(address, credentials: .token(token)) {
+                try await $0.schema().schema
+            }
+            #expect(schema.entity(named: "Point") != nil)
+            for credentials in [nil, Credentials.token("not-a-key")] {
+                do {
+                    _ = try await MeridianConnection.with(address, credentials: credentials) {
+                        try await $0.schema()
+                    }
+                    Issue.record("served without a valid token")
+                } catch let error as ClientError {
+                    #expect(error.code == .unauthenticated, "\(error)")
+                }
+            }
+        }
+    }
+}
