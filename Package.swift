@@ -39,6 +39,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
     ],
     targets: [
         // Schema, values, predicates, sort order and change-set algebra: pure Swift, no I/O.
@@ -135,6 +137,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 "MeridianAuth",
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOCertificateReloading", package: "swift-nio-extras"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -192,6 +196,7 @@ let package = Package(
             dependencies: [
                 "MeridianCommandLine",
                 "MeridianAuth",
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 "MeridianServer",
                 "MeridianCore",
                 "MeridianStore",

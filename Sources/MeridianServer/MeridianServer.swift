@@ -5,9 +5,10 @@ internal import GRPCCore
 package import GRPCInProcessTransport
 internal import GRPCNIOTransportHTTP2
 public import Logging
-internal import MeridianProto
 public import MeridianAuth
+internal import MeridianProto
 public import MeridianStore
+internal import NIOCertificateReloading
 public import ServiceLifecycle
 internal import Synchronization
 
@@ -40,6 +41,12 @@ public final class MeridianServer: Service, Sendable {
     /// The open connections (HTTP/2 transport only).
     private let connections: ConnectionLimiter?
     private let grpc: Mutex<GRPCServerHandle?> = Mutex(nil)
+    /// Reads the TLS certificate and key again every `reloadInterval` (run with the server).
+    private var certificateReloader: TimedCertificateReloader? {
+        get { self.reloaderBox.withLock { $0 } }
+        set { self.reloaderBox.withLock { $0 = newValue } }
+    }
+    private let reloaderBox = Mutex<TimedCertificateReloader?>(nil)
     private let shutdownRequested = Mutex(false)
 
     private enum Transport: Sendable {
@@ -69,6 +76,16 @@ public final class MeridianServer: Service, Sendable {
         authenticator: Authenticator? = nil
     ) {
         let host = configuration.host == "localhost" ? "127.0.0.1" : configuration.host
+        let reloader = configuration.tls.map { tls in
+            let reloader = TimedCertificateReloader(
+                refreshInterval: tls.reloadInterval,
+                certificateSource: .init(location: .file(path: tls.certificatePath), format: .pem),
+                privateKeySource: .init(location: .file(path: tls.keyPath), format: .pem), logger: logger)
+            // Loaded now, so that the first connection already uses it; a bad file is reported by the reloader's log
+            // and the files given at start are used (the command-line checks them before starting).
+            try? reloader.reload()
+            return reloader
+        }
         let connections = ConnectionLimiter(
             limit: configuration.maxConnections, firstBytesTimeout: configuration.helloTimeout,
             silenceTimeout: configuration.keepaliveInterval + configuration.helloTimeout,
@@ -76,7 +93,7 @@ public final class MeridianServer: Service, Sendable {
         let transport = HTTP2ServerTransport.Posix(
             address: host.contains(":")
                 ? .ipv6(host: host, port: configuration.port) : .ipv4(host: host, port: configuration.port),
-            transportSecurity: .plaintext,
+            transportSecurity: Self.transportSecurity(configuration.tls, reloader: reloader),
             config: .defaults { config in
                 // Leave room above our own limit so that oversized messages reach the deserializer, which answers
                 // them with a MESSAGE_TOO_LARGE detail; far larger ones are refused by the transport itself.
@@ -92,6 +109,24 @@ public final class MeridianServer: Service, Sendable {
         self.init(
             store: store, configuration: configuration, logger: logger, metricsFactory: metricsFactory,
             transport: .http2(transport), connections: connections, authenticator: authenticator)
+        self.certificateReloader = reloader
+    }
+
+    /// Plaintext, or TLS with the configured files (and the reloader that reads them again).
+    private static func transportSecurity(
+        _ tls: ServerTLS?, reloader: TimedCertificateReloader?
+    ) -> HTTP2ServerTransport.Posix.TransportSecurity {
+        guard let tls else { return .plaintext }
+        return .tls(
+            certificateChain: [.file(path: tls.certificatePath, format: .pem)],
+            privateKey: .file(path: tls.keyPath, format: .pem)
+        ) { config in
+            config.certificateReloader = reloader
+            if tls.clientAuthentication == .require, let ca = tls.clientCAPath {
+                config.clientCertificateVerification = .noHostnameVerification
+                config.trustRoots = .certificates([.file(path: ca, format: .pem)])
+            }
+        }
     }
 
     /// Creates a server on an in-process transport (tests): connect a client to `transport.client`.
@@ -177,6 +212,9 @@ public final class MeridianServer: Service, Sendable {
         try await withGracefulShutdownHandler {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await hub.run() }
+                if let reloader = self.certificateReloader {
+                    group.addTask { try await reloader.run() }
+                }
                 group.addTask {
                     let tick = max(.milliseconds(10), configuration.heartbeatInterval / 4)
                     while !Task.isCancelled {

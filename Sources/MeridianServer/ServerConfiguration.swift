@@ -15,6 +15,9 @@ public struct ServerConfiguration: Sendable, Hashable {
     /// The TCP port; 0 lets the operating system pick a free one (read it back with
     /// ``MeridianServer/listeningAddress``).
     public var port: Int
+    /// TLS on the listening port (`nil`: plaintext). Files are read again every ``ServerTLS/reloadInterval``, so that
+    /// a renewed certificate is used by new connections without a restart.
+    public var tls: ServerTLS?
     /// How many subscriptions one `Sync` stream may hold (0: no limit).
     public var maxSubscriptionsPerStream: Int = 256
     /// The largest message the server accepts from a client, in bytes. Larger messages end the call with
@@ -177,5 +180,41 @@ public struct ServerAddress: Sendable, Hashable, CustomStringConvertible {
     /// `HOST:PORT` (`[HOST]:PORT` for IPv6).
     public var description: String {
         self.host.contains(":") ? "[\(self.host)]:\(self.port)" : "\(self.host):\(self.port)"
+    }
+}
+
+// MARK: - ServerTLS
+
+/// The server's certificate and key (PEM files), and whether clients must present a certificate of their own.
+public struct ServerTLS: Sendable, Hashable {
+    /// Whether a client must present a certificate signed by ``clientCAPath``.
+    public enum ClientAuthentication: String, Sendable, Hashable, CaseIterable {
+        /// No client certificate is asked for.
+        case none
+        /// Every client must present one; a connection without is refused during the handshake.
+        case require
+    }
+
+    /// The certificate chain the server presents (PEM, leaf first).
+    public var certificatePath: String
+    /// The certificate's private key (PEM).
+    public var keyPath: String
+    /// The CA certificates (PEM) that sign client certificates.
+    public var clientCAPath: String?
+    /// Whether clients must present a certificate.
+    public var clientAuthentication: ClientAuthentication
+    /// How often the certificate and key files are read again.
+    public var reloadInterval: Duration
+
+    /// Creates a TLS configuration.
+    public init(
+        certificatePath: String, keyPath: String, clientCAPath: String? = nil,
+        clientAuthentication: ClientAuthentication = .none, reloadInterval: Duration = .seconds(10)
+    ) {
+        self.certificatePath = certificatePath
+        self.keyPath = keyPath
+        self.clientCAPath = clientCAPath
+        self.clientAuthentication = clientAuthentication
+        self.reloadInterval = reloadInterval
     }
 }

@@ -154,6 +154,9 @@ struct MeridianServerCommand: AsyncParsableCommand {
     @OptionGroup(title: "Identity")
     var identity: AuthOptions
 
+    @OptionGroup(title: "TLS")
+    var tls: TLSOptions
+
     func validate() throws {
         if self.inMemory == (self.db != nil) {
             throw ValidationError("give exactly one of --db PATH and --in-memory")
@@ -302,6 +305,11 @@ struct MeridianServerCommand: AsyncParsableCommand {
         configuration.maxPredicateBytes = self.maxPredicateBytes
         configuration.logRetention = LogRetention(parsing: self.logRetention)!
 
+        do {
+            configuration.tls = try self.tls.configuration()
+        } catch {
+            Self.fail("\(error)")
+        }
         let authenticator: Authenticator?
         do {
             authenticator = try await self.identity.authenticator(schema: schema, logger: logger)

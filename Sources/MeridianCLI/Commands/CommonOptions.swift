@@ -28,12 +28,34 @@ struct ConnectionOptions: ParsableArguments {
         help: ArgumentHelp("A file holding the token (read again for each connection).", valueName: "path"))
     var tokenFile: String?
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Connect with TLS, verifying the server with these CA certificates (PEM); https://HOST:PORT uses the system's.",
+            valueName: "path"))
+    var tlsCa: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp("A client certificate (PEM), for a server that requires one.", valueName: "path"))
+    var tlsCert: String?
+
+    @Option(name: .long, help: ArgumentHelp("The client certificate's private key (PEM).", valueName: "path"))
+    var tlsKey: String?
+
     /// The environment variable a token is read from when neither option is given.
     static let tokenVariable = "MERIDIAN_TOKEN"
 
     /// The server to connect to (`--server`, else `MERIDIAN_SERVER`, else the default) and the credentials to send.
     func address() throws(CLIError) -> ServerEndpoint {
-        ServerEndpoint(address: try self.serverAddress(), credentials: try self.credentials())
+        var address = try self.serverAddress()
+        if (self.tlsCert == nil) != (self.tlsKey == nil) {
+            throw CLIError.badInput("--tls-cert and --tls-key go together")
+        }
+        if self.tlsCa != nil || self.tlsCert != nil {
+            address.tls = ClientTLS(caPath: self.tlsCa, certificatePath: self.tlsCert, keyPath: self.tlsKey)
+        }
+        return ServerEndpoint(address: address, credentials: try self.credentials())
     }
 
     private func serverAddress() throws(CLIError) -> ServerAddress {

@@ -24,6 +24,8 @@ public struct ServerAddress: Sendable, Hashable, CustomStringConvertible {
     public static let environmentVariable = "MERIDIAN_SERVER"
 
     let kind: Kind
+    /// TLS to the server (`nil`: plaintext); an `https://` address turns it on with the system's trust roots.
+    public var tls: ClientTLS?
     /// The host: an IPv4 address, an IPv6 address (without its brackets) or a DNS name.
     public let host: String
     /// The TCP port.
@@ -35,12 +37,17 @@ public struct ServerAddress: Sendable, Hashable, CustomStringConvertible {
         self.port = port
     }
 
-    /// Parses `HOST:PORT`.
+    /// Parses `HOST:PORT`, or `https://HOST:PORT` for TLS (trusting the system's roots; set ``tls`` for others).
     ///
     /// - Throws: ``ClientError`` with code `malformedRequest` and a message naming what is wrong.
     public init(parsing text: String) throws(ClientError) {
         func invalid(_ why: String) -> ClientError {
             ClientError(.malformedRequest, "server address '\(text)': \(why)")
+        }
+        if text.hasPrefix("https://") {
+            try self.init(parsing: String(text.dropFirst("https://".count)))
+            self.tls = ClientTLS()
+            return
         }
         guard let colon = text.lastIndex(of: ":") else {
             throw invalid("expected HOST:PORT, such as 127.0.0.1:7400")
@@ -74,9 +81,10 @@ public struct ServerAddress: Sendable, Hashable, CustomStringConvertible {
 
     /// `HOST:PORT`, with an IPv6 host in brackets.
     public var description: String {
-        switch self.kind {
-        case .ipv4, .dns: "\(self.host):\(self.port)"
-        case .ipv6: "[\(self.host)]:\(self.port)"
+        let scheme = self.tls == nil ? "" : "https://"
+        return switch self.kind {
+        case .ipv4, .dns: "\(scheme)\(self.host):\(self.port)"
+        case .ipv6: "\(scheme)[\(self.host)]:\(self.port)"
         }
     }
 
@@ -88,6 +96,35 @@ public struct ServerAddress: Sendable, Hashable, CustomStringConvertible {
             case .ipv6: .ipv6(address: self.host, port: self.port)
             case .dns: .dns(host: self.host, port: self.port)
             }
-        return try HTTP2ClientTransport.Posix(target: target, transportSecurity: .plaintext)
+        guard let tls = self.tls else {
+            return try HTTP2ClientTransport.Posix(target: target, transportSecurity: .plaintext)
+        }
+        let security = HTTP2ClientTransport.Posix.TransportSecurity.tls(
+            .defaults { config in
+                config.trustRoots = tls.caPath.map { .certificates([.file(path: $0, format: .pem)]) } ?? .systemDefault
+                if let certificate = tls.certificatePath, let key = tls.keyPath {
+                    config.certificateChain = [.file(path: certificate, format: .pem)]
+                    config.privateKey = .file(path: key, format: .pem)
+                }
+            })
+        return try HTTP2ClientTransport.Posix(target: target, transportSecurity: security)
+    }
+}
+
+/// TLS to a server: the CA that signs its certificate (else the system's roots), and a client certificate for a
+/// server that requires one (mutual TLS).
+public struct ClientTLS: Sendable, Hashable {
+    /// The CA certificates (PEM) to verify the server with; `nil`: the system's trust roots.
+    public var caPath: String?
+    /// The client's certificate chain (PEM), for mutual TLS.
+    public var certificatePath: String?
+    /// The client certificate's private key (PEM).
+    public var keyPath: String?
+
+    /// Creates a TLS configuration.
+    public init(caPath: String? = nil, certificatePath: String? = nil, keyPath: String? = nil) {
+        self.caPath = caPath
+        self.certificatePath = certificatePath
+        self.keyPath = keyPath
     }
 }

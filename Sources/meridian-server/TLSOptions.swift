@@ -1,0 +1,90 @@
+// The server's TLS options.
+
+import ArgumentParser
+import Foundation
+import MeridianServer
+import NIOSSL
+
+/// `--tls-cert`, `--tls-key`, `--tls-client-ca`, `--tls-client-auth`.
+struct TLSOptions: ParsableArguments {
+    @Option(
+        help: ArgumentHelp(
+            "The certificate chain to serve TLS with (PEM, leaf first); read again every 10 s, so a renewed certificate is used by new connections.",
+            valueName: "path"))
+    var tlsCert: String?
+
+    @Option(help: ArgumentHelp("The certificate's private key (PEM).", valueName: "path"))
+    var tlsKey: String?
+
+    @Option(help: ArgumentHelp("The CA certificates (PEM) that sign client certificates.", valueName: "path"))
+    var tlsClientCa: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Whether clients must present a certificate signed by --tls-client-ca: none or require (optional is not supported yet).",
+            valueName: "none|optional|require"))
+    var tlsClientAuth = "none"
+
+    func validate() throws {
+        guard (self.tlsCert == nil) == (self.tlsKey == nil) else {
+            throw ValidationError("--tls-cert and --tls-key go together")
+        }
+        switch self.tlsClientAuth {
+        case "none": break
+        case "require":
+            guard self.tlsCert != nil else {
+                throw ValidationError("--tls-client-auth require needs --tls-cert and --tls-key")
+            }
+            guard self.tlsClientCa != nil else {
+                throw ValidationError("--tls-client-auth require needs --tls-client-ca FILE")
+            }
+        case "optional":
+            throw ValidationError(
+                "--tls-client-auth optional is not supported yet (the gRPC transport verifies client certificates "
+                    + "only when it requires them); use none or require")
+        default:
+            throw ValidationError("--tls-client-auth must be none, optional or require; not '\(self.tlsClientAuth)'")
+        }
+        if self.tlsClientCa != nil, self.tlsClientAuth == "none" {
+            throw ValidationError("--tls-client-ca is used with --tls-client-auth require")
+        }
+    }
+
+    /// The configuration, its files read once to fail at start rather than at the first connection.
+    func configuration() throws(TLSFileError) -> ServerTLS? {
+        guard let cert = self.tlsCert, let key = self.tlsKey else { return nil }
+        do {
+            guard !(try NIOSSLCertificate.fromPEMFile(cert)).isEmpty else {
+                throw TLSFileError("\(cert) holds no PEM certificate")
+            }
+        } catch let error as TLSFileError {
+            throw error
+        } catch {
+            throw TLSFileError("cannot read the certificate \(cert): \(error)")
+        }
+        do {
+            _ = try NIOSSLPrivateKey(file: key, format: .pem)
+        } catch {
+            throw TLSFileError("cannot read the private key \(key): \(error)")
+        }
+        if let ca = self.tlsClientCa {
+            do {
+                guard !(try NIOSSLCertificate.fromPEMFile(ca)).isEmpty else {
+                    throw TLSFileError("\(ca) holds no PEM certificate")
+                }
+            } catch let error as TLSFileError {
+                throw error
+            } catch {
+                throw TLSFileError("cannot read the client CA \(ca): \(error)")
+            }
+        }
+        return ServerTLS(
+            certificatePath: cert, keyPath: key, clientCAPath: self.tlsClientCa,
+            clientAuthentication: self.tlsClientAuth == "require" ? .require : .none)
+    }
+}
+
+struct TLSFileError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
