@@ -10,6 +10,8 @@ public struct Identity: Sendable, Hashable {
     /// How the caller proved who it is.
     public enum Method: String, Sendable, Hashable {
         case jwt, apikey
+        /// A client certificate of a mutual-TLS connection (`--auth mtls`).
+        case certificate
     }
 
     /// The principal the rules are bound for.
@@ -57,12 +59,21 @@ public struct Authenticator: Sendable {
     public let tokens: TokenVerifier?
     /// The API keys, when they are accepted.
     public let apiKeys: APIKeys?
+    /// Whether a call without credentials may be authenticated by its connection's client certificate (mutual TLS):
+    /// the certificate's subject alternative name is the subject.
+    public let acceptsCertificates: Bool
     /// The longest credential accepted, in bytes: a larger `authorization` value is refused unread.
     public static let maximumCredentialBytes = 8 * 1024
 
-    public init(tokens: TokenVerifier?, apiKeys: APIKeys?) {
+    public init(tokens: TokenVerifier?, apiKeys: APIKeys?, acceptsCertificates: Bool = false) {
         self.tokens = tokens
         self.apiKeys = apiKeys
+        self.acceptsCertificates = acceptsCertificates
+    }
+
+    /// The identity a verified client certificate's subject proves.
+    public func identity(certificateSubject subject: String) -> Identity {
+        Identity(principal: Principal(subject: subject), expiresAt: nil, credentialID: nil, method: .certificate)
     }
 
     /// The identity an `authorization` value proves.

@@ -155,7 +155,9 @@ public final class MeridianServer: Service, Sendable {
         self.hub = Hub(store: store, configuration: configuration, metrics: metrics, logger: logger)
         self.service = MeridianService(
             store: store, hub: self.hub, configuration: configuration, metrics: metrics, logger: logger,
-            accessControl: AccessControl(authenticator: authenticator, schema: store.schema, logger: logger))
+            accessControl: AccessControl(
+                authenticator: authenticator, schema: store.schema, logger: logger,
+                peerCertificates: connections?.peerCertificates))
         self.health = ServerHealth(hub: self.hub, logger: logger)
     }
 

@@ -11,8 +11,8 @@ import MeridianServer
 struct AuthOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "Which credentials calls must carry as 'authorization: Bearer …' metadata: jwt, apikey, both (jwt,apikey), or none. none is refused on a non-loopback --listen unless --allow-unauthenticated is given, and when the schema has rules.",
-            valueName: "jwt|apikey|jwt,apikey|none"))
+            "Which credentials calls must carry as 'authorization: Bearer …' metadata: jwt, apikey, both (jwt,apikey), or none; add mtls (jwt,mtls, or mtls alone) to authenticate a call without a token by its mutual-TLS client certificate. none is refused on a non-loopback --listen unless --allow-unauthenticated is given, and when the schema has rules.",
+            valueName: "jwt|apikey|jwt,apikey|mtls|none"))
     var auth = "none"
 
     @Option(
@@ -55,12 +55,17 @@ struct AuthOptions: ParsableArguments {
         Set(self.auth.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
     }
 
-    func validate(listenHost: String) throws {
+    func validate(listenHost: String, clientCertificatesRequired: Bool) throws {
         let kinds = self.kinds
-        guard !kinds.isEmpty, kinds.isSubset(of: ["jwt", "apikey", "none"]),
+        guard !kinds.isEmpty, kinds.isSubset(of: ["jwt", "apikey", "mtls", "none"]),
             !(kinds.contains("none") && kinds.count > 1)
         else {
-            throw ValidationError("--auth must be jwt, apikey, jwt,apikey or none; not '\(self.auth)'")
+            throw ValidationError(
+                "--auth must be jwt, apikey, mtls, a comma-separated mix of them, or none; not '\(self.auth)'")
+        }
+        if kinds.contains("mtls"), !clientCertificatesRequired {
+            throw ValidationError(
+                "--auth mtls needs --tls-client-auth require (with --tls-cert, --tls-key and --tls-client-ca)")
         }
         if kinds.contains("jwt"), self.jwtKey == nil {
             throw ValidationError("--auth jwt needs --jwt-key FILE (a PEM public key, a JWKS file or an HS256 secret)")
@@ -128,6 +133,7 @@ struct AuthOptions: ParsableArguments {
             logger.info(
                 "rules in force", metadata: ["meridian.rules.fingerprint": "\(access.fingerprint)"])
         }
-        return Authenticator(tokens: tokens, apiKeys: keys)
+        if kinds.contains("mtls") { logger.info("client certificates authenticate calls that carry no token") }
+        return Authenticator(tokens: tokens, apiKeys: keys, acceptsCertificates: kinds.contains("mtls"))
     }
 }

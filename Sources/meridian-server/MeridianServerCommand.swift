@@ -164,7 +164,8 @@ struct MeridianServerCommand: AsyncParsableCommand {
         guard let (host, _) = Self.address(self.listen) else {
             throw ValidationError("--listen must be HOST:PORT with a port from 0 to 65535, not '\(self.listen)'")
         }
-        try self.identity.validate(listenHost: host)
+        try self.identity.validate(
+            listenHost: host, clientCertificatesRequired: self.tls.tlsClientAuth == "require")
         guard Logger.Level(rawValue: self.logLevel) != nil else {
             throw ValidationError(
                 "--log-level must be one of trace, debug, info, notice, warning, error, critical, not '\(self.logLevel)'"

@@ -9,12 +9,18 @@ import NIOSSL
 struct TLSOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "The certificate chain to serve TLS with (PEM, leaf first); read again every 10 s, so a renewed certificate is used by new connections.",
+            "The certificate chain to serve TLS with (PEM, leaf first); read again every --tls-reload-interval, so a renewed certificate is used by new connections.",
             valueName: "path"))
     var tlsCert: String?
 
     @Option(help: ArgumentHelp("The certificate's private key (PEM).", valueName: "path"))
     var tlsKey: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "How often --tls-cert and --tls-key are read again: seconds, or a number with ms, s, m, h or d.",
+            valueName: "duration"))
+    var tlsReloadInterval = "10s"
 
     @Option(help: ArgumentHelp("The CA certificates (PEM) that sign client certificates.", valueName: "path"))
     var tlsClientCa: String?
@@ -26,6 +32,10 @@ struct TLSOptions: ParsableArguments {
     var tlsClientAuth = "none"
 
     func validate() throws {
+        guard MeridianServerCommand.duration(self.tlsReloadInterval) != nil else {
+            throw ValidationError(
+                "--tls-reload-interval must be a positive number of seconds, or a number with ms, s, m, h or d; not '\(self.tlsReloadInterval)'")
+        }
         guard (self.tlsCert == nil) == (self.tlsKey == nil) else {
             throw ValidationError("--tls-cert and --tls-key go together")
         }
@@ -80,7 +90,8 @@ struct TLSOptions: ParsableArguments {
         }
         return ServerTLS(
             certificatePath: cert, keyPath: key, clientCAPath: self.tlsClientCa,
-            clientAuthentication: self.tlsClientAuth == "require" ? .require : .none)
+            clientAuthentication: self.tlsClientAuth == "require" ? .require : .none,
+            reloadInterval: MeridianServerCommand.duration(self.tlsReloadInterval) ?? .seconds(10))
     }
 }
 

@@ -18,6 +18,8 @@ final class ConnectionLimiter: Sendable {
     private let open = Atomic<Int>(0)
     private let closed = Atomic<Int>(0)
     private let logger: Logger
+    /// The subjects of the client certificates of mutual-TLS connections.
+    let peerCertificates = PeerCertificates()
 
     /// - Parameters:
     ///   - limit: `--max-connections`.
@@ -67,6 +69,7 @@ final class ConnectionLimiter: Sendable {
             guard let connection = stream.parent,
                 let handler = try? connection.pipeline.syncOperations.handler(type: SilentConnectionHandler.self)
             else { return }
+            self.peerCertificates.register(connection)
             handler.streamOpened()
             stream.closeFuture.assumeIsolated().whenComplete { _ in handler.streamClosed() }
         }

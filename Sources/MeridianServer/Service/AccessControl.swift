@@ -28,6 +28,8 @@ struct AccessControl: Sendable {
     let logger: Logger
     /// The revoked subjects and token ids, as last read from the store.
     let revocations = Revocations()
+    /// The client-certificate subjects of mutual-TLS connections (HTTP/2 transport only).
+    let peerCertificates: PeerCertificates?
 
     /// Whether calls must carry credentials.
     var isEnabled: Bool { self.authenticator != nil || self.schema.access != nil }
@@ -35,9 +37,20 @@ struct AccessControl: Sendable {
     /// The caller of a call with this metadata: `nil` for an anonymous call on a server without authentication.
     ///
     /// - Throws: `RPCError` `UNAUTHENTICATED` with a message that does not say which check failed.
-    func caller(_ metadata: Metadata, method: String) async throws(RPCError) -> Caller? {
+    func caller(_ metadata: Metadata, method: String, peer: String) async throws(RPCError) -> Caller? {
         guard self.isEnabled else { return nil }
         let authorization = metadata[stringValues: "authorization"].first(where: { _ in true })
+        if authorization == nil, let authenticator, authenticator.acceptsCertificates,
+            let subject = self.peerCertificates?.subject(ofPeer: peer)
+        {
+            let identity = authenticator.identity(certificateSubject: subject)
+            guard !self.revocations.contains(identity) else {
+                throw Self.unauthenticated(
+                    AuthenticationError(.invalid, "revoked (\(subject))"), method: method, logger: self.logger)
+            }
+            return Caller(
+                identity: identity, access: self.schema.access.map { $0.bind(identity.principal, schema: self.schema) })
+        }
         return try await self.caller(authorization: authorization, method: method)
     }
 

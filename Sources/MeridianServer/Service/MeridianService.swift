@@ -28,7 +28,7 @@ struct MeridianService: RegistrableRPCService {
             deserializer: LimitedDeserializer<Meridian_V1_SyncRequest>(limit: limit),
             serializer: SyncOutboundSerializer(),
             handler: { request, context in
-                let caller = try await self.accessControl.caller(request.metadata, method: "Sync")
+                let caller = try await self.accessControl.caller(request.metadata, method: "Sync", peer: context.remotePeer)
                 return StreamingServerResponse { writer in
                     try await SyncSession(service: self, caller: caller).run(requests: request.messages, writer: writer)
                     return [:]
@@ -40,7 +40,7 @@ struct MeridianService: RegistrableRPCService {
             deserializer: LimitedDeserializer<Meridian_V1_ApplyRequest>(limit: limit),
             serializer: ProtobufSerializer<Meridian_V1_ApplyResponse>(),
             handler: { request, context in
-                let caller = try await self.accessControl.caller(request.metadata, method: "Apply")
+                let caller = try await self.accessControl.caller(request.metadata, method: "Apply", peer: context.remotePeer)
                 let single = try await ServerRequest(stream: request)
                 let response = await self.apply(single.message, caller: caller)
                 return StreamingServerResponse(single: ServerResponse(message: response))
@@ -51,7 +51,7 @@ struct MeridianService: RegistrableRPCService {
             deserializer: LimitedDeserializer<Meridian_V1_ApplyRequest>(limit: limit),
             serializer: ProtobufSerializer<Meridian_V1_ApplyResponse>(),
             handler: { request, context in
-                let caller = try await self.accessControl.caller(request.metadata, method: "ApplyStream")
+                let caller = try await self.accessControl.caller(request.metadata, method: "ApplyStream", peer: context.remotePeer)
                 return StreamingServerResponse { writer in
                     try await self.applyStream(request.messages, caller: caller, writer: writer)
                     return [:]
@@ -63,7 +63,7 @@ struct MeridianService: RegistrableRPCService {
             deserializer: LimitedDeserializer<Meridian_V1_QueryRequest>(limit: limit),
             serializer: ProtobufSerializer<Meridian_V1_QueryResponse>(),
             handler: { request, context in
-                let caller = try await self.accessControl.caller(request.metadata, method: "Query")
+                let caller = try await self.accessControl.caller(request.metadata, method: "Query", peer: context.remotePeer)
                 let single = try await ServerRequest(stream: request)
                 return try await self.query(single.message, caller: caller)
             }
@@ -73,7 +73,7 @@ struct MeridianService: RegistrableRPCService {
             deserializer: LimitedDeserializer<Meridian_V1_GetSchemaRequest>(limit: limit),
             serializer: ProtobufSerializer<Meridian_V1_GetSchemaResponse>(),
             handler: { request, context in
-                _ = try await self.accessControl.caller(request.metadata, method: "GetSchema")
+                _ = try await self.accessControl.caller(request.metadata, method: "GetSchema", peer: context.remotePeer)
                 _ = try await ServerRequest(stream: request)
                 return StreamingServerResponse(
                     single: ServerResponse(message: Meridian_V1_GetSchemaResponse(self.store.schema)))
