@@ -34,7 +34,8 @@ struct TLSOptions: ParsableArguments {
     func validate() throws {
         guard MeridianServerCommand.duration(self.tlsReloadInterval) != nil else {
             throw ValidationError(
-                "--tls-reload-interval must be a positive number of seconds, or a number with ms, s, m, h or d; not '\(self.tlsReloadInterval)'")
+                "--tls-reload-interval must be a positive number of seconds, or a number with ms, s, m, h or d; not '\(self.tlsReloadInterval)'"
+            )
         }
         guard (self.tlsCert == nil) == (self.tlsKey == nil) else {
             throw ValidationError("--tls-cert and --tls-key go together")
