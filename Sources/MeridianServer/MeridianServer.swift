@@ -112,6 +112,17 @@ public final class MeridianServer: Service, Sendable {
         self.certificateReloader = reloader
     }
 
+    /// The audit log; a file that cannot be opened is logged as an error (the command-line opens it first, exit 2).
+    private static func auditLog(_ configuration: ServerConfiguration, _ logger: Logger) -> AuditLog? {
+        guard let path = configuration.auditLogPath else { return nil }
+        do {
+            return try AuditLog(path: path)
+        } catch {
+            logger.error("cannot open the audit log \(path): \(error)")
+            return nil
+        }
+    }
+
     /// Plaintext, or TLS with the configured files (and the reloader that reads them again).
     private static func transportSecurity(
         _ tls: ServerTLS?, reloader: TimedCertificateReloader?
@@ -157,7 +168,7 @@ public final class MeridianServer: Service, Sendable {
             store: store, hub: self.hub, configuration: configuration, metrics: metrics, logger: logger,
             accessControl: AccessControl(
                 authenticator: authenticator, schema: store.schema, logger: logger,
-                peerCertificates: connections?.peerCertificates))
+                peerCertificates: connections?.peerCertificates, audit: Self.auditLog(configuration, logger)))
         self.health = ServerHealth(hub: self.hub, logger: logger)
     }
 
@@ -237,7 +248,11 @@ public final class MeridianServer: Service, Sendable {
                         // second: calls are refused and open streams end.
                         while !Task.isCancelled {
                             do {
-                                accessControl.revocations.update(try await store.revocations())
+                                let revocations = try await store.revocations()
+                                for new in accessControl.revocations.update(revocations) {
+                                    accessControl.audit?.record(
+                                        "revocation", ["sub": new.subject, "credential": new.tokenID])
+                                }
                             } catch {
                                 logger.info("cannot read the revocations: \(error)")
                             }

@@ -18,6 +18,9 @@ public struct ServerConfiguration: Sendable, Hashable {
     /// TLS on the listening port (`nil`: plaintext). Files are read again every ``ServerTLS/reloadInterval``, so that
     /// a renewed certificate is used by new connections without a restart.
     public var tls: ServerTLS?
+    /// Where the audit log goes (`--audit-log`): JSON lines of authentications, refusals, streams, transactions,
+    /// denials, refreshes and revocations; `nil` for none.
+    public var auditLogPath: String?
     /// How many subscriptions one `Sync` stream may hold (0: no limit).
     public var maxSubscriptionsPerStream: Int = 256
     /// The largest message the server accepts from a client, in bytes. Larger messages end the call with

@@ -50,6 +50,12 @@ struct AuthOptions: ParsableArguments {
     )
     var allowUnauthenticated = false
 
+    @Option(
+        help: ArgumentHelp(
+            "Append an audit log here: JSON lines of authentications (never a credential), refusals, streams, transactions, denials, refreshes and revocations (created with mode 0600).",
+            valueName: "path"))
+    var auditLog: String?
+
     /// The kinds of credentials named by `--auth`.
     var kinds: Set<String> {
         Set(self.auth.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })

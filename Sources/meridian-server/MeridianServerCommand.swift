@@ -311,6 +311,18 @@ struct MeridianServerCommand: AsyncParsableCommand {
         } catch {
             Self.fail("\(error)")
         }
+        if let path = self.identity.auditLog {
+            let exists = FileManager.default.fileExists(atPath: path)
+            guard
+                exists
+                    || FileManager.default.createFile(
+                        atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]),
+                FileHandle(forWritingAtPath: path) != nil
+            else {
+                Self.fail("cannot write the audit log \(path)")
+            }
+            configuration.auditLogPath = path
+        }
         let authenticator: Authenticator?
         do {
             authenticator = try await self.identity.authenticator(schema: schema, logger: logger)

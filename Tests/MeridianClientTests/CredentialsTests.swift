@@ -22,7 +22,8 @@ struct CredentialsTests {
         let secret = directory + "/hs256.secret"
         try String(repeating: "c", count: 40).write(toFile: secret, atomically: true, encoding: .utf8)
         let authenticator = Authenticator(
-            tokens: TokenVerifier(keys: try await VerificationKeys.load(contentsOf: secret), leeway: .zero),
+            // A little leeway, as in production: on a loaded machine the refresh may go out late.
+            tokens: TokenVerifier(keys: try await VerificationKeys.load(contentsOf: secret), leeway: .seconds(2)),
             apiKeys: nil)
         let signer = try await SigningKey.load(contentsOf: secret)
         let store = try Store.temporary(schema: try Schema.parse(yaml: TestServer.schemaYAML))
@@ -40,7 +41,7 @@ struct CredentialsTests {
             let calls = Mutex(0)
             let credentials = Credentials.provider {
                 calls.withLock { $0 += 1 }
-                return try await signer.sign(subject: "app", claims: [:], lifetime: .seconds(3))
+                return try await signer.sign(subject: "app", claims: [:], lifetime: .seconds(5))
             }
             try await withConnectedContainer(port: port, configure: { $0.credentials = credentials }) { container in
                 let statuses = Mutex<[ConnectionStatus]>([])
@@ -51,8 +52,8 @@ struct CredentialsTests {
                 let points = try await container.controller(for: FetchRequest(entity: "Point"))
                 try await points.waitUntilLoaded()
                 try await store.apply([.insert("Point", id: "before", ["title": "before"])])
-                // Past two tokens' expiry: the stream must still be the first one.
-                try await Task.sleep(for: .seconds(7))
+                // Past two tokens' expiry (and the leeway): the stream must still be the first one.
+                try await Task.sleep(for: .seconds(12))
                 let seq = try await store.apply([.insert("Point", id: "after", ["title": "after"])]).seq
                 await container.context.waitUntilApplied(seq)
                 #expect(points.rows.map(\.id).sorted() == ["after", "before"])

@@ -30,6 +30,8 @@ struct AccessControl: Sendable {
     let revocations = Revocations()
     /// The client-certificate subjects of mutual-TLS connections (HTTP/2 transport only).
     let peerCertificates: PeerCertificates?
+    /// The audit log (`--audit-log`), if any.
+    let audit: AuditLog?
 
     /// Whether calls must carry credentials.
     var isEnabled: Bool { self.authenticator != nil || self.schema.access != nil }
@@ -43,42 +45,48 @@ struct AccessControl: Sendable {
         if authorization == nil, let authenticator, authenticator.acceptsCertificates,
             let subject = self.peerCertificates?.subject(ofPeer: peer)
         {
-            let identity = authenticator.identity(certificateSubject: subject)
-            guard !self.revocations.contains(identity) else {
-                throw Self.unauthenticated(
-                    AuthenticationError(.invalid, "revoked (\(subject))"), method: method, logger: self.logger)
-            }
-            return Caller(
-                identity: identity, access: self.schema.access.map { $0.bind(identity.principal, schema: self.schema) })
+            return try self.admit(.success(authenticator.identity(certificateSubject: subject)), method, peer)
         }
-        return try await self.caller(authorization: authorization, method: method)
+        return try await self.caller(authorization: authorization, method: method, peer: peer)
     }
 
     /// The caller an `authorization` value proves (`Bearer …`), as for a call or a stream's token refresh.
-    func caller(authorization: String?, method: String) async throws(RPCError) -> Caller {
+    func caller(authorization: String?, method: String, peer: String) async throws(RPCError) -> Caller {
         guard let authenticator else {
-            throw Self.unauthenticated(
+            throw self.refuse(
                 AuthenticationError(.invalid, "the schema has rules, and the server was started without --auth"),
-                method: method, logger: self.logger)
+                method, peer)
         }
-        switch await authenticator.authenticate(authorization: authorization) {
+        return try self.admit(await authenticator.authenticate(authorization: authorization), method, peer)
+    }
+
+    /// The caller of a verified identity, unless it is revoked; recorded in the audit log either way.
+    private func admit(
+        _ result: Result<Identity, AuthenticationError>, _ method: String, _ peer: String
+    ) throws(RPCError) -> Caller {
+        switch result {
         case .success(let identity) where self.revocations.contains(identity):
-            throw Self.unauthenticated(
-                AuthenticationError(.invalid, "revoked (\(identity.principal.subject))"), method: method,
-                logger: self.logger)
+            throw self.refuse(AuthenticationError(.invalid, "revoked (\(identity.principal.subject))"), method, peer)
         case .success(let identity):
+            self.audit?.record(
+                "authenticated",
+                [
+                    "sub": identity.principal.subject, "method": identity.method.rawValue, "rpc": method,
+                    "peer": peer, "credential": identity.credentialID,
+                ])
             return Caller(
                 identity: identity, access: self.schema.access.map { $0.bind(identity.principal, schema: self.schema) })
         case .failure(let error):
-            throw Self.unauthenticated(error, method: method, logger: self.logger)
+            throw self.refuse(error, method, peer)
         }
     }
 
-    /// The error a call without a valid identity ends with; the reason goes to the log only.
-    static func unauthenticated(_ error: AuthenticationError, method: String, logger: Logger) -> RPCError {
-        logger.info(
+    /// The error a call without a valid identity ends with; the reason goes to the logs only.
+    private func refuse(_ error: AuthenticationError, _ method: String, _ peer: String) -> RPCError {
+        self.logger.info(
             "authentication refused",
             metadata: ["meridian.method": "\(method)", "meridian.auth.reason": "\(error.reason)"])
+        self.audit?.record("authentication_refused", ["rpc": method, "peer": peer, "reason": error.reason])
         return RPCError(Meridian_V1_ErrorDetail(.unauthenticated, error.publicMessage))
     }
 }
@@ -90,11 +98,19 @@ struct AccessControl: Sendable {
 final class Revocations: Sendable {
     private let state = Mutex<(subjects: Set<String>, credentials: Set<String>)>(([], []))
 
-    /// Replaces what is known with the store's list.
-    func update(_ revocations: [Revocation]) {
+    /// Replaces what is known with the store's list; returns the revocations not seen before.
+    @discardableResult
+    func update(_ revocations: [Revocation]) -> [Revocation] {
         let subjects = Set(revocations.compactMap(\.subject))
         let credentials = Set(revocations.compactMap(\.tokenID))
-        self.state.withLock { $0 = (subjects, credentials) }
+        return self.state.withLock { state in
+            let new = revocations.filter { revocation in
+                revocation.subject.map { !state.subjects.contains($0) } ?? false
+                    || revocation.tokenID.map { !state.credentials.contains($0) } ?? false
+            }
+            state = (subjects, credentials)
+            return new
+        }
     }
 
     /// Whether the identity's subject or credential is revoked.

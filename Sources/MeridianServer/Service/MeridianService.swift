@@ -4,6 +4,7 @@ internal import CoreMetrics
 internal import GRPCCore
 internal import GRPCProtobuf
 internal import Logging
+internal import MeridianAuth
 internal import MeridianCore
 internal import MeridianProto
 internal import MeridianStore
@@ -28,9 +29,11 @@ struct MeridianService: RegistrableRPCService {
             deserializer: LimitedDeserializer<Meridian_V1_SyncRequest>(limit: limit),
             serializer: SyncOutboundSerializer(),
             handler: { request, context in
-                let caller = try await self.accessControl.caller(request.metadata, method: "Sync", peer: context.remotePeer)
+                let caller = try await self.accessControl.caller(
+                    request.metadata, method: "Sync", peer: context.remotePeer)
                 return StreamingServerResponse { writer in
-                    try await SyncSession(service: self, caller: caller).run(requests: request.messages, writer: writer)
+                    try await SyncSession(service: self, caller: caller, peer: context.remotePeer).run(
+                        requests: request.messages, writer: writer)
                     return [:]
                 }
             }
@@ -40,7 +43,8 @@ struct MeridianService: RegistrableRPCService {
             deserializer: LimitedDeserializer<Meridian_V1_ApplyRequest>(limit: limit),
             serializer: ProtobufSerializer<Meridian_V1_ApplyResponse>(),
             handler: { request, context in
-                let caller = try await self.accessControl.caller(request.metadata, method: "Apply", peer: context.remotePeer)
+                let caller = try await self.accessControl.caller(
+                    request.metadata, method: "Apply", peer: context.remotePeer)
                 let single = try await ServerRequest(stream: request)
                 let response = await self.apply(single.message, caller: caller)
                 return StreamingServerResponse(single: ServerResponse(message: response))
@@ -51,7 +55,8 @@ struct MeridianService: RegistrableRPCService {
             deserializer: LimitedDeserializer<Meridian_V1_ApplyRequest>(limit: limit),
             serializer: ProtobufSerializer<Meridian_V1_ApplyResponse>(),
             handler: { request, context in
-                let caller = try await self.accessControl.caller(request.metadata, method: "ApplyStream", peer: context.remotePeer)
+                let caller = try await self.accessControl.caller(
+                    request.metadata, method: "ApplyStream", peer: context.remotePeer)
                 return StreamingServerResponse { writer in
                     try await self.applyStream(request.messages, caller: caller, writer: writer)
                     return [:]
@@ -63,7 +68,8 @@ struct MeridianService: RegistrableRPCService {
             deserializer: LimitedDeserializer<Meridian_V1_QueryRequest>(limit: limit),
             serializer: ProtobufSerializer<Meridian_V1_QueryResponse>(),
             handler: { request, context in
-                let caller = try await self.accessControl.caller(request.metadata, method: "Query", peer: context.remotePeer)
+                let caller = try await self.accessControl.caller(
+                    request.metadata, method: "Query", peer: context.remotePeer)
                 let single = try await ServerRequest(stream: request)
                 return try await self.query(single.message, caller: caller)
             }
@@ -116,9 +122,20 @@ struct MeridianService: RegistrableRPCService {
             result.rows = committed.rows.map(Meridian_V1_WrittenRow.init)
             response.result = result
             self.metrics.applyCommitted.increment()
+            self.accessControl.audit?.record(
+                "apply",
+                ["sub": caller?.identity.principal.subject, "seq": committed.seq, "operations": operations.count])
         } catch let error as StoreError {
             self.metrics.applyRejected.increment()
             response.error = RequestDecoding.detail(error, operations: operations)
+            if error.code == .permissionDenied {
+                self.accessControl.audit?.record(
+                    "apply_denied",
+                    [
+                        "sub": caller?.identity.principal.subject, "operation": error.operationIndex,
+                        "message": error.message,
+                    ])
+            }
         } catch {
             self.metrics.applyRejected.increment()
             response.error = Meridian_V1_ErrorDetail(.internal, "the transaction failed: \(error)")

@@ -76,6 +76,9 @@ extension SyncSession {
                             .unauthenticated,
                             expired ? "the stream's token expired (send RefreshToken)" : "the credential was revoked")),
                     last: response)
+                self.service.accessControl.audit?.record(
+                    expired ? "stream_expired" : "stream_revoked",
+                    ["sub": caller.identity.principal.subject, "peer": self.peer])
                 self.service.logger.info(
                     "sync stream ended: its credential \(why)",
                     metadata: ["meridian.sub": "\(caller.identity.principal.subject)"])
@@ -89,15 +92,22 @@ extension SyncSession {
     /// A new token on the open stream: same subject, else `PERMISSION_DENIED`; the subscriptions whose bound read rule
     /// changed are re-diffed together, in one Batch.
     func refresh(_ token: String, client: Int) async throws {
-        let caller = try await self.service.accessControl.caller(authorization: "Bearer " + token, method: "Refresh")
+        let caller = try await self.service.accessControl.caller(
+            authorization: "Bearer " + token, method: "Refresh", peer: self.peer)
         let subject = self.access.caller?.identity.principal.subject
         guard subject == nil || subject == caller.identity.principal.subject else {
+            self.service.accessControl.audit?.record(
+                "refresh_refused",
+                ["sub": subject ?? "", "new_sub": caller.identity.principal.subject, "peer": self.peer])
             throw RPCError(
                 Meridian_V1_ErrorDetail(
                     .permissionDenied, "a refreshed token must name the stream's subject; open a new stream for another"
                 ))
         }
         let changed = self.access.replace(with: caller)
+        self.service.accessControl.audit?.record(
+            "refreshed",
+            ["sub": caller.identity.principal.subject, "rediffed": changed.count, "peer": self.peer])
         self.service.logger.debug(
             "sync stream refreshed",
             metadata: [

@@ -2,6 +2,7 @@
 
 internal import GRPCCore
 internal import Logging
+internal import MeridianAuth
 internal import MeridianCore
 internal import MeridianProto
 internal import MeridianStore
@@ -13,10 +14,13 @@ struct SyncSession {
     let service: MeridianService
     /// Who opened the stream (`nil`: anonymous, on a server without authentication); a refresh replaces it.
     let access: StreamAccess
+    /// The peer, as gRPC names it (for logs and the audit log).
+    let peer: String
 
-    init(service: MeridianService, caller: Caller?) {
+    init(service: MeridianService, caller: Caller?, peer: String) {
         self.service = service
         self.access = StreamAccess(caller)
+        self.peer = peer
     }
 
     private enum Ended: Sendable {
@@ -121,6 +125,12 @@ struct SyncSession {
                     self.service.logger.debug(
                         "sync stream opened",
                         metadata: ["meridian.client": "\(hello.clientName)", "meridian.seq": "\(seq)"])
+                    self.service.accessControl.audit?.record(
+                        "stream_opened",
+                        [
+                            "sub": self.access.caller?.identity.principal.subject, "peer": self.peer,
+                            "client_name": hello.clientName, "subscriptions": hello.subscriptions.count,
+                        ])
                 }
                 return .reader
             }

@@ -110,7 +110,7 @@ let expectedQueryHelp = """
     table prints an aligned table and a (N rows at seq S) line; jsonl prints one
     {"id":ID,"values":{…}} object per row, every attribute in schema order.
 
-    USAGE: meridian query [--server <host:port>] [--token <token>] [--token-file <path>] <entity> [--where <predicate>] [--sort <keys>] [--limit <n>] [--format <format>]
+    USAGE: meridian query [--server <host:port>] [--token <token>] [--token-file <path>] [--tls-ca <path>] [--tls-cert <path>] [--tls-key <path>] <entity> [--where <predicate>] [--sort <keys>] [--limit <n>] [--format <format>]
 
     ARGUMENTS:
       <entity>                The entity.
@@ -122,6 +122,12 @@ let expectedQueryHelp = """
                               'authorization: Bearer …' (default: $MERIDIAN_TOKEN).
       --token-file <path>     A file holding the token (read again for each
                               connection).
+      --tls-ca <path>         Connect with TLS, verifying the server with these CA
+                              certificates (PEM); https://HOST:PORT uses the
+                              system's.
+      --tls-cert <path>       A client certificate (PEM), for a server that
+                              requires one.
+      --tls-key <path>        The client certificate's private key (PEM).
       --where <predicate>     A predicate selecting rows (docs/predicates.md).
       --sort <keys>           Sort keys, comma-separated; -key for descending (the
                               id breaks ties).

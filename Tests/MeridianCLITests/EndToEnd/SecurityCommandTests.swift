@@ -55,7 +55,10 @@ struct SecurityCommandTests {
         #expect(alice.split(separator: ".").count == 3)
         let bobFile = files.directory + "/bob.token"
         try (bob + "\n").write(toFile: bobFile, atomically: true, encoding: .utf8)
-        try await withTestServer(schema: files.schema, arguments: ["--auth", "jwt", "--jwt-key", files.secret]) {
+        let audit = files.directory + "/audit.jsonl"
+        try await withTestServer(
+            schema: files.schema, arguments: ["--auth", "jwt", "--jwt-key", files.secret, "--audit-log", audit]
+        ) {
             server in
             let s = server.address
             var r = try await runMeridian(["query", "Note"], server: s)
@@ -96,6 +99,25 @@ struct SecurityCommandTests {
             r = try await runMeridian(["query", "Note", "--token", alice], server: s)
             #expect(r.status == 0, "\(r)")
         }
+        // The audit log: one JSON object per line, every kind of event above, and never a credential.
+        let text = try String(contentsOfFile: audit, encoding: .utf8)
+        #expect(!text.contains(alice) && !text.contains(bob) && !text.contains(alice.split(separator: ".")[2]))
+        let events = try text.split(separator: "\n").map { line in
+            try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
+        }
+        func has(_ event: String, _ fields: [String: String]) -> Bool {
+            events.contains { object in
+                object["event"] as? String == event
+                    && fields.allSatisfy { key, value in "\(object[key] ?? "")" == value }
+            }
+        }
+        #expect(has("authentication_refused", ["rpc": "GetSchema"]), "\(text)")
+        #expect(has("authenticated", ["sub": "alice", "method": "jwt"]), "\(text)")
+        #expect(has("apply", ["sub": "alice", "operations": "1"]), "\(text)")
+        #expect(has("apply_denied", ["sub": "bob", "operation": "0"]), "\(text)")
+        #expect(has("revocation", ["sub": "bob"]), "\(text)")
+        #expect(has("authentication_refused", ["reason": "revoked (bob)"]), "\(text)")
+        #expect(events.allSatisfy { ($0["time"] as? String)?.hasSuffix("Z") == true })
     }
 
     @Test("token issue refuses a bad key, --ttl or --claim with exit 2")
