@@ -32,14 +32,19 @@ setup() {
 }
 
 run_tests() {
+    local security="AuthenticationTests|RulesServerTests|SecurityCommandTests|TLSCommandTests|CredentialsTests"
     setup
     log "building (debug, with tests)"
     swift build --build-tests
-    # Three runs: the multi-process checker soaks and the wire fuzzers start servers and processes of their own and
+    # Separate runs: the multi-process checker soaks and the wire fuzzers start servers and processes of their own and
     # load both cores, and their deadlines, like the rest of the suite's (whose tests run in parallel), are meant
     # for a machine they do not share with each other.
-    log "running every test but the checker soaks and the fuzzers"
-    test_run --skip "CheckerRunTests|MeridianFuzzTests"
+    log "running every test but the checker soaks, the fuzzers and the security suites"
+    test_run --skip "CheckerRunTests|MeridianFuzzTests|$security"
+    # The security suites start servers with TLS and tokens that expire in seconds, and run openssl: a run of their
+    # own keeps their clocks, and the main run's timing tests, off each other's load.
+    log "running the security suites"
+    test_run --filter "$security"
     log "running the consistency checker soaks"
     test_run --filter "CheckerRunTests"
     log "running the fuzzers"

@@ -168,7 +168,9 @@ public final class MeridianServer: Service, Sendable {
             store: store, hub: self.hub, configuration: configuration, metrics: metrics, logger: logger,
             accessControl: AccessControl(
                 authenticator: authenticator, schema: store.schema, logger: logger,
-                peerCertificates: connections?.peerCertificates, audit: Self.auditLog(configuration, logger)))
+                peerCertificates: connections?.peerCertificates, audit: Self.auditLog(configuration, logger),
+                quotas: PrincipalQuotas(
+                    maxStreams: configuration.maxStreamsPerPrincipal, applyRate: configuration.applyRatePerPrincipal)))
         self.health = ServerHealth(hub: self.hub, logger: logger)
     }
 

@@ -21,6 +21,12 @@ public struct ServerConfiguration: Sendable, Hashable {
     /// Where the audit log goes (`--audit-log`): JSON lines of authentications, refusals, streams, transactions,
     /// denials, refreshes and revocations; `nil` for none.
     public var auditLogPath: String?
+    /// The most `Sync` streams one authenticated subject may hold open at once (0: no limit); past it a stream is
+    /// refused `RESOURCE_EXHAUSTED` (`CODE_LIMIT_EXCEEDED`).
+    public var maxStreamsPerPrincipal: Int = 64
+    /// The transactions per second one authenticated subject may commit, in bursts of as many (0: no limit); past it a
+    /// transaction is answered `CODE_LIMIT_EXCEEDED` with how long to wait.
+    public var applyRatePerPrincipal: Int = 1_000
     /// How many subscriptions one `Sync` stream may hold (0: no limit).
     public var maxSubscriptionsPerStream: Int = 256
     /// The largest message the server accepts from a client, in bytes. Larger messages end the call with

@@ -119,6 +119,13 @@ struct MeridianServerCommand: AsyncParsableCommand {
     @Option(help: "The most operations one transaction may hold.")
     var maxOperations = 100_000
 
+    @Option(help: "The most Sync streams one authenticated subject may hold open at once (0: no limit).")
+    var maxStreamsPerPrincipal = 64
+
+    @Option(
+        help: "The transactions per second one authenticated subject may commit, in bursts of as many (0: no limit).")
+    var applyRatePerPrincipal = 1_000
+
     @Option(help: "The longest id (a row's, a subscription's), in UTF-8 bytes.")
     var maxIdBytes = 1_024
 
@@ -204,7 +211,13 @@ struct MeridianServerCommand: AsyncParsableCommand {
             ("--client-queue-limit", self.clientQueueLimit), ("--client-queue-bytes", self.clientQueueBytes),
             ("--snapshot-chunk-bytes", self.snapshotChunkBytes),
             ("--heartbeat-ms", self.heartbeatMs), ("--commit-poll-ms", self.commitPollMs),
-        ] where value < 0 || (value == 0 && name != "--max-subscriptions") {
+            ("--max-streams-per-principal", self.maxStreamsPerPrincipal),
+            ("--apply-rate-per-principal", self.applyRatePerPrincipal),
+        ]
+        where value < 0
+            || (value == 0
+                && !["--max-subscriptions", "--max-streams-per-principal", "--apply-rate-per-principal"].contains(name))
+        {
             throw ValidationError("\(name) must be positive, not \(value)")
         }
     }
@@ -302,6 +315,8 @@ struct MeridianServerCommand: AsyncParsableCommand {
         configuration.maxInValues = self.maxInValues
         configuration.maxStreamsPerConnection = self.maxStreamsPerConnection
         configuration.maxOperationsPerTransaction = self.maxOperations
+        configuration.maxStreamsPerPrincipal = self.maxStreamsPerPrincipal
+        configuration.applyRatePerPrincipal = self.applyRatePerPrincipal
         configuration.maxIDBytes = self.maxIdBytes
         configuration.maxPredicateBytes = self.maxPredicateBytes
         configuration.logRetention = LogRetention(parsing: self.logRetention)!

@@ -32,8 +32,9 @@ final class TestKeys: Sendable {
         process.arguments = ["openssl"] + arguments
         process.standardError = FileHandle.nullDevice
         try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+        // Polled, not waitUntilExit(): on Linux that call can spin for ever when Foundation misses the child's exit.
+        for _ in 0..<15_000 where process.isRunning { usleep(2_000) }
+        guard !process.isRunning, process.terminationStatus == 0 else {
             throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: "openssl \(arguments) failed"])
         }
     }

@@ -267,7 +267,10 @@ struct ProcessTests {
             "--commit-poll-ms", "--durability", "--hello-timeout", "--max-operations",
             "--max-id-bytes", "--max-predicate-bytes", "--max-row-bytes", "--client-queue-bytes", "--max-connections",
             "--max-streams-per-connection", "--idle-timeout", "--max-resume-changes", "--query-timeout",
-            "--max-in-values", "--integrity", "--check-integrity", "--keepalive-interval",
+            "--max-in-values", "--integrity", "--check-integrity", "--keepalive-interval", "--auth", "--jwt-key",
+            "--jwt-issuer", "--jwt-audience", "--jwt-leeway", "--jwt-max-lifetime", "--api-keys",
+            "--allow-unauthenticated", "--audit-log", "--tls-cert", "--tls-key", "--tls-client-ca", "--tls-client-auth",
+            "--tls-reload-interval", "--max-streams-per-principal", "--apply-rate-per-principal",
         ] {
             #expect(out.contains(flag), "--help mentions \(flag)")
         }

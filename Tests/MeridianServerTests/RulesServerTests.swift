@@ -379,6 +379,87 @@ import Testing
         }
     }
 
+    @Test("per-principal quotas: streams past the bound and transactions past the rate are refused, others served")
+    func quotas() async throws {
+        let store = try await Self.store()
+        let tokens = try await Tokens()
+        var configuration = Self.configuration
+        configuration.maxStreamsPerPrincipal = 2
+        configuration.applyRatePerPrincipal = 1
+        // Over HTTP/2: a client that goes away resets its stream, which ends the server's side of it.
+        try await withTestServer(store: store, configuration: configuration, authenticator: tokens.authenticator) {
+            _, port in
+            try await withHTTP2Client(port: port) { client in
+                let meridian = Meridian_V1_Meridian.Client(wrapping: client)
+                let alice = try await tokens.token("alice")
+                let bob = try await tokens.token("bob")
+                func welcomed(_ stream: SyncStream) async throws -> Bool {
+                    stream.hello()
+                    do {
+                        if case .welcome = try await stream.nextMessage().kind { return true }
+                    } catch let error as RPCError {
+                        #expect(error.code == .resourceExhausted, "\(error)")
+                        #expect(error.message.contains("--max-streams-per-principal"), "\(error)")
+                    }
+                    return false
+                }
+                try await withSyncStream(meridian, metadata: Self.metadata(alice)) { first in
+                    let served = try await welcomed(first)
+                    #expect(served)
+                    try await withSyncStream(meridian, metadata: Self.metadata(alice)) { second in
+                        let served = try await welcomed(second)
+                        #expect(served)
+                        try await withSyncStream(meridian, metadata: Self.metadata(alice)) { third in
+                            let served = try await welcomed(third)
+                            #expect(!served, "a third stream of alice's was served")
+                        }
+                        try await withSyncStream(meridian, metadata: Self.metadata(bob)) { other in
+                            let served = try await welcomed(other)
+                            #expect(served, "bob has streams of his own")
+                        }
+                    }
+                }
+                // The streams are given back as they end (the server notices a closed stream a moment later).
+                var servedAgain = false
+                for _ in 0..<50 where !servedAgain {
+                    servedAgain = try await withSyncStream(meridian, metadata: Self.metadata(alice)) { again in
+                        again.hello()
+                        guard case .welcome = try? await again.nextMessage().kind else { return false }
+                        return true
+                    }
+                    if !servedAgain { try await Task.sleep(for: .milliseconds(100)) }
+                }
+                #expect(servedAgain)
+                // One transaction a second: of twenty at once, the first is committed and most are refused.
+                let codes = try await withThrowingTaskGroup(of: Meridian_V1_ErrorDetail.self) { group in
+                    for i in 0..<20 {
+                        group.addTask {
+                            let request = Self.apply([
+                                .insert("Note", id: "q\(i)", ["title": "q", "ownerId": "alice", "team": 7, "rank": 1])
+                            ])
+                            return try await meridian.apply(request, metadata: Self.metadata(alice)).error
+                        }
+                    }
+                    return try await group.reduce(into: [Meridian_V1_ErrorDetail]()) { $0.append($1) }
+                }
+                #expect(codes.contains { $0.code == .unspecified }, "\(codes)")
+                let refused = codes.filter { $0.code == .limitExceeded }
+                #expect(refused.count >= 10, "\(codes.map(\.code))")
+                #expect(
+                    refused.allSatisfy { $0.message.contains("retry after") && $0.message.contains("--apply-rate") })
+                let bobs = Self.apply([
+                    .insert("Note", id: "bq", ["title": "q", "ownerId": "bob", "team": 7, "rank": 1])
+                ])
+                #expect(try await meridian.apply(bobs, metadata: Self.metadata(bob)).error.code == .unspecified)
+                try await Task.sleep(for: .milliseconds(1_200))
+                let later = Self.apply([
+                    .insert("Note", id: "ql", ["title": "q", "ownerId": "alice", "team": 7, "rank": 1])
+                ])
+                #expect(try await meridian.apply(later, metadata: Self.metadata(alice)).error.code == .unspecified)
+            }
+        }
+    }
+
     @Test(
         "without a refresh, the stream ends at the token's expiry: Goodbye, then UNAUTHENTICATED, nothing after",
         .timeLimit(.minutes(1)))

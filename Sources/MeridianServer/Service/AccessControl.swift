@@ -32,6 +32,8 @@ struct AccessControl: Sendable {
     let peerCertificates: PeerCertificates?
     /// The audit log (`--audit-log`), if any.
     let audit: AuditLog?
+    /// What each principal may hold and how fast it may write.
+    let quotas: PrincipalQuotas
 
     /// Whether calls must carry credentials.
     var isEnabled: Bool { self.authenticator != nil || self.schema.access != nil }

@@ -32,6 +32,18 @@ struct MeridianService: RegistrableRPCService {
                 let caller = try await self.accessControl.caller(
                     request.metadata, method: "Sync", peer: context.remotePeer)
                 return StreamingServerResponse { writer in
+                    if let subject = caller?.identity.principal.subject {
+                        do throws(DetailError) {
+                            try self.accessControl.quotas.openStream(subject)
+                        } catch {
+                            throw RPCError(error.detail)
+                        }
+                    }
+                    defer {
+                        if let subject = caller?.identity.principal.subject {
+                            self.accessControl.quotas.closeStream(subject)
+                        }
+                    }
                     try await SyncSession(service: self, caller: caller, peer: context.remotePeer).run(
                         requests: request.messages, writer: writer)
                     return [:]
@@ -100,6 +112,16 @@ struct MeridianService: RegistrableRPCService {
                 .limitExceeded,
                 "the transaction has \(request.operations.count) operations; at most \(limit) are allowed "
                     + "(--max-operations)")
+            return response
+        }
+        if let subject = caller?.identity.principal.subject,
+            let wait = self.accessControl.quotas.takeTransaction(subject)
+        {
+            self.metrics.applyRejected.increment()
+            response.error = Meridian_V1_ErrorDetail(
+                .limitExceeded,
+                "\(subject) commits more than \(self.configuration.applyRatePerPrincipal) transactions a second, "
+                    + "the most one principal may (--apply-rate-per-principal); retry after \(wait.spoken)")
             return response
         }
         let operations: [WriteOperation]

@@ -154,17 +154,23 @@ final class ChildProcess: Sendable {
         if self.process.isRunning { kill(self.process.processIdentifier, signal) }
     }
 
-    /// Waits for the process to exit (killing it after `timeout`) and returns its status.
+    /// Waits for the process to exit (killing it after `timeout`) and returns its status; -1 when Foundation never
+    /// saw it exit.
+    ///
+    /// Never calls `Process.waitUntilExit()`: on Linux, when Foundation misses a child's exit (seen under load, the
+    /// child left a zombie), that call spins on a cooperative thread for ever and stalls every other test. Polling
+    /// `isRunning` with a bound turns that into one failing test.
     func waitForExit(timeout: Duration = .seconds(60)) async -> Int32 {
         let deadline = ContinuousClock.now + timeout
+        var killed = false
         while self.process.isRunning {
             if ContinuousClock.now > deadline {
+                if killed { return -1 }
                 self.signal(SIGKILL)
-                break
+                killed = true
             }
             try? await Task.sleep(for: .milliseconds(2))
         }
-        self.process.waitUntilExit()
         return self.process.terminationStatus
     }
 

@@ -41,7 +41,7 @@ struct TLSCommandTests {
 
         func openssl(_ arguments: [String], stdin: String? = nil) throws {
             let child = try ChildProcess("/usr/bin/openssl", arguments, stdin: stdin)
-            let status = child.process.waitUntilExitStatus()
+            let status = child.process.exitStatusPolling()
             guard status == 0 else { throw TestServerError(message: "openssl \(arguments): \(child.errorOutput)") }
         }
 
@@ -167,9 +167,10 @@ struct TLSCommandTests {
 }
 
 extension Process {
-    /// Waits for the process and returns its exit status.
-    func waitUntilExitStatus() -> Int32 {
-        self.waitUntilExit()
-        return self.terminationStatus
+    /// Waits (at most 30 s) for a short-lived process and returns its exit status, -1 if it never ended; polls rather
+    /// than `waitUntilExit()` (see ``ChildProcess/waitForExit(timeout:)``).
+    func exitStatusPolling() -> Int32 {
+        for _ in 0..<15_000 where self.isRunning { usleep(2_000) }
+        return self.isRunning ? -1 : self.terminationStatus
     }
 }

@@ -45,7 +45,8 @@ struct WriteValidationAgreementTests {
         Case(
             name: "an int a double cannot hold exactly",
             operation: WriteOperation(
-                kind: .insert, entity: "Point", id: "n2", values: ["title": "A", "latitude": .int(9_007_199_254_740_993)]),
+                kind: .insert, entity: "Point", id: "n2",
+                values: ["title": "A", "latitude": .int(9_007_199_254_740_993)]),
             code: "validation",
             message:
                 "operation 0 (insert Point 'n2'): attribute 'latitude' is double, and 9007199254740993 is beyond what a "

@@ -1,0 +1,81 @@
+// MARK: - PrincipalQuotas: what one identity may hold and how fast it may write
+
+internal import MeridianProto
+internal import Synchronization
+
+/// Per-principal quotas: the `Sync` streams one subject may hold open at once (`--max-streams-per-principal`), and the
+/// transactions it may commit per second (`--apply-rate-per-principal`, a token bucket holding one second's worth), so
+/// that one user — or one stolen token — cannot take the server from the others. A principal's subscriptions are
+/// bounded by its streams times `--max-subscriptions`. Anonymous calls (a server without `--auth`) are not counted.
+final class PrincipalQuotas: Sendable {
+    private struct Usage {
+        var streams = 0
+        var tokens: Double
+        var refilled: ContinuousClock.Instant
+    }
+
+    private let maxStreams: Int
+    private let applyRate: Double
+    private let usage = Mutex<[String: Usage]>([:])
+
+    /// - Parameters:
+    ///   - maxStreams: The most streams one subject may hold (0: no limit).
+    ///   - applyRate: Transactions per second one subject may commit, with bursts of as many (0: no limit).
+    init(maxStreams: Int, applyRate: Int) {
+        self.maxStreams = maxStreams
+        self.applyRate = Double(applyRate)
+    }
+
+    /// Counts a stream opened by `subject`, or refuses it when the subject holds the most allowed.
+    func openStream(_ subject: String) throws(DetailError) {
+        let held = self.usage.withLock { usage -> Int? in
+            var entry = usage[subject] ?? Usage(tokens: self.applyRate, refilled: .now)
+            guard self.maxStreams == 0 || entry.streams < self.maxStreams else { return entry.streams }
+            entry.streams += 1
+            usage[subject] = entry
+            return nil
+        }
+        if let held {
+            throw DetailError(
+                .limitExceeded,
+                "\(subject) holds \(held) Sync streams, the most one principal may hold (--max-streams-per-principal)")
+        }
+    }
+
+    /// Forgets a stream `subject` held.
+    func closeStream(_ subject: String) {
+        self.usage.withLock { usage in
+            guard var entry = usage[subject] else { return }
+            entry.streams -= 1
+            // An idle principal with a full bucket is forgotten, so the table holds only the active ones.
+            if entry.streams == 0, self.refilled(&entry) >= self.applyRate {
+                usage[subject] = nil
+            } else {
+                usage[subject] = entry
+            }
+        }
+    }
+
+    /// Takes one transaction from `subject`'s bucket; when it is empty, how long until it holds one again.
+    func takeTransaction(_ subject: String) -> Duration? {
+        guard self.applyRate > 0 else { return nil }
+        return self.usage.withLock { usage -> Duration? in
+            var entry = usage[subject] ?? Usage(tokens: self.applyRate, refilled: .now)
+            let tokens = self.refilled(&entry)
+            defer { usage[subject] = entry }
+            guard tokens >= 1 else { return .milliseconds(Int64(((1 - tokens) / self.applyRate * 1000).rounded(.up))) }
+            entry.tokens -= 1
+            return nil
+        }
+    }
+
+    /// Refills the bucket for the time since it was last refilled; returns the tokens it holds.
+    private func refilled(_ entry: inout Usage) -> Double {
+        let now = ContinuousClock.now
+        let elapsed = now - entry.refilled
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        entry.tokens = min(self.applyRate, entry.tokens + seconds * self.applyRate)
+        entry.refilled = now
+        return entry.tokens
+    }
+}
