@@ -117,6 +117,34 @@ import Testing
         }
     }
 
+    @Test("an insert is checked on the row as stored: a default it leaves out cannot slip past the insert rule")
+    func defaultsAreChecked() async throws {
+        let schema = try Schema.parse(
+            yaml: """
+                version: 1
+                auth:
+                  claims: { sub: string }
+                entities:
+                  Member:
+                    id: client
+                    attributes:
+                      name: string
+                      role: { type: string, default: admin }
+                    rules:
+                      read: TRUEPREDICATE
+                      insert: NOT (role == "admin")
+                """)
+        try await withStore(.inMemory, schema: schema) { store in
+            let access = schema.access!.bind(Principal(subject: "mallory"), schema: schema)
+            let omitted = await Self.code {
+                try await store.apply([.insert("Member", id: "m1", ["name": "mallory"])], authorizer: access)
+            }
+            #expect(omitted?.code == .permissionDenied, "\(String(describing: omitted))")
+            try await store.apply([.insert("Member", id: "m2", ["name": "ok", "role": "user"])], authorizer: access)
+            #expect(try await tableState(store, "Member").keys.sorted() == ["m2"])
+        }
+    }
+
     @Test("idempotency keys are scoped to the caller")
     func scopedKeys() async throws {
         try await withStore(.inMemory, schema: Self.schema) { store in

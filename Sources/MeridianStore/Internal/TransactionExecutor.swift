@@ -183,10 +183,14 @@ enum TransactionExecutor {
         }
     }
 
-    /// The row an insert writes: its values (defaults included by validation) and id.
+    /// The row an insert writes: its values, and the defaults SQLite fills in for the attributes it leaves out (a rule
+    /// must see the row as it will be stored, or a default could slip past it).
     static func insertedRow(_ op: PreparedOperation) -> MeridianCore.Row {
         var values: [String: Value] = [:]
         for (name, value) in zip(op.columns, op.values) where !value.isNull { values[name] = value }
+        for attribute in op.entity.attributes where !op.columns.contains(attribute.name) {
+            if let value = attribute.defaultValue, !value.isNull { values[attribute.name] = value }
+        }
         return MeridianCore.Row(id: op.id, values: values)
     }
 
