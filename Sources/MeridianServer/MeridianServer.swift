@@ -170,7 +170,9 @@ public final class MeridianServer: Service, Sendable {
                 authenticator: authenticator, schema: store.schema, logger: logger,
                 peerCertificates: connections?.peerCertificates, audit: Self.auditLog(configuration, logger),
                 quotas: PrincipalQuotas(
-                    maxStreams: configuration.maxStreamsPerPrincipal, applyRate: configuration.applyRatePerPrincipal)))
+                    maxStreams: configuration.maxStreamsPerPrincipal,
+                    maxSubscriptions: configuration.maxSubscriptionsPerPrincipal,
+                    applyRate: configuration.applyRatePerPrincipal)))
         self.health = ServerHealth(hub: self.hub, logger: logger)
     }
 

@@ -24,6 +24,9 @@ public struct ServerConfiguration: Sendable, Hashable {
     /// The most `Sync` streams one authenticated subject may hold open at once (0: no limit); past it a stream is
     /// refused `RESOURCE_EXHAUSTED` (`CODE_LIMIT_EXCEEDED`).
     public var maxStreamsPerPrincipal: Int = 64
+    /// The most subscriptions one authenticated subject may hold over all its streams (0: no limit); past it a
+    /// subscription is refused `CODE_LIMIT_EXCEEDED`.
+    public var maxSubscriptionsPerPrincipal: Int = 4_096
     /// The transactions per second one authenticated subject may commit, in bursts of as many (0: no limit); past it a
     /// transaction is answered `CODE_LIMIT_EXCEEDED` with how long to wait.
     public var applyRatePerPrincipal: Int = 1_000

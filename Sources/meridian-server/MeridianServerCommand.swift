@@ -122,6 +122,9 @@ struct MeridianServerCommand: AsyncParsableCommand {
     @Option(help: "The most Sync streams one authenticated subject may hold open at once (0: no limit).")
     var maxStreamsPerPrincipal = 64
 
+    @Option(help: "The most subscriptions one authenticated subject may hold over all its streams (0: no limit).")
+    var maxSubscriptionsPerPrincipal = 4_096
+
     @Option(
         help: "The transactions per second one authenticated subject may commit, in bursts of as many (0: no limit).")
     var applyRatePerPrincipal = 1_000
@@ -213,10 +216,14 @@ struct MeridianServerCommand: AsyncParsableCommand {
             ("--heartbeat-ms", self.heartbeatMs), ("--commit-poll-ms", self.commitPollMs),
             ("--max-streams-per-principal", self.maxStreamsPerPrincipal),
             ("--apply-rate-per-principal", self.applyRatePerPrincipal),
+            ("--max-subscriptions-per-principal", self.maxSubscriptionsPerPrincipal),
         ]
         where value < 0
             || (value == 0
-                && !["--max-subscriptions", "--max-streams-per-principal", "--apply-rate-per-principal"].contains(name))
+                && ![
+                    "--max-subscriptions", "--max-streams-per-principal", "--apply-rate-per-principal",
+                    "--max-subscriptions-per-principal",
+                ].contains(name))
         {
             throw ValidationError("\(name) must be positive, not \(value)")
         }
@@ -317,6 +324,7 @@ struct MeridianServerCommand: AsyncParsableCommand {
         configuration.maxOperationsPerTransaction = self.maxOperations
         configuration.maxStreamsPerPrincipal = self.maxStreamsPerPrincipal
         configuration.applyRatePerPrincipal = self.applyRatePerPrincipal
+        configuration.maxSubscriptionsPerPrincipal = self.maxSubscriptionsPerPrincipal
         configuration.maxIDBytes = self.maxIdBytes
         configuration.maxPredicateBytes = self.maxPredicateBytes
         configuration.logRetention = LogRetention(parsing: self.logRetention)!

@@ -271,6 +271,7 @@ struct ProcessTests {
             "--jwt-issuer", "--jwt-audience", "--jwt-leeway", "--jwt-max-lifetime", "--api-keys",
             "--allow-unauthenticated", "--audit-log", "--tls-cert", "--tls-key", "--tls-client-ca", "--tls-client-auth",
             "--tls-reload-interval", "--max-streams-per-principal", "--apply-rate-per-principal",
+            "--max-subscriptions-per-principal",
         ] {
             #expect(out.contains(flag), "--help mentions \(flag)")
         }

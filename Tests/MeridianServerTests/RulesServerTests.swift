@@ -386,6 +386,7 @@ import Testing
         var configuration = Self.configuration
         configuration.maxStreamsPerPrincipal = 2
         configuration.applyRatePerPrincipal = 1
+        configuration.maxSubscriptionsPerPrincipal = 3
         // Over HTTP/2: a client that goes away resets its stream, which ends the server's side of it.
         try await withTestServer(store: store, configuration: configuration, authenticator: tokens.authenticator) {
             _, port in
@@ -430,6 +431,38 @@ import Testing
                     if !servedAgain { try await Task.sleep(for: .milliseconds(100)) }
                 }
                 #expect(servedAgain)
+                let carol = try await tokens.token("carol")
+                // Three subscriptions over two streams of carol's (a subject of its own: alice's streams are given back a moment after they end); the fourth is refused, and given back by an unsubscribe.
+                try await withSyncStream(meridian, metadata: Self.metadata(carol)) { one in
+                    var first = try await Mirror.subscribed(one, "a", Self.notes())
+                    one.subscribe("b", Self.notes("rank > 2"))
+                    try await first.awaitSnapshot(one, "b")
+                    try await withSyncStream(meridian, metadata: Self.metadata(carol)) { two in
+                        var second = try await Mirror.subscribed(two, "c", Self.notes())
+                        two.subscribe("d", Self.notes("rank > 3"))
+                        guard case .subscriptionError(let refused) = try await two.nextMessage().kind else {
+                            Issue.record("a fourth subscription of carol's was served")
+                            return
+                        }
+                        #expect(refused.error.code == .limitExceeded)
+                        #expect(refused.error.message.contains("--max-subscriptions-per-principal"))
+                        one.unsubscribe("b")
+                        var served = false
+                        for attempt in 0..<50 where !served {
+                            two.subscribe("d\(attempt)", Self.notes("rank > 3"))
+                            while true {
+                                let response = second.apply(try await two.nextMessage())
+                                if case .subscriptionError = response.kind { break }
+                                if second.snapshotsReceived["d\(attempt)", default: 0] > 0 {
+                                    served = true
+                                    break
+                                }
+                            }
+                            if !served { try await Task.sleep(for: .milliseconds(50)) }
+                        }
+                        #expect(served, "the place given back by the unsubscribe was not reused")
+                    }
+                }
                 // One transaction a second: of twenty at once, the first is committed and most are refused.
                 let codes = try await withThrowingTaskGroup(of: Meridian_V1_ErrorDetail.self) { group in
                     for i in 0..<20 {

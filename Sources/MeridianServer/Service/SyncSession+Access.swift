@@ -14,6 +14,8 @@ final class StreamAccess: Sendable {
     private struct State {
         var caller: Caller?
         var requests: [String: BoundFetchRequest] = [:]
+        /// The subscriptions counted against the principal's quota for this stream.
+        var counted = 0
     }
 
     private let state: Mutex<State>
@@ -34,9 +36,31 @@ final class StreamAccess: Sendable {
         }
     }
 
-    /// Forgets an unsubscribed subscription's request.
-    func forget(_ id: String) {
-        _ = self.state.withLock { $0.requests.removeValue(forKey: id) }
+    /// Forgets an unsubscribed subscription's request, and gives its place in the principal's quota back.
+    func forget(_ id: String, quotas: PrincipalQuotas) {
+        let subject = self.state.withLock { state -> String? in
+            state.requests.removeValue(forKey: id)
+            guard state.counted > 0 else { return nil }
+            state.counted -= 1
+            return state.caller?.identity.principal.subject
+        }
+        if let subject { quotas.removeSubscriptions(subject, count: 1) }
+    }
+
+    /// Counts one more subscription of the stream's principal, or refuses it past the principal's quota.
+    func countSubscription(quotas: PrincipalQuotas) throws(DetailError) {
+        guard let subject = self.caller?.identity.principal.subject else { return }
+        try quotas.addSubscription(subject)
+        self.state.withLock { $0.counted += 1 }
+    }
+
+    /// Gives back every subscription the stream counted (it ended).
+    func releaseSubscriptions(quotas: PrincipalQuotas) {
+        let (subject, count) = self.state.withLock { state -> (String?, Int) in
+            defer { state.counted = 0 }
+            return (state.caller?.identity.principal.subject, state.counted)
+        }
+        if let subject { quotas.removeSubscriptions(subject, count: count) }
     }
 
     /// Replaces the caller; returns the subscriptions whose restricted request changed, with the new one.

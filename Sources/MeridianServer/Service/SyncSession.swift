@@ -43,7 +43,10 @@ struct SyncSession {
         let batchBytes = LockedValue<Int?>(nil)
         let clientID = LockedValue<Int?>(nil)
         let helloReceived = LockedValue(false)
-        defer { if let id = clientID.value { hub.disconnect(id) } }
+        defer {
+            if let id = clientID.value { hub.disconnect(id) }
+            self.access.releaseSubscriptions(quotas: self.service.accessControl.quotas)
+        }
         let helloTimeout = self.service.configuration.helloTimeout
 
         try await withThrowingTaskGroup(of: Ended.self) { group in
@@ -169,7 +172,7 @@ struct SyncSession {
             let id = unsubscribe.subscriptionID
             do throws(DetailError) {
                 try hub.unsubscribe(client, id: id)
-                self.access.forget(id)
+                self.access.forget(id, quotas: self.service.accessControl.quotas)
             } catch {
                 outbox.enqueue(Self.subscriptionError(id, epoch: epochs[id], error.detail))
             }
@@ -197,6 +200,9 @@ struct SyncSession {
             }
             let bound = try RequestDecoding.bind(
                 subscribe.fetch, schema: self.service.store.schema, limits: self.service.configuration)
+            // Counted when accepted here; a subscription the hub then refuses (a held id, the stream's own bound)
+            // stays counted until the stream ends, so the bound errs on the side of the server.
+            try self.access.countSubscription(quotas: self.service.accessControl.quotas)
             return .success(
                 Hub.SubscriptionRequest(
                     id: id, epoch: epoch, request: self.access.restrict(bound, id: id), resume: subscribe.resume))
