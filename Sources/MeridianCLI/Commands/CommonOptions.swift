@@ -25,7 +25,7 @@ struct ConnectionOptions: ParsableArguments {
 
     @Option(
         name: .long,
-        help: ArgumentHelp("A file holding the token (read again for each connection).", valueName: "path"))
+        help: ArgumentHelp("A file holding the token (read again before the token it holds expires).", valueName: "path"))
     var tokenFile: String?
 
     @Option(

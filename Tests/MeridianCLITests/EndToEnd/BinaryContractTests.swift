@@ -120,8 +120,8 @@ let expectedQueryHelp = """
                               127.0.0.1:7400).
       --token <token>         The token (a JWT or an API key) sent as
                               'authorization: Bearer …' (default: $MERIDIAN_TOKEN).
-      --token-file <path>     A file holding the token (read again for each
-                              connection).
+      --token-file <path>     A file holding the token (read again before the token
+                              it holds expires).
       --tls-ca <path>         Connect with TLS, verifying the server with these CA
                               certificates (PEM); https://HOST:PORT uses the
                               system's.
