@@ -22,12 +22,7 @@ public struct VerificationKeys: Sendable {
     ///
     /// - Throws: ``AuthConfigurationError`` naming the file and what is wrong with it.
     public static func load(contentsOf path: String) async throws(AuthConfigurationError) -> VerificationKeys {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw AuthConfigurationError("cannot read the key file \(path): \(error.localizedDescription)")
-        }
+        let data = try KeyFile.read(path)
         do {
             return try await Self.parse(data, path: path)
         } catch let error as AuthConfigurationError {
@@ -73,12 +68,7 @@ public struct VerificationKeys: Sendable {
             let (format, algorithm) = try await Self.addPEM(trimmed, to: collection, path: path)
             return VerificationKeys(format: format, collection: collection, algorithms: ["": algorithm])
         }
-        let secret = text.hasSuffix("\n") ? Data(text.utf8.dropLast()) : data
-        guard secret.count >= 32 else {
-            throw AuthConfigurationError(
-                "\(path): an HS256 shared secret must be at least 32 bytes (this one is \(secret.count)); "
-                    + "make one with: head -c 48 /dev/urandom | base64 > \(path)")
-        }
+        let secret = try KeyFile.sharedSecret(data, path: path)
         await collection.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
         return VerificationKeys(
             format: "an HS256 shared secret of \(secret.count) bytes", collection: collection, algorithms: ["": "HS256"]
@@ -107,20 +97,9 @@ public struct VerificationKeys: Sendable {
         _ pem: String, to collection: JWTKeyCollection, path: String
     ) async throws -> (String, String) {
         if pem.contains("PRIVATE KEY") {
-            if let key = try? Insecure.RSA.PrivateKey(pem: pem) {
-                await collection.add(rsa: try key.publicKey, digestAlgorithm: .sha256)
-                return ("the public half of an RSA private key (RS256)", "RS256")
-            }
-            if let key = try? ES256PrivateKey(pem: pem) {
-                await collection.add(ecdsa: key.publicKey)
-                return ("the public half of a P-256 private key (ES256)", "ES256")
-            }
-            if let key = try? EdDSA.PrivateKey(pem: pem) {
-                await collection.add(eddsa: key.publicKey)
-                return ("the public half of an Ed25519 private key (EdDSA)", "EdDSA")
-            }
-            throw AuthConfigurationError(
-                "\(path): a PEM private key that is not RSA (2048 bits or more), P-256 or Ed25519")
+            let key = try KeyFile.privateKey(pem, path: path)
+            try await key.addPublicHalf(to: collection)
+            return ("the public half of \(key.kind) private key (\(key.algorithm))", key.algorithm)
         }
         if let key = try? Insecure.RSA.PublicKey(pem: pem) {
             await collection.add(rsa: key, digestAlgorithm: .sha256)
@@ -147,38 +126,18 @@ public struct SigningKey: Sendable {
 
     /// Reads `path`.
     public static func load(contentsOf path: String) async throws(AuthConfigurationError) -> SigningKey {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw AuthConfigurationError("cannot read the key file \(path): \(error.localizedDescription)")
-        }
+        let data = try KeyFile.read(path)
         let text = String(decoding: data, as: UTF8.self)
         let collection = JWTKeyCollection()
         if text.contains("-----BEGIN") {
             guard text.contains("PRIVATE KEY") else {
                 throw AuthConfigurationError("\(path): signing needs a private key, and this is a public key")
             }
-            if let key = try? Insecure.RSA.PrivateKey(pem: text) {
-                await collection.add(rsa: key, digestAlgorithm: .sha256)
-                return SigningKey(collection: collection, algorithm: "RS256")
-            }
-            if let key = try? ES256PrivateKey(pem: text) {
-                await collection.add(ecdsa: key)
-                return SigningKey(collection: collection, algorithm: "ES256")
-            }
-            if let key = try? EdDSA.PrivateKey(pem: text) {
-                await collection.add(eddsa: key)
-                return SigningKey(collection: collection, algorithm: "EdDSA")
-            }
-            throw AuthConfigurationError(
-                "\(path): a PEM private key that is not RSA (2048 bits or more), P-256 or Ed25519")
+            let key = try KeyFile.privateKey(text, path: path)
+            await key.add(to: collection)
+            return SigningKey(collection: collection, algorithm: key.algorithm)
         }
-        let secret = text.hasSuffix("\n") ? Data(text.utf8.dropLast()) : data
-        guard secret.count >= 32 else {
-            throw AuthConfigurationError(
-                "\(path): an HS256 shared secret must be at least 32 bytes (this one is \(secret.count))")
-        }
+        let secret = try KeyFile.sharedSecret(data, path: path)
         await collection.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
         return SigningKey(collection: collection, algorithm: "HS256")
     }
@@ -217,6 +176,82 @@ extension SigningKey {
         var payload = TokenClaims()
         payload.extra = claims
         return try await self.collection.sign(payload, kid: kid.map { JWKIdentifier(string: $0) })
+    }
+}
+
+// MARK: - Reading key files
+
+/// What verifying and signing read the same way: the file, an HS256 secret, a PEM private key.
+enum KeyFile {
+    /// A PEM private key of a kind JWTs are signed with.
+    enum PrivateKey {
+        case rsa(Insecure.RSA.PrivateKey)
+        case p256(ES256PrivateKey)
+        case ed25519(EdDSA.PrivateKey)
+
+        /// The algorithm it signs with.
+        var algorithm: String {
+            switch self {
+            case .rsa: "RS256"
+            case .p256: "ES256"
+            case .ed25519: "EdDSA"
+            }
+        }
+
+        /// The kind of key, for the startup log: "an RSA".
+        var kind: String {
+            switch self {
+            case .rsa: "an RSA"
+            case .p256: "a P-256"
+            case .ed25519: "an Ed25519"
+            }
+        }
+
+        /// Adds the key, to sign with.
+        func add(to collection: JWTKeyCollection) async {
+            switch self {
+            case .rsa(let key): await collection.add(rsa: key, digestAlgorithm: .sha256)
+            case .p256(let key): await collection.add(ecdsa: key)
+            case .ed25519(let key): await collection.add(eddsa: key)
+            }
+        }
+
+        /// Adds the key's public half, to verify with.
+        func addPublicHalf(to collection: JWTKeyCollection) async throws {
+            switch self {
+            case .rsa(let key): await collection.add(rsa: try key.publicKey, digestAlgorithm: .sha256)
+            case .p256(let key): await collection.add(ecdsa: key.publicKey)
+            case .ed25519(let key): await collection.add(eddsa: key.publicKey)
+            }
+        }
+    }
+
+    /// The file's bytes.
+    static func read(_ path: String) throws(AuthConfigurationError) -> Data {
+        do {
+            return try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw AuthConfigurationError("cannot read the key file \(path): \(error.localizedDescription)")
+        }
+    }
+
+    /// The file's bytes as an HS256 shared secret: without a final newline, 32 bytes or more.
+    static func sharedSecret(_ data: Data, path: String) throws(AuthConfigurationError) -> Data {
+        let secret = data.last == UInt8(ascii: "\n") ? data.dropLast() : data
+        guard secret.count >= 32 else {
+            throw AuthConfigurationError(
+                "\(path): an HS256 shared secret must be at least 32 bytes (this one is \(secret.count)); "
+                    + "make one with: head -c 48 /dev/urandom | base64 > \(path)")
+        }
+        return Data(secret)
+    }
+
+    /// A PEM private key: RSA (2048 bits or more), P-256 or Ed25519.
+    static func privateKey(_ pem: String, path: String) throws(AuthConfigurationError) -> PrivateKey {
+        if let key = try? Insecure.RSA.PrivateKey(pem: pem) { return .rsa(key) }
+        if let key = try? ES256PrivateKey(pem: pem) { return .p256(key) }
+        if let key = try? EdDSA.PrivateKey(pem: pem) { return .ed25519(key) }
+        throw AuthConfigurationError("\(path): a PEM private key that is not RSA (2048 bits or more), P-256 or Ed25519")
     }
 }
 

@@ -64,35 +64,30 @@ struct TLSOptions: ParsableArguments {
     /// The configuration, its files read once to fail at start rather than at the first connection.
     func configuration() throws(TLSFileError) -> ServerTLS? {
         guard let cert = self.tlsCert, let key = self.tlsKey else { return nil }
-        do {
-            guard !(try NIOSSLCertificate.fromPEMFile(cert)).isEmpty else {
-                throw TLSFileError("\(cert) holds no PEM certificate")
-            }
-        } catch let error as TLSFileError {
-            throw error
-        } catch {
-            throw TLSFileError("cannot read the certificate \(cert): \(error)")
-        }
+        try Self.checkCertificates(cert, "the certificate")
         do {
             _ = try NIOSSLPrivateKey(file: key, format: .pem)
         } catch {
             throw TLSFileError("cannot read the private key \(key): \(error)")
         }
-        if let ca = self.tlsClientCa {
-            do {
-                guard !(try NIOSSLCertificate.fromPEMFile(ca)).isEmpty else {
-                    throw TLSFileError("\(ca) holds no PEM certificate")
-                }
-            } catch let error as TLSFileError {
-                throw error
-            } catch {
-                throw TLSFileError("cannot read the client CA \(ca): \(error)")
-            }
-        }
+        if let ca = self.tlsClientCa { try Self.checkCertificates(ca, "the client CA") }
         return ServerTLS(
             certificatePath: cert, keyPath: key, clientCAPath: self.tlsClientCa,
             clientAuthentication: self.tlsClientAuth == "require" ? .require : .none,
             reloadInterval: MeridianServerCommand.duration(self.tlsReloadInterval) ?? .seconds(10))
+    }
+}
+
+extension TLSOptions {
+    /// Reads a PEM file of certificates, refusing one that holds none.
+    static func checkCertificates(_ path: String, _ what: String) throws(TLSFileError) {
+        let certificates: [NIOSSLCertificate]
+        do {
+            certificates = try NIOSSLCertificate.fromPEMFile(path)
+        } catch {
+            throw TLSFileError("cannot read \(what) \(path): \(error)")
+        }
+        guard !certificates.isEmpty else { throw TLSFileError("\(path) holds no PEM certificate") }
     }
 }
 

@@ -97,7 +97,7 @@ public struct AccessPolicy: Sendable, Hashable {
                 immutable: rules.immutable
             )
         }
-        return BoundAccess(principal: principal, entities: entities, claims: claims)
+        return BoundAccess(principal: principal, entities: entities)
     }
 
     /// The caller's claims that the policy declares, converted to their declared types; a claim of another type

@@ -24,8 +24,6 @@ public struct BoundAccess: Sendable, Hashable {
     /// Who the rules were bound for.
     public let principal: Principal
     let entities: [String: EntityAccess]
-    /// The typed claims the rules were bound with.
-    let claims: [String: PredicateVariable]
 
     private static let denyAll = EntityAccess(
         read: RowPredicate(node: .constant(false)),
