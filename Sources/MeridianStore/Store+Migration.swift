@@ -42,6 +42,7 @@ extension Store {
                     try SchemaRecord.createMetaTables(db)
                     try StoreDDL.prepareAppliedTable(db)
                     try db.execute(sql: StoreDDL.revocationsTable)
+                    try db.execute(sql: StoreDDL.authorsTable)
                     try db.execute(sql: StoreDDL.changesRowIndex)
                     for entity in schema.entities {
                         for sql in StoreDDL.createEntity(entity) { try db.execute(sql: sql) }
@@ -71,6 +72,7 @@ extension Store {
                 }
                 try StoreDDL.prepareAppliedTable(db)
                 try db.execute(sql: StoreDDL.revocationsTable)
+                try db.execute(sql: StoreDDL.authorsTable)
                 try db.execute(sql: StoreDDL.changesRowIndex)
                 try refreshTriggers(db, schema: schema)
                 if try SchemaRecord.meta(db, "format") != String(StoreDDL.formatVersion) {

@@ -234,6 +234,7 @@ extension Store {
                 try db.execute(sql: "DELETE FROM meridian_changes WHERE seq <= ?", arguments: [through])
                 let removed = db.changesCount
                 try db.execute(sql: "DELETE FROM meridian_applied WHERE seq <= ?", arguments: [through])
+                try db.execute(sql: "DELETE FROM meridian_authors WHERE last_seq <= ?", arguments: [through])
                 try SchemaRecord.setMeta(db, "pruned_through", String(through))
                 return PruneResult(prunedThrough: through, removed: removed)
             }

@@ -282,6 +282,8 @@ public final class Store: Sendable {
     ///   - authorizer: Decides each write inside the transaction from the row before and after it (the caller's
     ///     rules, ``BoundAccess``); a row it answers `notFound` for is reported exactly as a missing row, and its
     ///     ``WriteAuthorizer/idempotencyScope`` scopes the key. `nil`: every write may go ahead.
+    ///   - author: Who writes the transaction (a subject), recorded with its log entries in the same SQLite
+    ///     transaction and read back by ``authors(after:limit:)``; `nil` records nobody.
     /// - Returns: The commit's `seq` and the written rows' ids and versions.
     /// - Throws: ``StoreError`` with `operationIndex` set: `validation`, `conflict` (with `attributes`), `notFound`,
     ///   `alreadyExists` (also for a key reused by another request), `permissionDenied`; `validation` for a key too
@@ -291,7 +293,8 @@ public final class Store: Sendable {
         _ operations: [WriteOperation],
         policy: ConflictPolicy = .storeWins,
         idempotencyKey: String? = nil,
-        authorizer: (any WriteAuthorizer)? = nil
+        authorizer: (any WriteAuthorizer)? = nil,
+        author: String? = nil
     ) async throws -> CommitResult {
         if let idempotencyKey, idempotencyKey.utf8.count > StoreDDL.maxIdempotencyKeyBytes {
             throw StoreError(
@@ -306,7 +309,8 @@ public final class Store: Sendable {
             let scoped = authorizer.map { "\($0.idempotencyScope.utf8.count):\($0.idempotencyScope)/\(key)" } ?? key
             return key.isEmpty ? nil : (scoped, RequestDigest.of(operations, policy: policy))
         }
-        return try await self.committer.submit(prepared, policy: policy, idempotencyKey: key, authorizer: authorizer)
+        return try await self.committer.submit(
+            prepared, policy: policy, idempotencyKey: key, authorizer: authorizer, author: author)
     }
 
     // MARK: - Helpers

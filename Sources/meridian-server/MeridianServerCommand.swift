@@ -27,6 +27,9 @@ struct MeridianServerCommand: AsyncParsableCommand {
 
             meridian-server revoke --db PATH --sub ID (or --token-id ID): refuse an identity on the server serving \
             the file, within a second (see meridian-server revoke --help).
+
+            meridian-server log --db PATH: the change log with the subject that wrote each change (see \
+            meridian-server log --help).
             """)
 
     @Option(
@@ -377,6 +380,8 @@ struct MeridianServerCommand: AsyncParsableCommand {
     static func main() async {
         if CommandLine.arguments.dropFirst().first == "backup" {
             await BackupCommand.runExitingTwoOnUsageErrors(Array(CommandLine.arguments.dropFirst(2)))
+        } else if CommandLine.arguments.dropFirst().first == "log" {
+            await LogCommand.runExitingTwoOnUsageErrors(Array(CommandLine.arguments.dropFirst(2)))
         } else if CommandLine.arguments.dropFirst().first == "revoke" {
             await RevokeCommand.runExitingTwoOnUsageErrors(Array(CommandLine.arguments.dropFirst(2)))
         } else {

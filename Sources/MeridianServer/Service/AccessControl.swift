@@ -3,7 +3,7 @@
 internal import Foundation
 internal import GRPCCore
 internal import Logging
-public import MeridianAuth
+internal import MeridianAuth
 internal import MeridianCore
 internal import MeridianProto
 internal import MeridianStore

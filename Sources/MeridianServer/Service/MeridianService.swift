@@ -138,7 +138,8 @@ struct MeridianService: RegistrableRPCService {
         }
         do {
             let committed = try await self.store.apply(
-                operations, policy: policy, idempotencyKey: request.idempotencyKey, authorizer: caller?.access)
+                operations, policy: policy, idempotencyKey: request.idempotencyKey, authorizer: caller?.access,
+                author: caller?.identity.principal.subject)
             var result = Meridian_V1_ApplyResult()
             result.seq = committed.seq
             result.rows = committed.rows.map(Meridian_V1_WrittenRow.init)

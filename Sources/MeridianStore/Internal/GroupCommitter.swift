@@ -19,6 +19,8 @@ final class GroupCommitter: Sendable {
         var idempotencyKey: (key: String, digest: [UInt8])?
         /// Decides each write from its before- and after-image (the caller's rules); `nil`: every write may go ahead.
         var authorizer: (any WriteAuthorizer)?
+        /// Who writes the transaction, recorded in `meridian_authors` with its log entries; `nil`: nobody recorded.
+        var author: String?
         var continuation: CheckedContinuation<CommitResult, any Error>
     }
 
@@ -58,14 +60,15 @@ final class GroupCommitter: Sendable {
         _ operations: [PreparedOperation],
         policy: ConflictPolicy,
         idempotencyKey: (key: String, digest: [UInt8])?,
-        authorizer: (any WriteAuthorizer)? = nil
+        authorizer: (any WriteAuthorizer)? = nil,
+        author: String? = nil
     ) async throws -> CommitResult {
         try await withCheckedThrowingContinuation { continuation in
             let (start, wake) = self.state.withLock { state -> (Bool, Bool) in
                 state.queue.append(
                     Pending(
                         operations: operations, policy: policy, idempotencyKey: idempotencyKey,
-                        authorizer: authorizer, continuation: continuation))
+                        authorizer: authorizer, author: author, continuation: continuation))
                 if let target = state.lingerTarget, state.queue.count >= target {
                     state.lingerTarget = nil
                     return (false, true)

@@ -59,6 +59,16 @@ enum StoreDDL {
             CHECK (subject IS NOT NULL OR token_id IS NOT NULL))
         """
 
+    /// Who wrote each transaction committed with an author (``Store/apply(_:policy:idempotencyKey:authorizer:author:)``,
+    /// the server's authenticated subject): the range of log entries it wrote and the subject, written in the
+    /// transaction's own savepoint (a transaction that fails leaves none). Transactions of a group commit share their
+    /// commit's `seq` but not their entries, so each has its own range. Created by every open (files made before it
+    /// existed get it then); pruned with the change log.
+    static let authorsTable = """
+        CREATE TABLE IF NOT EXISTS meridian_authors (
+            last_seq INTEGER PRIMARY KEY, first_seq INTEGER NOT NULL, subject TEXT NOT NULL)
+        """
+
     /// Creates `meridian_applied`, or adds the digest column to one made before it existed.
     static func prepareAppliedTable(_ db: Database) throws {
         try db.execute(sql: Self.appliedTable)

@@ -29,6 +29,24 @@ enum TransactionExecutor {
     /// with, so that a retry gets exactly the first answer. A key recorded with another request's digest is refused
     /// (`alreadyExists`): answering would acknowledge a write that was never applied.
     static func run(_ pending: GroupCommitter.Pending, db: Database, shapes: inout Shapes) throws -> Outcome {
+        guard let author = pending.author else { return try runOperations(pending, db: db, shapes: &shapes) }
+        // The transaction's entries must be written before its range is read: flush the inserts of the earlier
+        // transactions of the group first, then its own.
+        try logPendingInserts(db, &shapes)
+        let first = try Store.latestSeq(db) + 1
+        let outcome = try runOperations(pending, db: db, shapes: &shapes)
+        try logPendingInserts(db, &shapes)
+        let last = try Store.latestSeq(db)
+        if last >= first {
+            try db.cachedStatement(sql: "INSERT INTO meridian_authors (last_seq, first_seq, subject) VALUES (?, ?, ?)")
+                .execute(arguments: [last, first, author])
+        }
+        return outcome
+    }
+
+    private static func runOperations(
+        _ pending: GroupCommitter.Pending, db: Database, shapes: inout Shapes
+    ) throws -> Outcome {
         guard let (key, digest) = pending.idempotencyKey else {
             return Outcome(
                 rows: try run(

@@ -98,6 +98,24 @@ struct SecurityCommandTests {
             #expect(refused, "\(r)")
             r = try await runMeridian(["query", "Note", "--token", alice], server: s)
             #expect(r.status == 0, "\(r)")
+            // Who wrote what, read from the served file: the two inserts, each with its author; the denied one is
+            // not there.
+            let log = try ChildProcess(
+                product("meridian-server"),
+                ["log", "--db", server.directory + "/store.sqlite", "--format", "jsonl"])
+            #expect(await log.waitForExit() == 0, "\(log.errorOutput)")
+            let entries = try await log.allOutput().split(separator: "\n").map { line in
+                try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
+            }
+            #expect(
+                entries.map { "\($0["author"] ?? "")/\($0["kind"] ?? "")/\($0["id"] ?? "")" } == [
+                    "alice/insert/a1", "bob/insert/b1",
+                ])
+            let bobs = try ChildProcess(
+                product("meridian-server"), ["log", "--db", server.directory + "/store.sqlite", "--sub", "bob"])
+            #expect(await bobs.waitForExit() == 0, "\(bobs.errorOutput)")
+            let line = await bobs.allOutput()
+            #expect(line.hasSuffix(" bob insert Note b1 v1\n") && line.split(separator: "\n").count == 1, "\(line)")
         }
         // The audit log: one JSON object per line, every kind of event above, and never a credential.
         let text = try String(contentsOfFile: audit, encoding: .utf8)
@@ -159,6 +177,9 @@ struct SecurityCommandTests {
             ),
             (["revoke", "--db", files.directory + "/missing.sqlite", "--sub", "bob"], "there is no store file"),
             (["revoke", "--db", files.directory + "/missing.sqlite"], "give --sub ID or --token-id ID"),
+            (["log", "--db", files.directory + "/missing.sqlite"], "there is no store file"),
+            (["log", "--db", files.schema, "--limit", "0"], "--limit must be at least 1"),
+            (["log", "--db", files.schema], "cannot read the change log of"),
         ] {
             let child = try ChildProcess(product("meridian-server"), arguments)
             let status = await child.waitForExit()
