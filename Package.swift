@@ -270,6 +270,7 @@ let package = Package(
         .executableTarget(
             name: "meridian-bench",
             dependencies: [
+                "MeridianAuth",
                 "MeridianClient",
                 "MeridianStore",
                 "MeridianCore",

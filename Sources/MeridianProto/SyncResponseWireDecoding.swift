@@ -332,6 +332,7 @@ package struct SyncResponseDeserializer: MessageDeserializer {
 extension Meridian_V1_Meridian.ClientProtocol {
     /// The `Sync` call, its responses' batches and snapshot chunks decoded by hand (``SyncResponseDeserializer``).
     package func syncDecodingRowsByHand<Result: Sendable>(
+        metadata: Metadata = [:],
         options: CallOptions = .defaults,
         requestProducer producer: @Sendable @escaping (RPCWriter<Meridian_V1_SyncRequest>) async throws -> Void,
         onResponse handleResponse:
@@ -339,7 +340,7 @@ extension Meridian_V1_Meridian.ClientProtocol {
             -> Result
     ) async throws -> Result {
         try await self.sync(
-            request: StreamingClientRequest(producer: producer),
+            request: StreamingClientRequest(metadata: metadata, producer: producer),
             serializer: ProtobufSerializer<Meridian_V1_SyncRequest>(),
             deserializer: SyncResponseDeserializer(),
             options: options,

@@ -7,6 +7,9 @@
 // - Latency: a writer commits at 1,000 commits/s for 2 s; every row carries the monotonic time taken just before its
 //   commit; each client decodes every message, applies it to a dictionary and records now − that time. p50/p99 over
 //   every (row, client). The raw side stamps its message at the same point, so both include the same clock reads.
+// - Rules: 100 clients with rules on — 100 principals, each client's read rule bound to its own claims, so no two
+//   share a subscription — against the same schema without rules (one subscription shared by all); every row is
+//   visible to every principal, so both deliver the same rows.
 // - Throughput: the writer commits as fast as it can (2 s, 1-row or 100-row transactions); clients count rows until
 //   they have them all; changes/s = rows × clients / time until the last client has everything. One sequential
 //   writer waits for each commit (and its flush) before the next; the last column runs the same transactions from
@@ -18,6 +21,7 @@ import GRPCCore
 import GRPCNIOTransportHTTP2
 import GRPCProtobuf
 import Logging
+import MeridianAuth
 import MeridianCore
 import MeridianProto
 import MeridianServer
@@ -42,6 +46,40 @@ enum ServerBenchmark {
             ])
     }
 
+    /// The schemas of the rules table: the Bench entity with an owner and a team, with rules (`on`) or without.
+    static func rulesSchema(on: Bool) throws -> Schema {
+        let auth = """
+            auth:
+              claims: { sub: string, team: int }
+
+            """
+        let rules = """
+                rules:
+                  read: team == @team AND (ownerId == @sub OR qty >= 0)
+
+            """
+        return try Schema.parse(
+            yaml: """
+                version: 1
+                \(on ? auth : "")entities:
+                  Bench:
+                    attributes:
+                      title: string
+                      stamp: int
+                      qty: int
+                      ownerId: string
+                      team: int
+                \(on ? rules : "")
+                """)
+    }
+
+    /// Whether a case runs on the plain schema, or on the rules table's schema: rules off (every client on the same
+    /// subscription), off with a predicate of its own for each client (`qty > -N`, true of every row: as many
+    /// distinct subscriptions as with rules, without claims), or on.
+    enum Rules {
+        case plain, off, offDistinct, on
+    }
+
     static func now() -> Int64 { Int64(DispatchTime.now().uptimeNanoseconds) }
 
     /// One measured run.
@@ -62,6 +100,7 @@ enum ServerBenchmark {
     static func runOnly(_ spec: String) async throws {
         let parts = spec.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
         if parts.count == 2, parts[0] == "writer", let rows = Int(parts[1]) { return try await self.writerOnly(rows) }
+        if spec == "rules" { return try await self.rulesTable() }
         guard parts.count >= 3, let clients = Int(parts[1]), let rows = Int(parts[2]) else { return }
         let rate = parts.count > 3 ? Int(parts[3]) : nil
         let writers = parts.count > 4 ? Int(parts[4]) ?? 1 : 1
@@ -96,14 +135,18 @@ enum ServerBenchmark {
             String(format: "%.1f", watch.result.cpu / rows * 1e6))
     }
 
-    /// One benchmark commit: `rows` inserts.
-    static func write(_ store: Store, index: Int, stamp: Int64, rows: Int) async throws {
+    /// One benchmark commit: `rows` inserts (with an owner and a team on the rules table's schema).
+    static func write(_ store: Store, index: Int, stamp: Int64, rows: Int, rules: Rules = .plain) async throws {
         var operations: [WriteOperation] = []
         for r in 0..<rows {
-            operations.append(
-                .insert(
-                    "Bench", id: "\(index)-\(r)",
-                    ["title": .string("row \(index)"), "stamp": .int(stamp), "qty": .int(Int64(r))]))
+            var values: [String: Value] = [
+                "title": .string("row \(index)"), "stamp": .int(stamp), "qty": .int(Int64(r)),
+            ]
+            if rules != .plain {
+                values["ownerId"] = .string("user\(r % 100)")
+                values["team"] = .int(7)
+            }
+            operations.append(.insert("Bench", id: "\(index)-\(r)", values))
         }
         try await store.apply(operations)
     }
@@ -153,26 +196,92 @@ enum ServerBenchmark {
                         + pad(count(concurrent.changesPerSecond), 22))
             }
         }
+        print("")
+        try await self.rulesTable()
+    }
+
+    /// The rules table: 100 clients, rules off and on interleaved, latency at 1,000 commits/s then throughput of
+    /// 100-row transactions; each ratio is rules on over rules off of the same run.
+    static func rulesTable() async throws {
+        print("rules, 100 clients: off (one subscription shared by all) against on (100 principals, 100 bound rules)")
+        print(
+            pad("case", 38) + pad("off", 10) + pad("off, distinct", 16) + pad("on", 10) + pad("on vs distinct", 13)
+                + "on vs off (cost, 1.00x: none)")
+        let clients = 100
+        var latency: [Rules: Figure] = [:]
+        var throughput: [Rules: Figure] = [:]
+        for rules in [Rules.off, .offDistinct, .on] {
+            latency[rules] = try await self.meridian(clients: clients, rowsPerCommit: 1, rate: 1_000, rules: rules)
+        }
+        for rules in [Rules.off, .offDistinct, .on] {
+            throughput[rules] = try await self.meridian(
+                clients: clients, rowsPerCommit: 100, rate: nil, rules: rules)
+        }
+        func ratio(_ worse: Double?, _ better: Double?) -> String {
+            guard let worse, let better, better > 0 else { return "-" }
+            return String(format: "%.2fx", worse / better)
+        }
+        print(
+            pad("p99 ms at 1,000 commits/s", 38) + pad(ms(latency[.off]!.p99), 10)
+                + pad(ms(latency[.offDistinct]!.p99), 16) + pad(ms(latency[.on]!.p99), 10)
+                + pad(ratio(latency[.on]!.p99, latency[.offDistinct]!.p99), 13)
+                + ratio(latency[.on]!.p99, latency[.off]!.p99))
+        print(
+            pad("row changes/s, 100-row transactions", 38) + pad(count(throughput[.off]!.changesPerSecond), 10)
+                + pad(count(throughput[.offDistinct]!.changesPerSecond), 16)
+                + pad(count(throughput[.on]!.changesPerSecond), 10)
+                + pad(ratio(throughput[.offDistinct]!.changesPerSecond, throughput[.on]!.changesPerSecond), 13)
+                + ratio(throughput[.off]!.changesPerSecond, throughput[.on]!.changesPerSecond))
     }
 
     // MARK: - Meridian
 
-    static func meridian(clients: Int, rowsPerCommit: Int, rate: Int?, writers: Int = 1) async throws -> Figure {
-        let store = try Store.temporary(schema: schema(), logger: logger)
+    static func meridian(
+        clients: Int, rowsPerCommit: Int, rate: Int?, writers: Int = 1, rules: Rules = .plain
+    ) async throws -> Figure {
+        let store = try Store.temporary(
+            schema: rules == .plain ? schema() : rulesSchema(on: rules == .on), logger: logger)
         var configuration = ServerConfiguration(host: "127.0.0.1", port: 0)
         configuration.clientQueueLimit = 1_000_000
         configuration.logRetention = .unlimited
-        let server = MeridianServer(store: store, configuration: configuration, logger: logger)
+        configuration.maxStreamsPerPrincipal = 0
+        configuration.applyRatePerPrincipal = 0
+        // With rules: 100 principals signed with an HS256 secret, one token for each client.
+        var authenticator: Authenticator? = nil
+        var tokens: [String] = []
+        if rules == .on {
+            let path = NSTemporaryDirectory() + "meridian-bench-\(UUID().uuidString).secret"
+            try String(repeating: "b", count: 48).write(toFile: path, atomically: true, encoding: .utf8)
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            let signer = try await SigningKey.load(contentsOf: path)
+            authenticator = Authenticator(
+                tokens: TokenVerifier(keys: try await VerificationKeys.load(contentsOf: path)), apiKeys: nil)
+            let expiry = Int64(Date().timeIntervalSince1970) + 3_600
+            for i in 0..<clients {
+                tokens.append(
+                    try await signer.sign(
+                        claims: ["sub": .string("user\(i)"), "team": .int(7), "exp": .int(expiry)]))
+            }
+        }
+        let server = MeridianServer(
+            store: store, configuration: configuration, logger: logger, authenticator: authenticator)
+        let nextClient = Atomic<Int>(0)
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await server.run() }
             defer { server.beginGracefulShutdown() }
             let port = try await server.listeningAddress.port
             let results = try await self.drive(
                 clients: clients, rowsPerCommit: rowsPerCommit, rate: rate, writers: writers,
-                connect: { collector, ready, expected in
-                    try await self.meridianClient(port: port, collector: collector, ready: ready, expected: expected)
+                connect: { [tokens] collector, ready, expected in
+                    let index = nextClient.add(1, ordering: .relaxed).oldValue
+                    let metadata: Metadata = tokens.isEmpty ? [:] : ["authorization": "Bearer \(tokens[index])"]
+                    try await self.meridianClient(
+                        port: port, collector: collector, ready: ready, expected: expected,
+                        predicate: rules == .offDistinct ? "qty > \(-1 - index)" : "", metadata: metadata)
                 },
-                write: { index, stamp in try await self.write(store, index: index, stamp: stamp, rows: rowsPerCommit) })
+                write: { index, stamp in
+                    try await self.write(store, index: index, stamp: stamp, rows: rowsPerCommit, rules: rules)
+                })
             server.beginGracefulShutdown()
             try await group.waitForAll()
             return results
@@ -182,7 +291,8 @@ enum ServerBenchmark {
     /// A client that subscribes to every Bench row (or those matching `predicate`), applies each batch to a
     /// dictionary, and reports per-row latency.
     static func meridianClient(
-        port: Int, collector: Collector, ready: @escaping @Sendable () -> Void, expected: Int, predicate: String = ""
+        port: Int, collector: Collector, ready: @escaping @Sendable () -> Void, expected: Int, predicate: String = "",
+        metadata: Metadata = [:]
     ) async throws {
         let transport = try HTTP2ClientTransport.Posix(
             target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext)
@@ -199,6 +309,7 @@ enum ServerBenchmark {
             subscribe.subscribe.fetch.predicate = predicate
             continuation.yield(subscribe)
             try await meridian.syncDecodingRowsByHand(
+                metadata: metadata,
                 requestProducer: { writer in for await request in requests { try await writer.write(request) } },
                 onResponse: { response in
                     var rows: [String: Meridian_V1_Row] = [:]
