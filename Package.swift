@@ -321,6 +321,7 @@ let package = Package(
         .target(
             name: "MeridianCheck",
             dependencies: [
+                "MeridianAuth",
                 "MeridianClient",
                 "MeridianFuzz",
                 "MeridianStore",
@@ -346,6 +347,7 @@ let package = Package(
             dependencies: [
                 "MeridianCommandLine",
                 "MeridianCheck",
+                "MeridianCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

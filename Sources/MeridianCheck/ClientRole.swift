@@ -19,12 +19,15 @@ public struct ClientRole: Sendable {
     public var seed: UInt64
     /// Skips applying one remote change to one list model: a deliberate discrepancy the checker must catch.
     public var corrupt: Bool
+    /// Under `--auth`: who the client connects as.
+    public var identity: Identity?
 
-    public init(server: String, cachePath: String, seed: UInt64, corrupt: Bool) {
+    public init(server: String, cachePath: String, seed: UInt64, corrupt: Bool, identity: Identity? = nil) {
         self.server = server
         self.cachePath = cachePath
         self.seed = seed
         self.corrupt = corrupt
+        self.identity = identity
     }
 
     public func run(logger: Logger) async throws {
@@ -32,6 +35,7 @@ public struct ClientRole: Sendable {
             server: self.server, cache: .file(self.cachePath), schema: Workload.schema, clientName: "meridian-check",
             logger: logger)
         configuration.validatesChangeSets = true
+        configuration.credentials = try await self.identity?.credentials()
         let container = try await MeridianContainer(configuration)
         var ready = Report(kind: "ready")
         ready.process = "client"

@@ -91,25 +91,32 @@ public struct Oracle: Sendable {
         return rows
     }
 
-    /// The count and digest a controller named `name` must show at `seq`.
-    public mutating func expected(controller name: String, at seq: Int64) throws -> (count: Int, digest: String) {
-        let key = "\(name)@\(seq)"
+    /// The count and digest a controller named `name` must show at `seq` — to `reader`, when given: only the rows its
+    /// read rule lets it see (``Workload/access(_:)``, the rules evaluated in Core, not by the server).
+    public mutating func expected(controller name: String, at seq: Int64, reader: Principal? = nil) throws -> (
+        count: Int, digest: String
+    ) {
+        let key = "\(name)@\(seq)/\(reader?.subject ?? "")"
         if let cached = self.expectedCache[key] { return cached }
-        guard let bound = self.bound[name] else {
+        guard var bound = self.bound[name] else {
             throw CheckError("a client reported an unknown controller '\(name)'")
         }
+        if let reader { bound = bound.restricted(by: Workload.access(reader)) }
         let list = Self.sectioned(bound.evaluate(self.rows(at: seq)), by: bound.sectionKey)
         let expected = (list.count, StateDigest.of(list))
         self.remember(key, expected)
         return expected
     }
 
-    /// The count and digest of the annotations a map over `region` must show at `seq`: the rows in the region whose
-    /// coordinate is valid.
-    public mutating func expectedMap(region: [Double], at seq: Int64) throws -> (count: Int, digest: String) {
-        let key = "map\(region)@\(seq)"
+    /// The count and digest of the annotations a map over `region` must show at `seq` (to `reader`, when given): the
+    /// rows in the region whose coordinate is valid.
+    public mutating func expectedMap(region: [Double], at seq: Int64, reader: Principal? = nil) throws -> (
+        count: Int, digest: String
+    ) {
+        let key = "map\(region)@\(seq)/\(reader?.subject ?? "")"
         if let cached = self.expectedCache[key] { return cached }
-        let bound = try Workload.mapRequest(region: region).bind(to: Workload.schema)
+        var bound = try Workload.mapRequest(region: region).bind(to: Workload.schema)
+        if let reader { bound = bound.restricted(by: Workload.access(reader)) }
         let configuration = MapConfiguration(
             latitude: Workload.mapAttributes.latitude, longitude: Workload.mapAttributes.longitude,
             title: Workload.mapAttributes.title)

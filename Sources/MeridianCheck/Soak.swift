@@ -60,6 +60,12 @@ public struct SoakOptions: Sendable {
     /// Run the fuzz campaigns (MeridianFuzz: wire, predicate, schema, apply) for the whole soak, beside it, against
     /// a server of their own; every failure is a violation.
     public var fuzz = true
+    /// Identities and rules (`--auth`): the server verifies HS256 tokens and serves ``Workload/authSchemaYAML``; each
+    /// client reads as ``Workload/readerPrincipal(client:)`` and is checked against what that principal may see;
+    /// writers write as ``Workload/writerPrincipal``; every token lives ``tokenLifetimeSeconds``.
+    public var auth = false
+    /// The lifetime of the tokens under `--auth`: clients refresh their streams before it ends.
+    public var tokenLifetimeSeconds = 8
 
     public init(seed: UInt64, duration: Int) {
         self.seed = seed
@@ -88,6 +94,9 @@ public struct SoakSummary: Sendable, CustomStringConvertible {
     public var mapStatesChecked: Int
     /// Inputs the fuzz campaigns tried, by campaign.
     public var fuzzInputs: [String: Int]
+    /// Under `--auth`, from the server's audit log: streams refreshed in place, and ended at their token's expiry.
+    public var refreshes = 0
+    public var expiries = 0
     public var violations: [String]
     /// The violations, those within the resynchronisation window marked `(resync)`.
     public var annotatedViolations: [String]
@@ -101,7 +110,7 @@ public struct SoakSummary: Sendable, CustomStringConvertible {
         return """
             meridian-check summary (seed \(self.options.seed), \(self.options.duration) s planned, \(String(format: "%.0f", seconds)) s run)
             transactions: \(total) (\(outcomes.joined(separator: ", "))); raw sqlite3 writes: \(self.rawWrites); changes logged: \(self.changes)
-            clients: \(self.options.clients) (\(self.clientIncarnations) incarnations); writers: \(self.options.writers)
+            clients: \(self.options.clients) (\(self.clientIncarnations) incarnations); writers: \(self.options.writers)\(self.options.auth ? "; identities: 3 readers, 1 writer, \(self.options.tokenLifetimeSeconds) s tokens; \(self.refreshes) refreshes, \(self.expiries) streams ended at expiry" : "")
             kills: \(self.clientKills + self.serverKills) (clients \(self.clientKills), server \(self.serverKills)); stops: \(self.clientStops); full disks: \(self.diskFulls)
             reconnects: \(self.reconnects); connection cuts: \(self.connectionsCut) in \(self.cutRounds) rounds
             resnapshots: \(self.resnapshots)
@@ -123,7 +132,14 @@ public func runSoak(_ options: SoakOptions) async throws -> SoakSummary {
     let started = ContinuousClock.now
     let directory = NSTemporaryDirectory() + "meridian-check-\(options.seed)-\(getpid())"
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    try Workload.schemaYAML.write(toFile: directory + "/schema.yaml", atomically: true, encoding: .utf8)
+    try (options.auth ? Workload.authSchemaYAML : Workload.schemaYAML).write(
+        toFile: directory + "/schema.yaml", atomically: true, encoding: .utf8)
+    if options.auth {
+        // The secret the server verifies with and the roles sign with (mode 0600: it is a key).
+        FileManager.default.createFile(
+            atPath: directory + "/auth.secret", contents: Data((String(repeating: "k", count: 48) + "\n").utf8),
+            attributes: [.posixPermissions: 0o600])
+    }
     let executable = currentExecutablePath()
     let bin = options.binDirectory ?? (executable as NSString).deletingLastPathComponent
     let serverExecutable = bin + "/meridian-server"
@@ -147,8 +163,9 @@ public func runSoak(_ options: SoakOptions) async throws -> SoakSummary {
 
     do {
         try await supervisor.startServer()
-        let verifier = Verifier(oracle: try Oracle(path: directory + "/store.sqlite"), verbose: options.verbose)
-        let summary = try await withThrowingTaskGroup(of: Void.self) { group in
+        let verifier = Verifier(
+            oracle: try Oracle(path: directory + "/store.sqlite"), verbose: options.verbose, auth: options.auth)
+        var summary = try await withThrowingTaskGroup(of: Void.self) { group in
             // The consumer: every line of every child, checked as it arrives.
             group.addTask {
                 // Every report, kept in the run directory (reports.jsonl) to replay what a client saw.
@@ -258,8 +275,13 @@ public func runSoak(_ options: SoakOptions) async throws -> SoakSummary {
             }
 
             // One last commit every client must reach: resume works after every fault.
+            // Under --auth a reader advances only on commits it can see: the last one has a row in a category each
+            // principal shares (0, 1 and 2), and no owner.
             await supervisor.rawStatement(
-                "INSERT INTO Item (id, title, category, score) VALUES ('final-\(options.seed)', 'final', 0, 0);")
+                options.auth
+                    ? "INSERT INTO Item (id, title, category, score) VALUES ('final-\(options.seed)-0', 'final', 0, 0), "
+                        + "('final-\(options.seed)-1', 'final', 1, 0), ('final-\(options.seed)-2', 'final', 2, 0);"
+                    : "INSERT INTO Item (id, title, category, score) VALUES ('final-\(options.seed)', 'final', 0, 0);")
             let before = await verifier.storeSeq
             try? await waitUntil("the final write is logged", timeout: .seconds(20)) {
                 await verifier.catchUp()
@@ -333,6 +355,12 @@ public func runSoak(_ options: SoakOptions) async throws -> SoakSummary {
                 resyncViolations: await verifier.resyncViolations,
                 elapsed: ContinuousClock.now - started
             )
+        }
+        if options.auth, let audit = try? String(contentsOfFile: directory + "/audit.jsonl", encoding: .utf8) {
+            for line in audit.split(separator: "\n") {
+                if line.contains("\"event\":\"refreshed\"") { summary.refreshes += 1 }
+                if line.contains("\"event\":\"stream_expired\"") { summary.expiries += 1 }
+            }
         }
         if !summary.violations.isEmpty {
             try? summary.annotatedViolations.joined(separator: "\n").write(

@@ -79,7 +79,12 @@ actor Supervisor {
                 "--db", self.databasePath, "--schema", self.schemaPath, "--listen", "127.0.0.1:0",
                 "--log-retention", "none", "--client-queue-limit", String(self.options.queueLimit),
                 "--heartbeat-ms", "1000", "--log-level", "warning",
-            ],
+            ]
+                + (self.options.auth
+                    ? [
+                        "--auth", "jwt", "--jwt-key", self.keyPath, "--jwt-leeway", "1s", "--audit-log",
+                        self.directory + "/audit.jsonl",
+                    ] : []),
             stderrPath: logPath,
             onLine: { line in
                 if line.hasPrefix("listening on ") { address.set(line) }
@@ -112,6 +117,17 @@ actor Supervisor {
 
     private var serverAddress: String { "127.0.0.1:\(self.proxy?.port ?? 0)" }
 
+    /// The HS256 secret of `--auth` runs.
+    var keyPath: String { self.directory + "/auth.secret" }
+
+    /// The arguments that give a role its identity under `--auth`.
+    private func identityArguments(client index: Int?) -> [String] {
+        guard self.options.auth else { return [] }
+        var arguments = ["--auth-key", self.keyPath, "--token-ttl", String(self.options.tokenLifetimeSeconds)]
+        if let index { arguments += ["--principal-of-client", String(index)] }
+        return arguments
+    }
+
     /// Starts (or restarts, with the same cache file) client `index`.
     func startClient(_ index: Int) throws {
         let incarnation = (self.clients[index]?.origin.incarnation ?? 0) + 1
@@ -121,6 +137,7 @@ actor Supervisor {
             "--seed", String(self.options.seed &+ UInt64(index) &* 1000 &+ UInt64(incarnation)),
         ]
         if self.options.selfTestCorrupt, index == 0, incarnation == 1 { arguments.append("--self-test-corrupt") }
+        arguments += self.identityArguments(client: index)
         self.clients[index] = (try self.start(origin, arguments: arguments), origin)
         self.clientIncarnations += 1
     }
@@ -128,10 +145,11 @@ actor Supervisor {
     /// Starts writer `index`.
     func startWriter(_ index: Int) throws {
         let origin = Origin(role: .writer, index: index, incarnation: 1)
-        let arguments = [
-            "writer", "--server", self.serverAddress, "--index", String(index), "--seed", String(self.options.seed),
-            "--pause-ms", String(self.options.writerPauseMs),
-        ]
+        let arguments =
+            [
+                "writer", "--server", self.serverAddress, "--index", String(index), "--seed", String(self.options.seed),
+                "--pause-ms", String(self.options.writerPauseMs),
+            ] + self.identityArguments(client: nil)
         self.writers[index] = (try self.start(origin, arguments: arguments), origin)
     }
 

@@ -73,11 +73,19 @@ actor Verifier {
     /// Per client, the highest seq reported by its latest incarnation's `all-by-id` controller.
     private(set) var clientSeq: [Int: (incarnation: Int, seq: Int64)] = [:]
     private let verbose: Bool
+    /// Under `--auth`: each client sees what its principal's read rule lets it (``Workload/readerPrincipal(client:)``).
+    private let auth: Bool
     private let started = ContinuousClock.now
 
-    init(oracle: Oracle, verbose: Bool) {
+    init(oracle: Oracle, verbose: Bool, auth: Bool = false) {
         self.oracle = oracle
         self.verbose = verbose
+        self.auth = auth
+    }
+
+    /// Whose view a report of `origin` shows: its principal's under `--auth`, else the whole store.
+    private func reader(_ origin: Origin) -> Principal? {
+        self.auth && origin.role == .client ? Workload.readerPrincipal(client: origin.index) : nil
     }
 
     var storeSeq: Int64 { self.oracle.seq }
@@ -178,7 +186,7 @@ actor Verifier {
             self.clientSeq[origin.index] = (origin.incarnation, seq)
         }
         do {
-            let expected = try self.oracle.expected(controller: name, at: seq)
+            let expected = try self.oracle.expected(controller: name, at: seq, reader: self.reader(origin))
             self.statesChecked += 1
             if expected.count != count || expected.digest != digest {
                 self.countResync(report, from: origin)
@@ -219,7 +227,7 @@ actor Verifier {
         do {
             var expectations: [(count: Int, digest: String)] = []
             for region in regions {
-                let expected = try self.oracle.expectedMap(region: region, at: seq)
+                let expected = try self.oracle.expectedMap(region: region, at: seq, reader: self.reader(origin))
                 expectations.append(expected)
             }
             self.mapStatesChecked += 1

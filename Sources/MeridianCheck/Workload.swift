@@ -1,5 +1,6 @@
 // MARK: - Workload: the schema, the controllers and the random values every role shares
 
+internal import Foundation
 public import MeridianCore
 
 /// What the checker's processes agree on: the schema, the named fetch requests every client holds, the map's
@@ -22,11 +23,64 @@ public enum Workload {
               score: int
               latitude: double?
               longitude: double?
+              ownerId: { type: string, default: "" }
             indexes:
               - [category, title]
             derived:
               coordinate: { coordinate: [latitude, longitude] }
         """
+
+    /// The schema of `meridian-check --auth`: the same entity with rules. A reader sees the rows it owns and those of
+    /// the categories its token shares with it (so principals' visibility overlaps, and an owner change moves a row
+    /// out of one principal's view and into another's at one seq); writers see and write everything. Its
+    /// fingerprint is the plain schema's (rules are not part of it), so clients and the oracle use ``schema``.
+    public static let authSchemaYAML =
+        Self.schemaYAML.replacingOccurrences(
+            of: "version: 1\n",
+            with: """
+                version: 1
+                auth:
+                  claims: { sub: string, role: string, shared: "[int]" }
+
+                """)
+            + """
+
+                rules:
+                  read: '@role == "writer" OR ownerId == @sub OR category IN @shared'
+                  insert: '@role == "writer"'
+                  update: '@role == "writer"'
+                  delete: '@role == "writer"'
+            """
+
+    /// ``authSchemaYAML``, parsed.
+    public static let authSchema: Schema = {
+        do {
+            return try Schema.parse(yaml: Self.authSchemaYAML, file: "meridian-check auth schema")
+        } catch {
+            preconditionFailure("meridian-check's built-in auth schema does not parse: \(error)")
+        }
+    }()
+
+    /// The owners writers give rows: the readers' subjects and one nobody reads as owner.
+    public static let owners = ["p0", "p1", "p2", "nobody"]
+
+    /// The principal of client `index` under `--auth`: three subjects (clients 0 and 3 share one), each sharing two
+    /// categories, one of them with another subject.
+    public static func readerPrincipal(client index: Int) -> Principal {
+        let k = index % 3
+        return Principal(
+            subject: "p\(k)",
+            claims: ["role": .string("reader"), "shared": .list([.int(Int64(k)), .int(Int64((k + 2) % 6))])])
+    }
+
+    /// The principal every writer commits as under `--auth`.
+    public static let writerPrincipal = Principal(
+        subject: "writer", claims: ["role": .string("writer"), "shared": .list([])])
+
+    /// What `principal` may read under the auth schema's rules.
+    public static func access(_ principal: Principal) -> BoundAccess {
+        Self.authSchema.access!.bind(principal, schema: Self.authSchema)
+    }
 
     /// The schema, parsed.
     public static let schema: Schema = {
@@ -98,6 +152,7 @@ public enum Workload {
             "title": .string(random.element(of: Self.titles)),
             "category": .int(Int64(random.int(in: 0...5))),
             "score": .int(Int64(random.int(in: 0...99))),
+            "ownerId": .string(random.element(of: Self.owners)),
         ]
         let (latitude, longitude) = Self.randomPosition(&random)
         values["latitude"] = latitude
@@ -118,14 +173,16 @@ public enum Workload {
         }
     }
 
-    /// A random change of one to three attributes, moving rows into and out of predicates and sections.
+    /// A random change of one to three attributes, moving rows into and out of predicates and sections (and, under
+    /// `--auth`, from one owner's view to another's).
     public static func randomUpdate(_ random: inout SeededRandom) -> [String: Value] {
         var values: [String: Value] = [:]
         for _ in 0..<random.int(in: 1...3) {
-            switch random.int(in: 0...3) {
+            switch random.int(in: 0...4) {
             case 0: values["title"] = .string(random.element(of: Self.titles))
             case 1: values["category"] = .int(Int64(random.int(in: 0...5)))
             case 2: values["score"] = .int(Int64(random.int(in: 0...99)))
+            case 3: values["ownerId"] = .string(random.element(of: Self.owners))
             default:
                 let (latitude, longitude) = Self.randomPosition(&random)
                 values["latitude"] = latitude

@@ -21,19 +21,26 @@ public struct WriterRole: Sendable {
     public var seed: UInt64
     public var pauseMs: Int
     public var stuckAfter: Duration
+    /// Under `--auth`: who the writer commits as.
+    public var identity: Identity?
 
-    public init(server: String, index: Int, seed: UInt64, pauseMs: Int, stuckAfter: Duration = .seconds(60)) {
+    public init(
+        server: String, index: Int, seed: UInt64, pauseMs: Int, stuckAfter: Duration = .seconds(60),
+        identity: Identity? = nil
+    ) {
         self.server = server
         self.index = index
         self.seed = seed
         self.pauseMs = pauseMs
         self.stuckAfter = stuckAfter
+        self.identity = identity
     }
 
     public func run(logger: Logger, stop: StopFlag) async throws {
         var configuration = try MeridianContainer.Configuration(
             server: self.server, schema: Workload.schema, clientName: "meridian-check-writer", logger: logger)
         configuration.validatesChangeSets = true
+        configuration.credentials = try await self.identity?.credentials()
         let container = try await MeridianContainer(configuration)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await container.run() }

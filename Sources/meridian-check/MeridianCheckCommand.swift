@@ -6,6 +6,7 @@ import Foundation
 import Logging
 import MeridianCheck
 import MeridianCommandLine
+import MeridianCore
 
 #if canImport(Glibc)
     import Glibc
@@ -93,10 +94,22 @@ struct Soak: AsyncParsableCommand {
     @Flag(help: "Print every check that passes.")
     var verbose = false
 
+    @Flag(
+        help: """
+            Identities and rules: the server verifies short-lived tokens and serves the schema with read and write \
+            rules; each client reads as one of three principals with overlapping views (owned rows and shared \
+            categories) and is checked against exactly what its principal may see, while writers change owners.
+            """)
+    var auth = false
+
+    @Option(help: "With --auth: the tokens' lifetime in seconds (clients refresh their streams before it ends).")
+    var tokenTtl = 8
+
     @Flag(help: .hidden)
     var selfTestCorrupt = false
 
     func validate() throws {
+        guard (2...3600).contains(self.tokenTtl) else { throw ValidationError("--token-ttl must be 2 to 3600 seconds") }
         guard self.duration > 0 else { throw ValidationError("--duration must be at least 1 second") }
         guard (1...32).contains(self.clients) else { throw ValidationError("--clients must be 1 to 32") }
         guard (1...32).contains(self.writers) else { throw ValidationError("--writers must be 1 to 32") }
@@ -127,6 +140,8 @@ struct Soak: AsyncParsableCommand {
         options.fuzz = !self.noFuzz
         options.verbose = self.verbose
         options.selfTestCorrupt = self.selfTestCorrupt
+        options.auth = self.auth
+        options.tokenLifetimeSeconds = self.tokenTtl
 
         let signals = stopChildrenOnSignals()
         defer { for source in signals { source.cancel() } }
@@ -159,6 +174,7 @@ func replayArguments(_ options: SoakOptions) -> String {
         }
     }
     if let rate = options.faultsPerMinute { arguments.append("--faults-per-minute \(rate)") }
+    if options.auth { arguments += ["--auth", "--token-ttl \(options.tokenLifetimeSeconds)"] }
     if options.selfTestCorrupt { arguments.append("--self-test-corrupt") }
     return arguments.joined(separator: " ")
 }
@@ -200,10 +216,16 @@ struct Client: AsyncParsableCommand {
     @Flag(help: .hidden)
     var selfTestCorrupt = false
 
+    @OptionGroup var identity: IdentityOptions
+
+    @Option(help: "With --auth-key: connect as the principal of this client index.")
+    var principalOfClient: Int = 0
+
     func run() async throws {
         bootstrapChildLogging()
         let role = ClientRole(
-            server: self.server, cachePath: self.cache, seed: self.seed, corrupt: self.selfTestCorrupt)
+            server: self.server, cachePath: self.cache, seed: self.seed, corrupt: self.selfTestCorrupt,
+            identity: self.identity.identity(Workload.readerPrincipal(client: self.principalOfClient)))
         try await role.run(logger: Logger(label: "meridian.client"))
     }
 }
@@ -224,6 +246,8 @@ struct Writer: AsyncParsableCommand {
     @Option(help: "Pause a random 0 to 2x this many milliseconds between transactions.")
     var pauseMs: Int = 10
 
+    @OptionGroup var identity: IdentityOptions
+
     func run() async throws {
         bootstrapChildLogging()
         let stop = StopFlag()
@@ -232,7 +256,22 @@ struct Writer: AsyncParsableCommand {
         source.setEventHandler { stop.set() }
         source.resume()
         defer { source.cancel() }
-        let role = WriterRole(server: self.server, index: self.index, seed: self.seed, pauseMs: self.pauseMs)
+        let role = WriterRole(
+            server: self.server, index: self.index, seed: self.seed, pauseMs: self.pauseMs,
+            identity: self.identity.identity(Workload.writerPrincipal))
         try await role.run(logger: Logger(label: "meridian.client"), stop: stop)
+    }
+}
+
+/// How a role started by an `--auth` soak signs its tokens.
+struct IdentityOptions: ParsableArguments {
+    @Option(help: "Sign tokens with this HS256 secret (the soak's, under --auth).")
+    var authKey: String?
+
+    @Option(help: "With --auth-key: the tokens' lifetime in seconds.")
+    var tokenTtl: Int = 8
+
+    func identity(_ principal: Principal) -> Identity? {
+        self.authKey.map { Identity(keyPath: $0, principal: principal, tokenLifetime: .seconds(self.tokenTtl)) }
     }
 }
