@@ -365,6 +365,7 @@ let package = Package(
         .target(
             name: "MeridianFuzz",
             dependencies: [
+                "MeridianAuth",
                 "MeridianCore",
                 "MeridianProto",
                 "MeridianStore",

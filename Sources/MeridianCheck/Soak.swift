@@ -57,7 +57,7 @@ public struct SoakOptions: Sendable {
     /// Faults at this mean rate, one at a time, each kind as often as its ``Fault/weight`` says (after one of each);
     /// `nil`: the default schedule (every kind once, then at random, a few seconds apart).
     public var faultsPerMinute: Double?
-    /// Run the fuzz campaigns (MeridianFuzz: wire, predicate, schema, apply) for the whole soak, beside it, against
+    /// Run the fuzz campaigns (MeridianFuzz: wire, predicate, schema, apply, token) for the whole soak, beside it, against
     /// a server of their own; every failure is a violation.
     public var fuzz = true
     /// Identities and rules (`--auth`): the server verifies HS256 tokens and serves ``Workload/authSchemaYAML``; each

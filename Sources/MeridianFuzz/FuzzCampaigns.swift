@@ -143,6 +143,8 @@ public enum FuzzCampaigns {
                 }
                 apply.binaryEvery = max(1, options.binaryEvery)
                 report = await apply.run(budget: budget)
+            case .token:
+                report = try await TokenCampaign(seed: options.seed).run(budget: budget)
             }
             progress(report)
             reports.append(report)

@@ -5,7 +5,8 @@ internal import MeridianCore
 internal import MeridianProto
 
 /// The regression corpus: inputs that once broke a promise (and a few hand-picked tricky ones), one file each, in a
-/// folder per campaign — `wire/*.wire`, `predicate/*.predicate`, `schema/*.yaml`, `apply/*.jsonl` (formats in
+/// folder per campaign — `wire/*.wire`, `predicate/*.predicate`, `schema/*.yaml`, `apply/*.jsonl`, `token/*.token`
+/// (formats in
 /// docs/fuzzing.md). Every file is replayed and judged exactly as the campaign judges a fresh input.
 public enum FuzzCorpus {
     /// Replays every corpus file under `folder`.
@@ -44,6 +45,8 @@ public enum FuzzCorpus {
                         outcome = PredicateCampaign.check(predicate, entity: entity)
                     case .schema:
                         outcome = SchemaCampaign.check(text)
+                    case .token:
+                        outcome = try await Self.replayToken(text, name: name)
                     case .apply:
                         let parsed = ApplyCampaign.parse(text, schema: FuzzSchema.schema)
                         if case .success = parsed, let meridianExecutable {
@@ -81,6 +84,24 @@ public enum FuzzCorpus {
         let directory = URL(fileURLWithPath: folder).appendingPathComponent(campaign.rawValue).path
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
         return names.filter { $0.hasSuffix("." + campaign.corpusExtension) }.sorted().map { directory + "/" + $0 }
+    }
+
+    /// A token file: its call must be refused `UNAUTHENTICATED` by a server of the token campaign.
+    private static func replayToken(_ text: String, name: String) async throws -> Result<String, TextFailure> {
+        let input: TokenInput
+        do {
+            input = try TokenInput(corpusText: text)
+        } catch {
+            throw CorpusError("\(name): \(error.message)")
+        }
+        var outcome: Result<String, TextFailure> = .failure(TextFailure("not run"))
+        try await TokenCampaign.withServer { port, keys in
+            let valid = try await keys.token(subject: "fuzz", lifetime: .seconds(3600))
+            outcome = try await withFuzzClient(host: "127.0.0.1", port: port) { client in
+                await TokenCampaign.judge(input, validToken: valid, client: client)
+            }
+        }
+        return outcome
     }
 
     private static func replayWire(_ text: String, name: String, host: String, port: Int) async throws -> Result<

@@ -10,6 +10,8 @@ public enum FuzzCampaign: String, Sendable, Hashable, CaseIterable, CustomString
     case schema
     /// Random and mutated JSON lines to `meridian apply`'s parser and, for a sample, to the real binary.
     case apply
+    /// Mutated tokens in every RPC's `authorization` metadata, to an in-process server that requires them.
+    case token
 
     public var description: String { self.rawValue }
 }
@@ -127,6 +129,7 @@ extension FuzzCampaign {
         case .predicate: "predicate"
         case .schema: "yaml"
         case .apply: "jsonl"
+        case .token: "token"
         }
     }
 }

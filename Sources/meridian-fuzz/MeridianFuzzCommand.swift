@@ -26,7 +26,7 @@ struct MeridianFuzzCommand: AsyncParsableCommand {
         help: ArgumentHelp("How long to run, in seconds, split evenly between the campaigns.", valueName: "seconds"))
     var duration: Double = 60
 
-    @Option(help: "wire, predicate, schema, apply or all.")
+    @Option(help: "wire, predicate, schema, apply, token or all.")
     var campaign = "all"
 
     @Option(
@@ -46,7 +46,7 @@ struct MeridianFuzzCommand: AsyncParsableCommand {
     func validate() throws {
         guard self.duration > 0, self.duration.isFinite else { throw ValidationError("--duration must be positive") }
         guard self.campaign == "all" || FuzzCampaign(rawValue: self.campaign) != nil else {
-            throw ValidationError("--campaign must be one of wire, predicate, schema, apply, all")
+            throw ValidationError("--campaign must be one of wire, predicate, schema, apply, token, all")
         }
     }
 

@@ -36,6 +36,18 @@ struct FuzzCampaignTests {
         }
     }
 
+    /// Broken on purpose once — the verifier ignoring `nbf` — 16 of 1,370 inputs failed with "a mutated token was
+    /// accepted".
+    @Test("token: 600 mutated tokens on every RPC; only the valid token's own bytes are accepted")
+    func token() async throws {
+        let report = try await self.run([.token], inputs: 600)
+        #expect(report.inputs == 600)
+        let outcomes = report.campaigns[0].outcomes
+        for kind in ["refused", "refused by HTTP/2", "accepted, same token"] {
+            #expect(outcomes[kind, default: 0] > 0, "no input ended '\(kind)': \(report)")
+        }
+    }
+
     @Test("predicate: 4,000 random and mutated texts give a located QueryError or a working predicate")
     func predicate() async throws {
         let report = try await self.run([.predicate], inputs: 4_000)
