@@ -15,6 +15,10 @@
 #                        nothing but instructions (default without a terminal; the stream still goes to DIR/watch.jsonl)
 #   --no-build           use the binaries already built
 #   --bin DIR            use meridian-server and meridian from DIR (implies --no-build; runs no swift command)
+#   --users              two users who see different places: the server verifies tokens and serves
+#                        Schemas/demo-users.yaml, whose rules give alice cafés and restaurants (categories 0, 1) and
+#                        bob museums, shops and gardens (2, 3, 4); the live view is alice's (DIR/watch.jsonl; bob's is in
+#                        DIR/watch-bob.jsonl, and the instructions show how to watch as either)
 #
 # Everything it starts (server, writer, watchers) is stopped when it exits, however it exits.
 set -euo pipefail
@@ -28,6 +32,7 @@ data=./data
 view=""
 build=1
 bin=""
+users=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --duration) duration="$2"; shift 2 ;;
@@ -38,6 +43,7 @@ while [ $# -gt 0 ]; do
         --view) view="$2"; shift 2 ;;
         --no-build) build=0; shift ;;
         --bin) bin="$2"; build=0; shift 2 ;;
+        --users) users=1; shift ;;
         -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
         *) echo "demo: unknown option '$1' (try --help)" >&2; exit 2 ;;
     esac
@@ -65,7 +71,7 @@ done
 mkdir -p "$data"
 data="$(cd "$data" && pwd)"
 db="$data/demo.sqlite"
-rm -f "$db" "$db-wal" "$db-shm" "$data/watch.jsonl" "$data/writer.log"
+rm -f "$db" "$db-wal" "$db-shm" "$data/watch.jsonl" "$data/watch-bob.jsonl" "$data/writer.log"
 
 # ---- cleanup: stop what we started, by pid, newest first ----
 pids=()
@@ -84,9 +90,27 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 0' INT TERM
 
+# ---- identities (--users): an HS256 secret, and a token for the writer, alice and bob ----
+schema=Schemas/demo.yaml
+server_args=()
+if [ "$users" = 1 ]; then
+    schema=Schemas/demo-users.yaml
+    secret="$data/demo.secret"
+    (umask 077 && head -c 48 /dev/urandom | base64 | tr -d '\n=' >"$secret")
+    issue() { "$meridian" token issue --key "$secret" --sub "$1" --claim "categories=$2" --ttl 12h; }
+    writer_token="$(issue demo-writer '[0,1,2,3,4,5]')"
+    alice_token="$(issue alice '[0,1]')"
+    bob_token="$(issue bob '[2,3,4]')"
+    server_args=(--auth jwt --jwt-key "$secret")
+    # The loader and the writer write as the demo's writer; the watchers below say who they are.
+    export MERIDIAN_TOKEN="$writer_token"
+    log "two users: alice sees categories 0 and 1, bob 2, 3 and 4 (tokens for 12 h, signed with $secret)"
+fi
+
 # ---- server ----
 log "starting meridian-server on $db"
-"$server_bin" --db "$db" --schema Schemas/demo.yaml --listen "127.0.0.1:$port" >"$data/server.out" 2>"$data/server.log" &
+"$server_bin" --db "$db" --schema "$schema" --listen "127.0.0.1:$port" ${server_args[@]+"${server_args[@]}"} \
+    >"$data/server.out" 2>"$data/server.log" &
 pids+=($!)
 address=""
 for _ in $(seq 1 200); do
@@ -111,6 +135,24 @@ awk -v mode=write -v seed="$RANDOM" -v rate="$rate" -v meridian="$meridian" -v e
 pids+=($!)
 
 # ---- what to type in another terminal ----
+if [ "$users" = 1 ]; then
+    tee "$data/instructions.txt" >&2 <<TEXT
+
+  The demo is running with two users. In another terminal (the server is at $address):
+
+    export MERIDIAN_SERVER=$address PATH="$bin:\$PATH"
+    export ALICE='$alice_token'
+    export BOB='$bob_token'
+    meridian watch Point --sort category,title --section category --format table --token "\$ALICE"
+    meridian watch Point --sort category,title --section category --format table --token "\$BOB"
+    meridian query Point --where 'category == 2' --token "\$ALICE"       # nothing: not alice's
+    meridian insert Point title='Museu Novo' category=2 --token "\$ALICE" # refused by the rules (exit 4)
+    meridian map Point --lat latitude --lon longitude --title title --format ascii --token "\$BOB"
+
+  A place the writer moves to another category leaves one view and enters the other at the same commit.
+
+TEXT
+else
 tee "$data/instructions.txt" >&2 <<TEXT
 
   The demo is running. In another terminal (the server is at $address):
@@ -124,9 +166,15 @@ tee "$data/instructions.txt" >&2 <<TEXT
     meridian insert Point title='Café Aurora' category=0 latitude=38.7139 longitude=-9.1394
 
 TEXT
+fi
 
-# ---- the live view ----
+# ---- the live view (alice's, with --users; bob's goes to a file) ----
 watch_args=(watch Point --sort category,title --section category)
+if [ "$users" = 1 ]; then
+    "$meridian" "${watch_args[@]}" --format jsonl --token "$bob_token" >"$data/watch-bob.jsonl" 2>>"$data/writer.log" &
+    pids+=($!)
+    watch_args+=(--token "$alice_token")
+fi
 if [ "$view" = table ]; then
     [ -t 0 ] && tty_state="$(stty -g 2>/dev/null || true)"
     log "the live view starts in 5 s (these instructions are also in $data/instructions.txt)"

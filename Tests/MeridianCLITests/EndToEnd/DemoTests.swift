@@ -37,6 +37,33 @@ struct DemoTests {
         }
     }
 
+    @Test("the demo with --users: alice and bob each see only their categories, and both see the writer's changes")
+    func demoWithTwoUsers() async throws {
+        let data = NSTemporaryDirectory() + "meridian-demo-users-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: data) }
+        let demo = try ChildProcess(
+            repositoryRoot + "/scripts/demo.sh",
+            [
+                "--bin", productsFolder, "--duration", "10", "--port", "0", "--points", "500", "--data", data, "--view",
+                "none", "--users",
+            ])
+        let status = await demo.waitForExit(timeout: .seconds(150))
+        let log = demo.errorOutput
+        #expect(status == 0, "\(log)")
+        #expect(log.contains("imported 500 rows into Point in 1 transaction"), "\(log)")
+        #expect(log.contains("--token \"$ALICE\""), "\(log)")
+        guard meridianCLIHasWatch else { return }
+        // Every category a watcher's stream names is one its user may read; both saw the writer's changes.
+        for (file, allowed) in [("watch.jsonl", Set([0, 1])), ("watch-bob.jsonl", Set([2, 3, 4]))] {
+            let text = try String(contentsOfFile: data + "/" + file, encoding: .utf8)
+            let seen = Set(
+                text.matches(of: /"category":(\d+)/).compactMap { Int($0.output.1) })
+            #expect(!seen.isEmpty && seen.isSubset(of: allowed), "\(file) shows categories \(seen.sorted())")
+            let rows = try await Self.count(data + "/" + file)
+            #expect(rows.snapshot == 1 && rows.changes > 0, "\(file): \(rows)")
+        }
+    }
+
     static func count(_ path: String) async throws -> (snapshot: Int, changes: Int) {
         let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
         let lines = text.split(separator: "\n")
