@@ -87,12 +87,12 @@ extension Store {
         var sql: String
         var arguments: StatementArguments = [seq]
         if recorded {
-            // The author's range is the one with the least last_seq at or after the change's seq; ranges never
-            // overlap, so it holds the change when its first_seq is not after it.
+            // The author's range is the one with the least last_seq at or after the change's seq (one step of the
+            // primary key); ranges never overlap, so it holds the change when its first_seq is not after it.
             sql = """
                 SELECT c.seq, c.committed_at, c.entity, c.row_id, c.kind, c.version,
-                    (SELECT a.subject FROM meridian_authors a WHERE a.last_seq >= c.seq AND a.first_seq <= c.seq
-                     ORDER BY a.last_seq LIMIT 1) AS author
+                    (SELECT CASE WHEN a.first_seq <= c.seq THEN a.subject END FROM meridian_authors a
+                     WHERE a.last_seq >= c.seq ORDER BY a.last_seq LIMIT 1) AS author
                 FROM meridian_changes c WHERE c.seq > ?
                 """
         } else {
