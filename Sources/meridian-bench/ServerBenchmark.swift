@@ -93,8 +93,9 @@ enum ServerBenchmark {
         var seconds: Double = 0
     }
 
-    /// `MERIDIAN_BENCH_ONLY=meridian:CLIENTS:ROWS[:RATE[:WRITERS]]` (or `raw:…`; an empty RATE is as fast as
-    /// possible) runs one case once, for profiling;
+    /// `MERIDIAN_BENCH_ONLY=meridian:CLIENTS:ROWS[:RATE[:WRITERS[:RULES]]]` (or `raw:…`; an empty RATE is as fast
+    /// as possible; RULES is `off`, `distinct` or `on`, the rules table's cases) runs one case once, for profiling;
+    /// `rules` runs the rules table;
     /// `writer:ROWS` runs the writer alone (same store, same transactions, no server): the bound on the
     /// throughput cases with a single sequential writer.
     static func runOnly(_ spec: String) async throws {
@@ -104,12 +105,20 @@ enum ServerBenchmark {
         guard parts.count >= 3, let clients = Int(parts[1]), let rows = Int(parts[2]) else { return }
         let rate = parts.count > 3 ? Int(parts[3]) : nil
         let writers = parts.count > 4 ? Int(parts[4]) ?? 1 : 1
+        let rules: Rules =
+            switch parts.count > 5 ? parts[5] : "" {
+            case "off": .off
+            case "distinct": .offDistinct
+            case "on": .on
+            default: .plain
+            }
         let cpu = StoreBenchmark.Stopwatch()
         cpu.start()
         let figure =
             parts[0] == "raw"
             ? try await self.raw(clients: clients, rowsPerCommit: rows, rate: rate)
-            : try await self.meridian(clients: clients, rowsPerCommit: rows, rate: rate, writers: writers)
+            : try await self.meridian(
+                clients: clients, rowsPerCommit: rows, rate: rate, writers: writers, rules: rules)
         cpu.stop()
         let delivered = Double(self.commits(rowsPerCommit: rows, rate: rate) * rows * clients)
         print(
