@@ -74,6 +74,9 @@ bench() {
     setup
     log "building benchmarks (release)"
     swift build -c release --product meridian-bench
+    # `bench bulk` runs the server and the CLI as a user does: they are built beside it.
+    swift build -c release --product meridian-server
+    swift build -c release --product meridian
     "$(swift build -c release --show-bin-path)/meridian-bench" "$@"
 }
 

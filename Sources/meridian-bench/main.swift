@@ -4,6 +4,7 @@
 //   .build/release/meridian-bench results
 //   .build/release/meridian-bench server
 //   .build/release/meridian-bench bounds
+//   .build/release/meridian-bench bulk [--rows 20000] [--runs 3] [--json]   (needs meridian-server and meridian built)
 
 import Foundation
 import MeridianCore
@@ -19,6 +20,7 @@ let benchmarks: [String: @Sendable () async throws -> Void] = [
     "server": { try await ServerBenchmark.run() },
     "bounds": { try await BoundsBenchmark.run() },
     "client": { try await runClientBenchmark(arguments: Array(CommandLine.arguments.dropFirst(2))) },
+    "bulk": { try await BulkBenchmark.run(arguments: Array(CommandLine.arguments.dropFirst(2))) },
 ]
 
 let name = CommandLine.arguments.dropFirst().first ?? ""

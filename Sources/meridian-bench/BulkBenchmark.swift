@@ -1,0 +1,296 @@
+// MARK: - Bulk benchmark
+//
+// `meridian-bench bulk [--rows 20000] [--runs 3] [--json]`
+//
+// The bulk path as a user runs it: `meridian apply FILE` of N JSON insert lines (one transaction) through a
+// `meridian-server`, until a `meridian watch Bench --format jsonl` started beforehand has printed every one of them —
+// three processes, the wire and the store, from the moment `meridian apply` is started. The ceiling: Python's
+// sqlite3 inserting the same rows into a WAL-mode file with `synchronous=FULL`, one transaction (the store's default
+// durability), timed inside Python from the first insert to the commit. Runs alternate (Meridian, Python, Meridian,
+// …); the figures are medians, and the ratio is Meridian's median over the ceiling's.
+
+import Foundation
+
+/// One benchmark figure: what every case prints, and with `--json` one JSON object on standard output.
+struct BenchFigure {
+    var bench: String
+    var name: String
+    var value: Double
+    var unit: String
+    var ceiling: Double?
+
+    /// Meridian over its ceiling (for times: how many times slower; 1.0 is the ceiling).
+    var ratio: Double? { self.ceiling.map { $0 > 0 ? self.value / $0 : .infinity } }
+
+    var json: String {
+        func number(_ value: Double?) -> String {
+            guard let value, value.isFinite else { return "null" }
+            return String(format: "%.6g", value)
+        }
+        func string(_ text: String) -> String {
+            String(decoding: (try? JSONEncoder().encode(text)) ?? Data("\"\"".utf8), as: UTF8.self)
+        }
+        return "{\"bench\":\(string(self.bench)),\"case\":\(string(self.name)),\"value\":\(number(self.value)),"
+            + "\"unit\":\(string(self.unit)),\"ceiling\":\(number(self.ceiling)),\"ratio\":\(number(self.ratio))}"
+    }
+
+    var text: String {
+        var line = "\(self.name): \(String(format: "%.3f", self.value)) \(self.unit)"
+        if let ceiling, let ratio {
+            line +=
+                " (ceiling \(String(format: "%.3f", ceiling)) \(self.unit), ratio \(String(format: "%.2f", ratio))x)"
+        }
+        return line
+    }
+}
+
+/// Prints figures as the benchmark contract says: text, or JSON lines on standard output (text then on stderr).
+struct FigurePrinter {
+    var json: Bool
+
+    func print(_ figure: BenchFigure) {
+        if self.json {
+            Swift.print(figure.json)
+            FileHandle.standardError.write(Data((figure.text + "\n").utf8))
+        } else {
+            Swift.print(figure.text)
+        }
+        fflush(nil)
+    }
+
+    func note(_ text: String) {
+        if self.json {
+            FileHandle.standardError.write(Data((text + "\n").utf8))
+        } else {
+            Swift.print(text)
+            fflush(nil)
+        }
+    }
+}
+
+enum BulkBenchmark {
+    struct BenchError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    static let schemaYAML = """
+        version: 1
+        entities:
+          Bench:
+            id: client
+            attributes:
+              title: string
+              stamp: int
+              qty: int
+        """
+
+    static func run(arguments: [String]) async throws {
+        var rows = 20_000
+        var runs = 3
+        var json = false
+        var i = 0
+        while i < arguments.count {
+            switch arguments[i] {
+            case "--rows" where i + 1 < arguments.count:
+                rows = Int(arguments[i + 1]) ?? rows
+                i += 1
+            case "--runs" where i + 1 < arguments.count:
+                runs = max(1, Int(arguments[i + 1]) ?? runs)
+                i += 1
+            case "--json": json = true
+            default:
+                FileHandle.standardError.write(
+                    Data("usage: meridian-bench bulk [--rows 20000] [--runs 3] [--json]\n".utf8))
+                exit(2)
+            }
+            i += 1
+        }
+        let printer = FigurePrinter(json: json)
+        let bin = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+            .deletingLastPathComponent().path
+        for name in ["meridian-server", "meridian"]
+        where !FileManager.default.isExecutableFile(atPath: bin + "/" + name) {
+            throw BenchError(
+                description:
+                    "\(bin)/\(name) is missing: build it beside meridian-bench (./meridian.sh bench builds all three)")
+        }
+        let directory = NSTemporaryDirectory() + "meridian-bench-bulk-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try Self.schemaYAML.write(toFile: directory + "/bench.yaml", atomically: true, encoding: .utf8)
+        var lines = ""
+        lines.reserveCapacity(rows * 80)
+        for r in 0..<rows {
+            lines +=
+                "{\"op\":\"insert\",\"entity\":\"Bench\",\"id\":\"r\(r)\",\"values\":{\"title\":\"row \(r)\","
+                + "\"stamp\":\(r),\"qty\":\(r % 100)}}\n"
+        }
+        try lines.write(toFile: directory + "/rows.jsonl", atomically: true, encoding: .utf8)
+        try Self.pythonScript.write(toFile: directory + "/ceiling.py", atomically: true, encoding: .utf8)
+
+        printer.note(
+            "bulk: meridian apply of \(rows) JSON insert lines until meridian watch printed them, \(runs) runs")
+        var meridian: [Double] = []
+        var applied: [Double] = []
+        var python: [Double] = []
+        for run in 0..<runs {
+            let (total, apply) = try Self.meridianRun(bin: bin, directory: directory + "/run\(run)", rows: rows)
+            meridian.append(total)
+            applied.append(apply)
+            python.append(try Self.pythonRun(directory: directory, run: run, rows: rows))
+            printer.note(
+                String(
+                    format: "  run %d: meridian %.3f s (apply returned at %.3f s), python sqlite3 %.3f s", run + 1,
+                    total, apply, python.last!))
+        }
+        let ceiling = Self.median(python)
+        printer.print(
+            BenchFigure(
+                bench: "bulk", name: "apply \(rows) JSON lines until watch printed them", value: Self.median(meridian),
+                unit: "s", ceiling: ceiling))
+        printer.print(
+            BenchFigure(
+                bench: "bulk", name: "apply \(rows) JSON lines until meridian apply returned",
+                value: Self.median(applied), unit: "s", ceiling: ceiling))
+    }
+
+    static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        return sorted[sorted.count / 2]
+    }
+
+    /// One Meridian run on a fresh store: the seconds until the watcher printed every row, and until `meridian
+    /// apply` exited.
+    static func meridianRun(bin: String, directory: String, rows: Int) throws -> (Double, Double) {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: bin + "/meridian-server")
+        server.arguments = [
+            "--db", directory + "/store.sqlite", "--schema", directory + "/../bench.yaml", "--listen", "127.0.0.1:0",
+            "--log-level", "warning",
+        ]
+        let serverOut = Pipe()
+        server.standardOutput = serverOut
+        server.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try server.run()
+        defer {
+            server.terminate()
+            server.waitUntilExit()
+        }
+        let firstLine = Self.readLine(serverOut.fileHandleForReading)
+        guard firstLine.hasPrefix("listening on ") else {
+            throw BenchError(description: "meridian-server did not start (said '\(firstLine)')")
+        }
+        let address = String(firstLine.dropFirst("listening on ".count))
+
+        let watch = Process()
+        watch.executableURL = URL(fileURLWithPath: bin + "/meridian")
+        watch.arguments = ["watch", "Bench", "--format", "jsonl", "--server", address]
+        let watchOut = Pipe()
+        watch.standardOutput = watchOut
+        watch.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try watch.run()
+        defer {
+            watch.terminate()
+            watch.waitUntilExit()
+        }
+        // The watcher's snapshot (empty) comes first: it is subscribed.
+        let snapshot = Self.readLine(watchOut.fileHandleForReading)
+        guard snapshot.contains("\"event\":\"snapshot\"") else {
+            throw BenchError(description: "meridian watch did not print its snapshot (said '\(snapshot)')")
+        }
+
+        let start = DispatchTime.now().uptimeNanoseconds
+        let apply = Process()
+        apply.executableURL = URL(fileURLWithPath: bin + "/meridian")
+        apply.arguments = ["apply", directory + "/../rows.jsonl", "--server", address]
+        apply.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        let applyErrors = Pipe()
+        apply.standardError = applyErrors
+        let applied = LockedSeconds()
+        apply.terminationHandler = { _ in applied.set(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9) }
+        try apply.run()
+        // Count the inserts the watcher prints, straight from its bytes.
+        let pattern = Array("\"op\":\"insert\"".utf8)
+        var seen = 0
+        var carry: [UInt8] = []
+        let handle = watchOut.fileHandleForReading
+        while seen < rows {
+            let data = handle.availableData
+            if data.isEmpty { throw BenchError(description: "meridian watch ended after \(seen) of \(rows) rows") }
+            var bytes = carry
+            bytes.append(contentsOf: data)
+            var index = 0
+            while index + pattern.count <= bytes.count {
+                if bytes[index] == pattern[0], Array(bytes[index..<(index + pattern.count)]) == pattern {
+                    seen += 1
+                    index += pattern.count
+                } else {
+                    index += 1
+                }
+            }
+            carry = Array(bytes.suffix(pattern.count - 1))
+        }
+        let total = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        apply.waitUntilExit()
+        guard apply.terminationStatus == 0 else {
+            let message = String(decoding: applyErrors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            throw BenchError(description: "meridian apply failed: \(message)")
+        }
+        return (total, applied.value ?? total)
+    }
+
+    /// The ceiling: Python's seconds for the same rows, one transaction, WAL, synchronous=FULL.
+    static func pythonRun(directory: String, run: Int, rows: Int) throws -> Double {
+        let python = Process()
+        python.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        python.arguments = [directory + "/ceiling.py", directory + "/python\(run).sqlite", String(rows)]
+        let out = Pipe()
+        python.standardOutput = out
+        try python.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        python.waitUntilExit()
+        guard python.terminationStatus == 0, let seconds = Double(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        else {
+            throw BenchError(description: "python3 failed: \(text)")
+        }
+        return seconds
+    }
+
+    static let pythonScript = """
+        import sqlite3, sys, time
+        path, n = sys.argv[1], int(sys.argv[2])
+        c = sqlite3.connect(path, isolation_level=None)
+        c.execute("PRAGMA journal_mode=WAL")
+        c.execute("PRAGMA synchronous=FULL")
+        c.execute("CREATE TABLE Bench (id TEXT PRIMARY KEY NOT NULL, title TEXT NOT NULL, stamp INTEGER NOT NULL, "
+                  "qty INTEGER NOT NULL)")
+        rows = [("r%d" % i, "row %d" % i, i, i % 100) for i in range(n)]
+        t = time.perf_counter()
+        c.execute("BEGIN")
+        c.executemany("INSERT INTO Bench VALUES (?, ?, ?, ?)", rows)
+        c.execute("COMMIT")
+        print(time.perf_counter() - t)
+
+        """
+
+    /// Reads one line (without its newline) from `handle`, byte by byte (used before the timed part only).
+    static func readLine(_ handle: FileHandle) -> String {
+        var bytes: [UInt8] = []
+        while true {
+            let data = handle.readData(ofLength: 1)
+            if data.isEmpty || data.first == UInt8(ascii: "\n") { break }
+            bytes.append(data.first!)
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+/// A time set once from another thread.
+final class LockedSeconds: @unchecked Sendable {
+    private let lock = NSLock()
+    private var seconds: Double?
+
+    func set(_ value: Double) { self.lock.withLock { self.seconds = value } }
+    var value: Double? { self.lock.withLock { self.seconds } }
+}
