@@ -225,6 +225,45 @@ func path(_ section: Int, _ row: Int) -> ListIndexPath {
         #expect(changes.canonicalized() == (try ChangeSet.between(old: old, new: new)))
     }
 
+    /// `canonicalized()` sorts keys and moves each change once; this pins it to what sorting the changes themselves
+    /// gives (ties in their given order), for random mixes of kinds and paths, repeated paths included.
+    @Test("canonical order by keys equals the stable sort of the changes, for random change lists")
+    func canonicalOrderMatchesSort() {
+        var rng = SplitMix64(seed: 2026_1124)
+        for round in 0..<500 {
+            var changes = ChangeSet<Item>()
+            for i in 0..<Int.random(in: 0...40, using: &rng) {
+                let a = path(Int.random(in: 0...3, using: &rng), Int.random(in: 0...5, using: &rng))
+                let b = path(Int.random(in: 0...3, using: &rng), Int.random(in: 0...5, using: &rng))
+                switch Int.random(in: 0...3, using: &rng) {
+                case 0: changes.rowChanges.append(.delete(id: i, from: a))
+                case 1: changes.rowChanges.append(.insert(id: i, to: b, element: Item(i)))
+                case 2: changes.rowChanges.append(.move(id: i, from: a, to: b, element: Item(i), changed: []))
+                default: changes.rowChanges.append(.update(id: i, from: a, to: b, element: Item(i), changed: []))
+                }
+            }
+            func rank(_ change: ChangeSet<Item>.RowChange) -> Int {
+                switch change {
+                case .delete: 0
+                case .insert: 1
+                case .move: 2
+                case .update: 3
+                }
+            }
+            // The order as it was defined before: a stable sort of the changes (ties by their position).
+            let expected = changes.rowChanges.enumerated().sorted { x, y in
+                let (a, b) = (x.element, y.element)
+                if rank(a) != rank(b) { return rank(a) < rank(b) }
+                if case .delete(_, let fromA) = a, case .delete(_, let fromB) = b, fromA != fromB {
+                    return fromA > fromB
+                }
+                if case .delete = a {} else if a.newPath! != b.newPath! { return a.newPath! < b.newPath! }
+                return x.offset < y.offset
+            }.map(\.element)
+            #expect(changes.canonicalized().rowChanges == expected, "round \(round)")
+        }
+    }
+
     @Test("applying reports ids that do not match the rows at their paths")
     func applyChecksIDs() {
         let old = list(section("A", [Item(1), Item(2)]))

@@ -207,11 +207,35 @@ where Element.ID: Sendable {
         var result = self
         result.deletedSections.sort(by: >)
         result.insertedSections.sort { $0.index < $1.index }
-        result.rowChanges.sort { a, b in
-            if a.rank != b.rank { return a.rank < b.rank }
-            if case .delete(_, let fromA) = a, case .delete(_, let fromB) = b { return fromA > fromB }
-            return a.newPath! < b.newPath!
-        }
+        result.rowChanges = Self.canonicalOrder(self.rowChanges)
         return result
+    }
+
+    /// The row changes in canonical order. Sorts small keys — (kind's rank, section, row; a delete's old path
+    /// negated, since deletes go descending) — with each change's index, then moves every change once: sorting the
+    /// changes themselves copied each (its element's values with it) at every step of the merge sort, a quarter of
+    /// `meridian watch`'s CPU for a 20,000-row commit (perf). Already ordered changes, the common case for a commit
+    /// that appends, are returned as they are. Ties keep their order, as the stable sort did.
+    static func canonicalOrder(_ changes: [RowChange]) -> [RowChange] {
+        guard changes.count > 1 else { return changes }
+        var keys: [(rank: Int, section: Int, row: Int, index: Int)] = []
+        keys.reserveCapacity(changes.count)
+        var ordered = true
+        for (index, change) in changes.enumerated() {
+            let key: (rank: Int, section: Int, row: Int, index: Int)
+            if case .delete(_, let from) = change {
+                key = (0, -from.section, -from.row, index)
+            } else {
+                let to = change.newPath!
+                key = (change.rank, to.section, to.row, index)
+            }
+            if ordered, let last = keys.last, (key.rank, key.section, key.row) < (last.rank, last.section, last.row) {
+                ordered = false
+            }
+            keys.append(key)
+        }
+        if ordered { return changes }
+        keys.sort { a, b in (a.rank, a.section, a.row, a.index) < (b.rank, b.section, b.row, b.index) }
+        return keys.map { changes[$0.index] }
     }
 }
