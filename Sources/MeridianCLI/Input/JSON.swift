@@ -158,65 +158,96 @@ extension JSON {
     ///
     /// - Throws: ``JSONSyntaxError`` with the column of the fault.
     static func parse(_ text: String) throws(JSONSyntaxError) -> JSON {
-        var parser = JSONParser(Array(text.unicodeScalars))
-        parser.skipWhitespace()
-        let value = try parser.parseValue(depth: 0)
-        parser.skipWhitespace()
-        if parser.index < parser.scalars.count {
-            throw parser.error("unexpected \(parser.describeCurrent()) after the value")
+        var text = text
+        let result = text.withUTF8 { bytes -> Result<JSON, JSONSyntaxError> in
+            var parser = JSONParser(bytes)
+            parser.skipWhitespace()
+            do throws(JSONSyntaxError) {
+                let value = try parser.parseValue(depth: 0)
+                parser.skipWhitespace()
+                if parser.index < parser.bytes.count {
+                    throw parser.error("unexpected \(parser.describeCurrent()) after the value")
+                }
+                return .success(value)
+            } catch {
+                return .failure(error)
+            }
         }
-        return value
+        return try result.get()
     }
 }
 
-/// A recursive-descent JSON parser over Unicode scalars (RFC 8259, strict: no comments, no trailing commas).
+/// A recursive-descent JSON parser over a line's UTF-8 bytes (RFC 8259, strict: no comments, no trailing commas).
+///
+/// It reads bytes (strings without escapes become `String`s in one step) rather than Unicode scalars, which cost
+/// most of `meridian apply`'s CPU: each scalar appended one at a time. Error columns still count Unicode scalars,
+/// as users see characters.
 private struct JSONParser {
-    let scalars: [Unicode.Scalar]
+    let bytes: UnsafeBufferPointer<UInt8>
     var index = 0
     static let maximumDepth = 128
 
-    init(_ scalars: [Unicode.Scalar]) { self.scalars = scalars }
+    init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+
+    /// The 1-based column of the byte at `index`, in Unicode scalars (continuation bytes do not count).
+    func column(of index: Int) -> Int {
+        var column = 1
+        for i in 0..<min(index, self.bytes.count) where self.bytes[i] & 0xC0 != 0x80 { column += 1 }
+        return column
+    }
 
     func error(_ message: String) -> JSONSyntaxError {
-        JSONSyntaxError(message: message, column: self.index + 1)
+        JSONSyntaxError(message: message, column: self.column(of: self.index))
+    }
+
+    /// The scalar at `index`.
+    func scalar(at index: Int) -> Unicode.Scalar {
+        var iterator = self.bytes[index...].makeIterator()
+        var decoder = UTF8()
+        if case .scalarValue(let scalar) = decoder.decode(&iterator) { return scalar }
+        return "\u{FFFD}"
     }
 
     func describeCurrent() -> String {
-        guard self.index < self.scalars.count else { return "end of line" }
-        return "'\(Character(self.scalars[self.index]))'"
+        guard self.index < self.bytes.count else { return "end of line" }
+        return "'\(Character(self.scalar(at: self.index)))'"
     }
 
     mutating func skipWhitespace() {
-        while self.index < self.scalars.count, [" ", "\t", "\n", "\r"].contains(self.scalars[self.index]) {
-            self.index += 1
+        while self.index < self.bytes.count {
+            switch self.bytes[self.index] {
+            case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "\r"): self.index += 1
+            default: return
+            }
         }
     }
 
     mutating func parseValue(depth: Int) throws(JSONSyntaxError) -> JSON {
         guard depth < Self.maximumDepth else { throw self.error("nested too deeply") }
-        guard self.index < self.scalars.count else { throw self.error("expected a value, found the end of line") }
-        switch self.scalars[self.index] {
-        case "{": return try self.parseObject(depth: depth)
-        case "[": return try self.parseArray(depth: depth)
-        case "\"": return .string(try self.parseString())
-        case "t":
+        guard self.index < self.bytes.count else { throw self.error("expected a value, found the end of line") }
+        switch self.bytes[self.index] {
+        case UInt8(ascii: "{"): return try self.parseObject(depth: depth)
+        case UInt8(ascii: "["): return try self.parseArray(depth: depth)
+        case UInt8(ascii: "\""): return .string(try self.parseString())
+        case UInt8(ascii: "t"):
             try self.expectWord("true")
             return .bool(true)
-        case "f":
+        case UInt8(ascii: "f"):
             try self.expectWord("false")
             return .bool(false)
-        case "n":
+        case UInt8(ascii: "n"):
             try self.expectWord("null")
             return .null
-        case "-", "0"..."9": return try self.parseNumber()
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try self.parseNumber()
         default: throw self.error("expected a value, found \(self.describeCurrent())")
         }
     }
 
-    mutating func expectWord(_ word: String) throws(JSONSyntaxError) {
+    mutating func expectWord(_ word: StaticString) throws(JSONSyntaxError) {
         let start = self.index
-        for expected in word.unicodeScalars {
-            guard self.index < self.scalars.count, self.scalars[self.index] == expected else {
+        let expected = UnsafeBufferPointer(start: word.utf8Start, count: word.utf8CodeUnitCount)
+        for byte in expected {
+            guard self.index < self.bytes.count, self.bytes[self.index] == byte else {
                 self.index = start
                 throw self.error("expected a value, found \(self.describeCurrent())")
             }
@@ -224,18 +255,22 @@ private struct JSONParser {
         }
     }
 
+    func at(_ byte: Unicode.Scalar) -> Bool {
+        self.index < self.bytes.count && self.bytes[self.index] == UInt8(byte.value)
+    }
+
     mutating func parseObject(depth: Int) throws(JSONSyntaxError) -> JSON {
         self.index += 1
         var members: [(String, JSON)] = []
         var seen: Set<String> = []
         self.skipWhitespace()
-        if self.index < self.scalars.count, self.scalars[self.index] == "}" {
+        if self.at("}") {
             self.index += 1
             return .object(members)
         }
         while true {
             self.skipWhitespace()
-            guard self.index < self.scalars.count, self.scalars[self.index] == "\"" else {
+            guard self.at("\"") else {
                 throw self.error("expected a key in double quotes, found \(self.describeCurrent())")
             }
             let keyStart = self.index
@@ -245,19 +280,19 @@ private struct JSONParser {
                 throw self.error("key \"\(key)\" appears twice")
             }
             self.skipWhitespace()
-            guard self.index < self.scalars.count, self.scalars[self.index] == ":" else {
+            guard self.at(":") else {
                 throw self.error("expected ':' after the key, found \(self.describeCurrent())")
             }
             self.index += 1
             self.skipWhitespace()
             members.append((key, try self.parseValue(depth: depth + 1)))
             self.skipWhitespace()
-            guard self.index < self.scalars.count else { throw self.error("unterminated object: expected ',' or '}'") }
-            if self.scalars[self.index] == "," {
+            guard self.index < self.bytes.count else { throw self.error("unterminated object: expected ',' or '}'") }
+            if self.at(",") {
                 self.index += 1
                 continue
             }
-            if self.scalars[self.index] == "}" {
+            if self.at("}") {
                 self.index += 1
                 return .object(members)
             }
@@ -269,7 +304,7 @@ private struct JSONParser {
         self.index += 1
         var items: [JSON] = []
         self.skipWhitespace()
-        if self.index < self.scalars.count, self.scalars[self.index] == "]" {
+        if self.at("]") {
             self.index += 1
             return .array(items)
         }
@@ -277,12 +312,12 @@ private struct JSONParser {
             self.skipWhitespace()
             items.append(try self.parseValue(depth: depth + 1))
             self.skipWhitespace()
-            guard self.index < self.scalars.count else { throw self.error("unterminated array: expected ',' or ']'") }
-            if self.scalars[self.index] == "," {
+            guard self.index < self.bytes.count else { throw self.error("unterminated array: expected ',' or ']'") }
+            if self.at(",") {
                 self.index += 1
                 continue
             }
-            if self.scalars[self.index] == "]" {
+            if self.at("]") {
                 self.index += 1
                 return .array(items)
             }
@@ -292,38 +327,56 @@ private struct JSONParser {
 
     mutating func parseString() throws(JSONSyntaxError) -> String {
         self.index += 1
-        var out = String.UnicodeScalarView()
-        while true {
-            guard self.index < self.scalars.count else { throw self.error("unterminated string") }
-            let c = self.scalars[self.index]
-            if c == "\"" {
+        // The common case: no escape before the closing quote — the bytes are the string.
+        let start = self.index
+        while self.index < self.bytes.count {
+            let byte = self.bytes[self.index]
+            if byte == UInt8(ascii: "\"") {
                 self.index += 1
-                return String(out)
+                return String(
+                    decoding: UnsafeBufferPointer(rebasing: self.bytes[start..<(self.index - 1)]), as: UTF8.self)
             }
-            if c.value < 0x20 { throw self.error("control character in a string (write it as \\n, \\t or \\u00XX)") }
-            if c != "\\" {
-                out.append(c)
+            if byte == UInt8(ascii: "\\") || byte < 0x20 { break }
+            self.index += 1
+        }
+        var out = String(decoding: UnsafeBufferPointer(rebasing: self.bytes[start..<self.index]), as: UTF8.self)
+        while true {
+            guard self.index < self.bytes.count else { throw self.error("unterminated string") }
+            let c = self.bytes[self.index]
+            if c == UInt8(ascii: "\"") {
                 self.index += 1
+                return out
+            }
+            if c < 0x20 { throw self.error("control character in a string (write it as \\n, \\t or \\u00XX)") }
+            if c != UInt8(ascii: "\\") {
+                // A run of plain bytes up to the next quote, backslash or control character.
+                let run = self.index
+                while self.index < self.bytes.count, self.bytes[self.index] != UInt8(ascii: "\""),
+                    self.bytes[self.index] != UInt8(ascii: "\\"), self.bytes[self.index] >= 0x20
+                {
+                    self.index += 1
+                }
+                out += String(decoding: UnsafeBufferPointer(rebasing: self.bytes[run..<self.index]), as: UTF8.self)
                 continue
             }
             self.index += 1
-            guard self.index < self.scalars.count else { throw self.error("unterminated string") }
-            let escape = self.scalars[self.index]
+            guard self.index < self.bytes.count else { throw self.error("unterminated string") }
+            let escape = self.bytes[self.index]
             self.index += 1
             switch escape {
-            case "\"": out.append("\"")
-            case "\\": out.append("\\")
-            case "/": out.append("/")
-            case "b": out.append("\u{8}")
-            case "f": out.append("\u{C}")
-            case "n": out.append("\n")
-            case "r": out.append("\r")
-            case "t": out.append("\t")
-            case "u":
+            case UInt8(ascii: "\""): out.unicodeScalars.append("\"")
+            case UInt8(ascii: "\\"): out.unicodeScalars.append("\\")
+            case UInt8(ascii: "/"): out.unicodeScalars.append("/")
+            case UInt8(ascii: "b"): out.unicodeScalars.append("\u{8}")
+            case UInt8(ascii: "f"): out.unicodeScalars.append("\u{C}")
+            case UInt8(ascii: "n"): out.unicodeScalars.append("\n")
+            case UInt8(ascii: "r"): out.unicodeScalars.append("\r")
+            case UInt8(ascii: "t"): out.unicodeScalars.append("\t")
+            case UInt8(ascii: "u"):
                 let first = try self.parseHex4()
                 if (0xD800..<0xDC00).contains(first) {
-                    guard self.index + 1 < self.scalars.count, self.scalars[self.index] == "\\",
-                        self.scalars[self.index + 1] == "u"
+                    guard self.index + 1 < self.bytes.count, self.bytes[self.index] == UInt8(ascii: "\\"),
+                        self.bytes[self.index + 1] == UInt8(ascii: "u")
                     else { throw self.error("a high surrogate must be followed by a low surrogate") }
                     self.index += 2
                     let second = try self.parseHex4()
@@ -331,15 +384,15 @@ private struct JSONParser {
                         throw self.error("a high surrogate must be followed by a low surrogate")
                     }
                     let value = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
-                    out.append(Unicode.Scalar(value)!)
+                    out.unicodeScalars.append(Unicode.Scalar(value)!)
                 } else if let scalar = Unicode.Scalar(first) {
-                    out.append(scalar)
+                    out.unicodeScalars.append(scalar)
                 } else {
                     throw self.error("lone surrogate \\u\(String(first, radix: 16)) in a string")
                 }
             default:
                 self.index -= 1
-                throw self.error("unknown escape '\\\(Character(escape))' in a string")
+                throw self.error("unknown escape '\\\(Character(self.scalar(at: self.index)))' in a string")
             }
         }
     }
@@ -347,7 +400,9 @@ private struct JSONParser {
     mutating func parseHex4() throws(JSONSyntaxError) -> UInt32 {
         var value: UInt32 = 0
         for _ in 0..<4 {
-            guard self.index < self.scalars.count, let digit = Character(self.scalars[self.index]).hexDigitValue else {
+            guard self.index < self.bytes.count,
+                let digit = Character(Unicode.Scalar(self.bytes[self.index])).hexDigitValue
+            else {
                 throw self.error("expected 4 hex digits after \\u")
             }
             value = value * 16 + UInt32(digit)
@@ -358,30 +413,28 @@ private struct JSONParser {
 
     mutating func parseNumber() throws(JSONSyntaxError) -> JSON {
         let start = self.index
-        func isDigit(_ i: Int) -> Bool { i < self.scalars.count && ("0"..."9").contains(self.scalars[i]) }
-        if self.scalars[self.index] == "-" { self.index += 1 }
+        func isDigit(_ i: Int) -> Bool {
+            i < self.bytes.count && (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self.bytes[i])
+        }
+        if self.at("-") { self.index += 1 }
         guard isDigit(self.index) else { throw self.error("expected a digit") }
-        if self.scalars[self.index] == "0" {
+        if self.at("0") {
             self.index += 1
             if isDigit(self.index) { throw self.error("a number may not start with 0") }
         } else {
             while isDigit(self.index) { self.index += 1 }
         }
-        if self.index < self.scalars.count, self.scalars[self.index] == "." {
+        if self.at(".") {
             self.index += 1
             guard isDigit(self.index) else { throw self.error("expected a digit after '.'") }
             while isDigit(self.index) { self.index += 1 }
         }
-        if self.index < self.scalars.count, self.scalars[self.index] == "e" || self.scalars[self.index] == "E" {
+        if self.at("e") || self.at("E") {
             self.index += 1
-            if self.index < self.scalars.count, self.scalars[self.index] == "+" || self.scalars[self.index] == "-" {
-                self.index += 1
-            }
+            if self.at("+") || self.at("-") { self.index += 1 }
             guard isDigit(self.index) else { throw self.error("expected a digit in the exponent") }
             while isDigit(self.index) { self.index += 1 }
         }
-        var text = String.UnicodeScalarView()
-        text.append(contentsOf: self.scalars[start..<self.index])
-        return .number(String(text))
+        return .number(String(decoding: UnsafeBufferPointer(rebasing: self.bytes[start..<self.index]), as: UTF8.self))
     }
 }

@@ -13,12 +13,26 @@ import Testing
             json["b"] == .array([.number("1"), .number("2.50"), .number("-3e-2"), .bool(true), .bool(false), .null]))
         #expect(json.text == #"{"b":[1,2.50,-3e-2,true,false,null],"a":{"x":"é\n\"\\\u0001"}}"#)
         #expect(try JSON.parse(#""\ud83d\ude00""#) == .string("😀"))
+        // Plain runs around escapes, and non-ASCII text, come through whole.
+        #expect(try JSON.parse(#""Café \"Aurora\"\tLisboa 😀""#) == .string("Café \"Aurora\"\tLisboa 😀"))
+    }
+
+    @Test("an error names the character it found, whole")
+    func describesCharacters() {
+        do {
+            _ = try JSON.parse("[1 é]")
+            Issue.record("no error")
+        } catch {
+            #expect(error.message == "expected ',' or ']', found 'é'", "\(error)")
+        }
     }
 
     @Test(
         "syntax errors give the column",
         arguments: [
             ("{", 2), ("{\"a\" 1}", 6), ("[1,]", 4), ("01", 2), ("\"abc", 5), ("tru", 1), ("{} x", 4), ("1.", 3),
+            // Columns count characters (Unicode scalars), not UTF-8 bytes.
+            ("[\"é😀\" x]", 7), ("{\"é\":1,\"é\":2}", 8), ("\"ab\\q\"", 5), ("\"a\u{1}\"", 3), ("é", 1),
         ])
     func errors(text: String, column: Int) {
         do {
