@@ -379,6 +379,70 @@ import Testing
         }
     }
 
+    /// Broken on purpose once — the per-request check removed — the write after the expiry committed.
+    @Test(
+        "an open ApplyStream commits nothing after its token expires or its subject is revoked: UNAUTHENTICATED",
+        .timeLimit(.minutes(1)))
+    func applyStreamStopsAtExpiryAndRevocation() async throws {
+        let store = try await Self.store()
+        let tokens = try await Tokens()
+        try await withInProcessServer(
+            store: store, configuration: Self.configuration, authenticator: tokens.authenticator
+        ) { _, client in
+            let meridian = Meridian_V1_Meridian.Client(wrapping: client)
+            @Sendable func insert(_ id: String) -> Meridian_V1_ApplyRequest {
+                Self.apply([
+                    .insert("Note", id: id, ["title": .string(id), "ownerId": "alice", "team": 7, "rank": 1])
+                ])
+            }
+            /// Writes `first`, waits for its answer, runs `between`, writes `second`; the answers and how it ended.
+            func stream(
+                _ token: String, _ first: String, _ second: String, between: @escaping @Sendable () async throws -> Void
+            ) async throws -> (answers: Int, error: RPCError?) {
+                let (answered, signal) = AsyncStream<Void>.makeStream()
+                return try await meridian.applyStream(
+                    metadata: Self.metadata(token),
+                    requestProducer: { writer in
+                        try await writer.write(insert(first))
+                        for await _ in answered { break }
+                        try await between()
+                        try await writer.write(insert(second))
+                    },
+                    onResponse: { response in
+                        var answers = 0
+                        do {
+                            for try await answer in response.messages {
+                                if case .result = answer.outcome {} else { Issue.record("not committed: \(answer)") }
+                                answers += 1
+                                signal.yield()
+                            }
+                            return (answers, nil)
+                        } catch let error as RPCError {
+                            return (answers, error)
+                        }
+                    })
+            }
+            // Expiry: a 3 s token (no leeway), the second write after it.
+            let expiring = try await tokens.token("alice", expiresIn: 3)
+            let expiry = Date().addingTimeInterval(3)
+            let expired = try await stream(expiring, "x1", "x2") {
+                try await Task.sleep(for: .seconds(max(0, expiry.timeIntervalSinceNow) + 0.5))
+            }
+            #expect(expired.answers == 1 && expired.error?.code == .unauthenticated, "\(expired)")
+            #expect(expired.error?.message.contains("expired") == true, "\(expired)")
+            // Revocation: the second write after alice is revoked and the server has read it (within a second).
+            let alice = try await tokens.token("alice")
+            let revoked = try await stream(alice, "y1", "y2") {
+                try await store.revoke(subject: "alice", tokenID: nil)
+                try await Task.sleep(for: .seconds(2))
+            }
+            #expect(revoked.answers == 1 && revoked.error?.code == .unauthenticated, "\(revoked)")
+            let ids = try await store.snapshot(entity: "Note").rows.map(\.id)
+            #expect(ids.contains("x1") && ids.contains("y1"))
+            #expect(!ids.contains("x2") && !ids.contains("y2"), "a write committed after its credential ended")
+        }
+    }
+
     @Test("per-principal quotas: streams past the bound and transactions past the rate are refused, others served")
     func quotas() async throws {
         let store = try await Self.store()

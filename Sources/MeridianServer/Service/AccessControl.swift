@@ -62,6 +62,16 @@ struct AccessControl: Sendable {
         return try self.admit(await authenticator.authenticate(authorization: authorization), method, peer)
     }
 
+    /// Why a caller admitted earlier — on a stream that is still open — may no longer act: its credential expired
+    /// (`expiresAt` includes the leeway) or was revoked since; `nil` while it may.
+    func refusal(ofOpen identity: Identity) -> String? {
+        if let expiresAt = identity.expiresAt, expiresAt.timeIntervalSinceNow <= 0 {
+            return "the stream's token expired; open a new stream with a fresh token"
+        }
+        if self.revocations.contains(identity) { return "the credential was revoked" }
+        return nil
+    }
+
     /// The caller of a verified identity, unless it is revoked; recorded in the audit log either way.
     private func admit(
         _ result: Result<Identity, AuthenticationError>, _ method: String, _ peer: String

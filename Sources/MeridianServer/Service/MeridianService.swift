@@ -180,6 +180,13 @@ struct MeridianService: RegistrableRPCService {
                     var index = 0
                     var running = 0
                     for try await request in requests {
+                        // A stream outlives its token: each transaction is checked against the credential's expiry
+                        // and the revocations, as every unary call is when it starts.
+                        if let caller, let refusal = self.accessControl.refusal(ofOpen: caller.identity) {
+                            self.accessControl.audit?.record(
+                                "apply_stream_ended", ["sub": caller.identity.principal.subject, "reason": refusal])
+                            throw RPCError(Meridian_V1_ErrorDetail(.unauthenticated, refusal))
+                        }
                         if running >= 64 {
                             try await inFlight.next()
                             running -= 1
