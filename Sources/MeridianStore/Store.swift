@@ -283,7 +283,8 @@ public final class Store: Sendable {
     ///     rules, ``BoundAccess``); a row it answers `notFound` for is reported exactly as a missing row, and its
     ///     ``WriteAuthorizer/idempotencyScope`` scopes the key. `nil`: every write may go ahead.
     ///   - author: Who writes the transaction (a subject), recorded with its log entries in the same SQLite
-    ///     transaction and read back by ``authors(after:limit:)``; `nil` records nobody.
+    ///     transaction and read back by ``authoredChanges(after:author:limit:)``; `nil` records nobody. Without an
+    ///     `authorizer`, it scopes the idempotency key.
     /// - Returns: The commit's `seq` and the written rows' ids and versions.
     /// - Throws: ``StoreError`` with `operationIndex` set: `validation`, `conflict` (with `attributes`), `notFound`,
     ///   `alreadyExists` (also for a key reused by another request), `permissionDenied`; `validation` for a key too
@@ -306,7 +307,9 @@ public final class Store: Sendable {
         let key = idempotencyKey.flatMap { key in
             // A caller's keys live in its own space: the scope's length first, so that no two (scope, key) pairs
             // give the same stored key.
-            let scoped = authorizer.map { "\($0.idempotencyScope.utf8.count):\($0.idempotencyScope)/\(key)" } ?? key
+            // The scope is the rules' caller or, on a server with identities and no rules, the author.
+            let scope = authorizer?.idempotencyScope ?? author
+            let scoped = scope.map { "\($0.utf8.count):\($0)/\(key)" } ?? key
             return key.isEmpty ? nil : (scoped, RequestDigest.of(operations, policy: policy))
         }
         return try await self.committer.submit(

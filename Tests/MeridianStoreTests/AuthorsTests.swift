@@ -73,6 +73,24 @@ import Testing
         }
     }
 
+    /// Without rules, the author scopes idempotency keys: one subject's key neither answers nor blocks another's.
+    @Test("idempotency keys are the author's own when there are no rules", arguments: StoreVariant.allCases)
+    func keysScopedByAuthor(variant: StoreVariant) async throws {
+        try await withStore(variant) { store in
+            let alice = try await store.apply(
+                [.insert("Tag", id: "a1", ["name": .string("a")])], idempotencyKey: "k", author: "alice")
+            // bob's transaction with the same key is his own: applied, not answered with alice's rows nor refused.
+            let bob = try await store.apply(
+                [.insert("Tag", id: "b1", ["name": .string("b")])], idempotencyKey: "k", author: "bob")
+            #expect(bob.seq > alice.seq)
+            #expect(bob.rows.map(\.id) == ["b1"])
+            // alice's retry is answered with her first answer.
+            let retry = try await store.apply(
+                [.insert("Tag", id: "a1", ["name": .string("a")])], idempotencyKey: "k", author: "alice")
+            #expect(retry.seq == alice.seq && retry.rows.map(\.id) == ["a1"])
+        }
+    }
+
     @Test("the log of a store file is read by path, read-only, with its authors")
     func readByPath() async throws {
         let directory = try TemporaryDirectory()
