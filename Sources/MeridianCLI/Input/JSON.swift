@@ -105,6 +105,14 @@ package enum JSONText {
     /// else (non-ASCII included) as UTF-8.
     package static func write(_ s: String, to out: inout String) {
         out += "\""
+        // Most strings need no escape: appended whole (one scalar at a time was most of `meridian watch`'s JSON
+        // writing).
+        if !s.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") })
+        {
+            out += s
+            out += "\""
+            return
+        }
         for scalar in s.unicodeScalars {
             switch scalar {
             case "\"": out += "\\\""

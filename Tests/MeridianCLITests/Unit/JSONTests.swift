@@ -17,6 +17,19 @@ import Testing
         #expect(try JSON.parse(#""Café \"Aurora\"\tLisboa 😀""#) == .string("Café \"Aurora\"\tLisboa 😀"))
     }
 
+    @Test(
+        "string literals: plain text whole, quotes, backslashes and control characters escaped",
+        arguments: [
+            ("Café Aurora 😀", #""Café Aurora 😀""#), ("", #""""#), ("a\"b", #""a\"b""#), ("a\\b", #""a\\b""#),
+            ("line\nnext\tcol\r", #""line\nnext\tcol\r""#), ("\u{1}é\u{7F}", #""\u0001é\u007f""#),
+            ("x\u{7F}", #""x\u007f""#),
+        ])
+    func literals(text: String, literal: String) {
+        var out = ""
+        JSONText.write(text, to: &out)
+        #expect(out == literal)
+    }
+
     @Test("an error names the character it found, whole")
     func describesCharacters() {
         do {
