@@ -28,7 +28,9 @@ struct BenchFigure {
             return String(format: "%.6g", value)
         }
         func string(_ text: String) -> String {
-            String(decoding: (try? JSONEncoder().encode(text)) ?? Data("\"\"".utf8), as: UTF8.self)
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = .withoutEscapingSlashes
+            return String(decoding: (try? encoder.encode(text)) ?? Data("\"\"".utf8), as: UTF8.self)
         }
         return "{\"bench\":\(string(self.bench)),\"case\":\(string(self.name)),\"value\":\(number(self.value)),"
             + "\"unit\":\(string(self.unit)),\"ceiling\":\(number(self.ceiling)),\"ratio\":\(number(self.ratio))}"

@@ -5,6 +5,7 @@
 //   .build/release/meridian-bench server
 //   .build/release/meridian-bench bounds
 //   .build/release/meridian-bench bulk [--rows 20000] [--runs 3] [--json]   (needs meridian-server and meridian built)
+//   .build/release/meridian-bench sync [--rows 200000] [--json]
 
 import Foundation
 import MeridianCore
@@ -21,6 +22,7 @@ let benchmarks: [String: @Sendable () async throws -> Void] = [
     "bounds": { try await BoundsBenchmark.run() },
     "client": { try await runClientBenchmark(arguments: Array(CommandLine.arguments.dropFirst(2))) },
     "bulk": { try await BulkBenchmark.run(arguments: Array(CommandLine.arguments.dropFirst(2))) },
+    "sync": { try await SyncBenchmark.run(arguments: Array(CommandLine.arguments.dropFirst(2))) },
 ]
 
 let name = CommandLine.arguments.dropFirst().first ?? ""

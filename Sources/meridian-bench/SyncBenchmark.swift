@@ -1,0 +1,177 @@
+// MARK: - Initial sync benchmark
+//
+// `meridian-bench sync [--rows 200000] [--json]`
+//
+// A new client subscribing to every row of a store: from `controller(for:)` until the controller is loaded and
+// ready (the snapshot streamed by meridian-server from SQLite in chunks, decoded, cached and sorted into the
+// controller), against the ceiling — a trivial gRPC service streaming the same rows, pre-encoded as snapshot chunks of
+// about 1 MiB, to a client that decodes every message and drops it. Both in this process, over loopback HTTP/2. Also
+// the client's memory: resident bytes after loading minus before, per row, next to the rows' encoded size.
+//
+// The figure is a throughput (rows/s); its ratio is Meridian's over the ceiling's (the goal: at least 0.5).
+
+import Foundation
+import GRPCCore
+import GRPCNIOTransportHTTP2
+import MeridianClient
+import MeridianCore
+import MeridianProto
+import MeridianServer
+import MeridianStore
+import SwiftProtobuf
+import Synchronization
+
+enum SyncBenchmark {
+    static func run(arguments: [String]) async throws {
+        var rows = 200_000
+        var json = false
+        var i = 0
+        while i < arguments.count {
+            switch arguments[i] {
+            case "--rows" where i + 1 < arguments.count:
+                rows = max(1, Int(arguments[i + 1]) ?? rows)
+                i += 1
+            case "--json": json = true
+            default:
+                FileHandle.standardError.write(Data("usage: meridian-bench sync [--rows 200000] [--json]\n".utf8))
+                exit(2)
+            }
+            i += 1
+        }
+        let printer = FigurePrinter(json: json)
+        printer.note("sync: a new client subscribing to \(rows) rows until its controller is ready")
+        let store = try Store.temporary(schema: ServerBenchmark.schema(), logger: benchLogger)
+        var start = 0
+        while start < rows {
+            let end = min(rows, start + 10_000)
+            try await store.apply(
+                (start..<end).map { r in
+                    .insert(
+                        "Bench", id: "r\(r)",
+                        ["title": .string("row \(r)"), "stamp": .int(Int64(r)), "qty": .int(Int64(r % 100))])
+                })
+            start = end
+        }
+
+        // The ceiling first (it allocates less), then Meridian.
+        let (rawSeconds, payloadBytes) = try await Self.raw(store: store, rows: rows)
+        let (meridianSeconds, residentBytes) = try await Self.meridian(store: store, rows: rows)
+        printer.print(
+            BenchFigure(
+                bench: "sync", name: "\(rows) rows into a ready controller, rows/s",
+                value: Double(rows) / meridianSeconds, unit: "rows/s", ceiling: Double(rows) / rawSeconds))
+        printer.print(
+            BenchFigure(
+                bench: "sync", name: "client resident bytes per row held (ceiling: the row's encoded bytes)",
+                value: Double(residentBytes) / Double(rows), unit: "bytes", ceiling: Double(payloadBytes) / Double(rows)
+            ))
+        printer.note(
+            String(
+                format: "  meridian %.3f s, raw gRPC %.3f s; %d rows of %.0f encoded bytes each", meridianSeconds,
+                rawSeconds, rows, Double(payloadBytes) / Double(rows)))
+    }
+
+    /// Meridian: seconds from `controller(for:)` to a loaded controller, and the resident bytes it added.
+    static func meridian(store: Store, rows: Int) async throws -> (Double, Int) {
+        var configuration = ServerConfiguration(host: "127.0.0.1", port: 0)
+        configuration.logRetention = .unlimited
+        let server = MeridianServer(store: store, configuration: configuration, logger: benchLogger)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await server.run() }
+            defer { server.beginGracefulShutdown() }
+            let port = try await server.listeningAddress.port
+            let container = try await MeridianContainer(
+                .init(server: "127.0.0.1:\(port)", schema: try ServerBenchmark.schema(), logger: benchLogger))
+            let connection = Task { await container.run() }
+            defer { connection.cancel() }
+            let before = ClientBenchmark.heapInUse()
+            let started = ContinuousClock.now
+            let controller = try await container.controller(for: try FetchRequest(entity: "Bench"))
+            try await controller.waitUntilLoaded()
+            let elapsed = ContinuousClock.now - started
+            let after = ClientBenchmark.heapInUse()
+            guard controller.count == rows else {
+                throw BulkBenchmark.BenchError(description: "the controller holds \(controller.count) of \(rows) rows")
+            }
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            server.beginGracefulShutdown()
+            connection.cancel()
+            try await group.waitForAll()
+            return (seconds, after - before)
+        }
+    }
+
+    /// The ceiling: the same rows as snapshot chunks of about 1 MiB, streamed by a trivial service and decoded (then
+    /// dropped) by the client. Seconds from the first message sent to the last decoded, and the rows' encoded bytes.
+    static func raw(store: Store, rows: Int) async throws -> (Double, Int) {
+        let snapshot = try await store.snapshot(entity: "Bench")
+        var messages: [[UInt8]] = []
+        var chunk = Meridian_V1_SnapshotChunk()
+        chunk.subscriptionID = "all"
+        var chunkBytes = 0
+        var payload = 0
+        var index: UInt32 = 0
+        func flush(last: Bool) throws {
+            chunk.chunkIndex = index
+            chunk.last = last
+            var response = Meridian_V1_SyncResponse()
+            response.snapshotChunk = chunk
+            messages.append(try response.serializedBytes())
+            index += 1
+            chunk.rows.removeAll(keepingCapacity: true)
+            chunkBytes = 0
+        }
+        for (row, version) in zip(snapshot.rows, snapshot.versions) {
+            let encoded = Meridian_V1_Row(row, version: version)
+            let size = (try encoded.serializedBytes() as [UInt8]).count
+            payload += size
+            chunk.rows.append(encoded)
+            chunkBytes += size
+            if chunkBytes >= 1 << 20 { try flush(last: false) }
+        }
+        try flush(last: true)
+
+        let broadcast = Broadcast()
+        let transport = HTTP2ServerTransport.Posix(
+            address: .ipv4(host: "127.0.0.1", port: 0), transportSecurity: .plaintext)
+        let server = GRPCServer(transport: transport, services: [RawService(broadcast: broadcast)])
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await server.serve() }
+            let port = try await transport.listeningAddress.ipv4!.port
+            let (subscribed, signal) = AsyncStream<Void>.makeStream()
+            let done = Mutex<ContinuousClock.Instant?>(nil)
+            group.addTask {
+                let client = try HTTP2ClientTransport.Posix(
+                    target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext)
+                try await withGRPCClient(transport: client) { client in
+                    try await client.serverStreaming(
+                        request: ClientRequest(message: [UInt8]()), descriptor: RawService.method,
+                        serializer: BytesCoding(), deserializer: SyncResponseDeserializer(), options: .defaults
+                    ) { response in
+                        var received = 0
+                        var first = true
+                        for try await message in response.messages {
+                            if first {
+                                first = false
+                                signal.yield()
+                                continue
+                            }
+                            if case .snapshotChunk(let chunk) = message.kind { received += chunk.rows.count }
+                            if received >= rows { break }
+                        }
+                        done.withLock { $0 = .now }
+                    }
+                }
+            }
+            for await _ in subscribed { break }
+            let started = ContinuousClock.now
+            for message in messages { broadcast.send(message) }
+            broadcast.finish()
+            try await group.next()
+            server.beginGracefulShutdown()
+            try await group.waitForAll()
+            let elapsed = (done.withLock { $0 } ?? .now) - started
+            return (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18, payload)
+        }
+    }
+}
