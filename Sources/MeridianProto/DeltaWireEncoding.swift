@@ -36,6 +36,54 @@ package enum DeltaWireEncoding {
         appendRow(row, version: version, to: &out)
     }
 
+    /// A whole `SyncResponse` holding a `SnapshotChunk` (field 2): the bytes swift-protobuf would write for the same
+    /// values, fields in number order, proto3 defaults left out. A snapshot's rows were turned into
+    /// `Meridian_V1_Row` messages, measured and serialized by swift-protobuf's visitors: most of what the server
+    /// spent on an initial sync.
+    package static func snapshotChunkResponse(
+        subscriptionID: String, seq: Int64, rows: some Collection<(row: Row, version: Int64)>, last: Bool,
+        resnapshot: Bool, chunkIndex: UInt32, epoch: UInt32
+    ) -> [UInt8] {
+        var sizes: [Int] = []
+        sizes.reserveCapacity(rows.count)
+        var body = subscriptionID.isEmpty ? 0 : fieldSize(subscriptionID.utf8.count)
+        if seq != 0 { body += 1 + varintSize(UInt64(bitPattern: seq)) }
+        for (row, version) in rows {
+            let size = rowSize(row, version: version)
+            sizes.append(size)
+            body += fieldSize(size)
+        }
+        if last { body += 2 }
+        if resnapshot { body += 2 }
+        if chunkIndex != 0 { body += 1 + varintSize(UInt64(chunkIndex)) }
+        if epoch != 0 { body += 1 + varintSize(UInt64(epoch)) }
+        var out: [UInt8] = []
+        out.reserveCapacity(body + 6)
+        out.append(0x12)
+        appendVarint(UInt64(body), to: &out)
+        if !subscriptionID.isEmpty { appendString(field: 1, subscriptionID, to: &out) }
+        if seq != 0 {
+            out.append(0x10)
+            appendVarint(UInt64(bitPattern: seq), to: &out)
+        }
+        for ((row, version), size) in zip(rows, sizes) {
+            out.append(0x1A)
+            appendVarint(UInt64(size), to: &out)
+            appendRow(row, version: version, to: &out)
+        }
+        if last { out += [0x20, 1] }
+        if resnapshot { out += [0x28, 1] }
+        if chunkIndex != 0 {
+            out.append(0x30)
+            appendVarint(UInt64(chunkIndex), to: &out)
+        }
+        if epoch != 0 {
+            out.append(0x38)
+            appendVarint(UInt64(epoch), to: &out)
+        }
+        return out
+    }
+
     /// One element of `SubscriptionDelta` field 3 (left).
     package static func appendLeft(_ id: String, to out: inout [UInt8]) {
         appendString(field: 3, id, to: &out, always: true)

@@ -41,6 +41,30 @@ import Testing
         #expect(decoded == expected)
     }
 
+    @Test(
+        "a snapshot chunk response decodes to the message built field by field, defaults and all",
+        arguments: [false, true])
+    func snapshotChunk(defaults: Bool) throws {
+        var chunk = Meridian_V1_SnapshotChunk()
+        if !defaults {
+            chunk.subscriptionID = "sub ü"
+            chunk.seq = 1 << 33
+            chunk.rows = Self.rows.map { Meridian_V1_Row($0.row, version: $0.version) }
+            chunk.last = true
+            chunk.resnapshot = true
+            chunk.chunkIndex = 300
+            chunk.epoch = 7
+        }
+        var expected = Meridian_V1_SyncResponse()
+        expected.snapshotChunk = chunk
+        let bytes = DeltaWireEncoding.snapshotChunkResponse(
+            subscriptionID: chunk.subscriptionID, seq: chunk.seq, rows: defaults ? [] : Self.rows, last: chunk.last,
+            resnapshot: chunk.resnapshot, chunkIndex: chunk.chunkIndex, epoch: chunk.epoch)
+        #expect(try Meridian_V1_SyncResponse(serializedBytes: bytes) == expected)
+        // The same length as swift-protobuf's own encoding (map entries may come in another order).
+        #expect(bytes.count == (try expected.serializedBytes() as [UInt8]).count)
+    }
+
     @Test("an empty delta has an empty body")
     func empty() {
         let body = DeltaWireEncoding.subscriptionDeltaBody(

@@ -363,6 +363,24 @@ enum Chunking {
         return chunks
     }
 
+    /// The index ranges of ``chunks(_:maxBytes:)``: the same cuts, for rows encoded straight into chunk messages.
+    static func ranges(_ rows: [VersionedRow], maxBytes: Int) -> [Range<Int>] {
+        var ranges: [Range<Int>] = []
+        var start = 0
+        var size = 0
+        for (index, row) in rows.enumerated() {
+            let estimate = self.estimatedSize(row)
+            if index > start, size + estimate > maxBytes {
+                ranges.append(start..<index)
+                start = index
+                size = 0
+            }
+            size += estimate
+        }
+        if start < rows.count || ranges.isEmpty { ranges.append(start..<rows.count) }
+        return ranges
+    }
+
     /// An upper bound of a row's encoded size inside a chunk message.
     static func estimatedSize(_ row: VersionedRow) -> Int {
         var size = 16 + row.row.id.utf8.count

@@ -276,19 +276,15 @@ struct SyncSession {
             }
             for part in batch.encoded(maxBytes: batchBytes) { try await writer.write(.encoded(part)) }
         case .snapshot(let snapshot):
-            let chunks = Chunking.chunks(snapshot.rows, maxBytes: chunkBytes)
-            for (i, rows) in chunks.enumerated() {
-                var chunk = Meridian_V1_SnapshotChunk()
-                chunk.subscriptionID = snapshot.subscriptionID
-                chunk.epoch = snapshot.epoch
-                chunk.seq = snapshot.seq
-                chunk.rows = rows
-                chunk.last = snapshot.isLast && i == chunks.count - 1
-                chunk.resnapshot = snapshot.resnapshot
-                chunk.chunkIndex = snapshot.firstChunk + UInt32(i)
-                var response = Meridian_V1_SyncResponse()
-                response.snapshotChunk = chunk
-                try await writer.write(.message(response))
+            // Encoded by hand, straight from the rows (DeltaWireEncoding), one chunk at a time.
+            let chunks = Chunking.ranges(snapshot.rows, maxBytes: chunkBytes)
+            for (i, range) in chunks.enumerated() {
+                let bytes = DeltaWireEncoding.snapshotChunkResponse(
+                    subscriptionID: snapshot.subscriptionID, seq: snapshot.seq,
+                    rows: snapshot.rows[range].lazy.map { ($0.row, $0.version) },
+                    last: snapshot.isLast && i == chunks.count - 1, resnapshot: snapshot.resnapshot,
+                    chunkIndex: snapshot.firstChunk + UInt32(i), epoch: snapshot.epoch)
+                try await writer.write(.encoded(bytes))
             }
         }
     }
