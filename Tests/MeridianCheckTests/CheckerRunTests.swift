@@ -66,7 +66,13 @@ func runChecker(_ arguments: [String]) async throws -> CheckRun {
     async let out = Task.detached { output.fileHandleForReading.readDataToEndOfFile() }.value
     async let err = Task.detached { errors.fileHandleForReading.readDataToEndOfFile() }.value
     let (stdout, stderr) = await (out, err)
-    process.waitUntilExit()
+    // Polled, not `waitUntilExit()`: on Linux, Foundation can miss a child's exit and spin forever inside it, on a
+    // thread of the cooperative pool. The checker ends its own children; one that outlives 10 minutes is killed.
+    let deadline = ContinuousClock.now + .seconds(600)
+    while process.isRunning {
+        if ContinuousClock.now > deadline { kill(process.processIdentifier, SIGKILL) }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
     return CheckRun(
         status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
         stderr: String(decoding: stderr, as: UTF8.self))
