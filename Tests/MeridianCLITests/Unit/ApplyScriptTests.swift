@@ -6,6 +6,21 @@ import Testing
 @testable import MeridianCLI
 
 @Suite struct ApplyScriptTests {
+    /// The lines are found in bytes; they must be the ones splitting over Characters gives (CR LF one separator, a
+    /// lone CR kept, combining marks after a line break), for random texts.
+    @Test("lines split in bytes equal the Character split, for random texts")
+    func linesMatchCharacterSplit() {
+        var rng = SplitMix64(seed: 20_261_124)
+        let pieces = ["a", "\n", "\r", "\r\n", " ", "é", "\u{301}", "{}", "\t", "😀", "\n\n"]
+        for _ in 0..<2_000 {
+            var text = ""
+            for _ in 0..<Int.random(in: 0...12, using: &rng) { text += pieces.randomElement(using: &rng)! }
+            let expected = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
+                .map(String.init)
+            #expect(ApplyScript.lines(text) == expected, "\(Array(text.unicodeScalars))")
+        }
+    }
+
     @Test("every operation kind, blank lines skipped, line numbers kept")
     func parsesAll() throws {
         let text = """
