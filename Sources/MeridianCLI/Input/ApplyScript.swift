@@ -26,7 +26,7 @@ package enum ApplyScript {
     static func parse(_ text: String, schema: Schema) throws(CLIError) -> [(line: Int, operation: WriteOperation)] {
         var operations: [(line: Int, operation: WriteOperation)] = []
         var lineNumber = 0
-        for line in Self.lines(text) {
+        for line in InputLines.split(text) {
             lineNumber += 1
             if line.utf8.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) { continue }
             do {
@@ -36,24 +36,6 @@ package enum ApplyScript {
             }
         }
         return operations
-    }
-
-    /// The lines of `text`, ended by LF or CR LF (a CR alone stays in its line), the last one included even when
-    /// empty: the lines `split` over Characters gave (LF never joins a grapheme cluster with its neighbours; CR LF
-    /// is one), found in the UTF-8 bytes — splitting over Characters was a fifth of `meridian apply`'s CPU.
-    static func lines(_ text: String) -> [String] {
-        var text = text
-        return text.withUTF8 { bytes in
-            var lines: [String] = []
-            var start = 0
-            for index in bytes.indices where bytes[index] == UInt8(ascii: "\n") {
-                let end = index > start && bytes[index - 1] == UInt8(ascii: "\r") ? index - 1 : index
-                lines.append(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self))
-                start = index + 1
-            }
-            lines.append(String(decoding: UnsafeBufferPointer(rebasing: bytes[start...]), as: UTF8.self))
-            return lines
-        }
     }
 
     /// Parses `text` exactly as `meridian apply` does and returns the input line of each operation, in order; the

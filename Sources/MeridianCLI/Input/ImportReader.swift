@@ -101,11 +101,11 @@ enum ImportReader {
     static func parseJSONLines(_ text: String, entity: EntitySchema) throws(CLIError) -> [Item] {
         var items: [Item] = []
         var lineNumber = 0
-        for line in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
+        for line in InputLines.split(text) {
             lineNumber += 1
             guard !line.allSatisfy({ $0.isWhitespace }) else { continue }
             do {
-                items.append(try Self.parseJSONLine(String(line), number: lineNumber, entity: entity))
+                items.append(try Self.parseJSONLine(line, number: lineNumber, entity: entity))
             } catch {
                 throw error.within("line \(lineNumber)")
             }

@@ -17,7 +17,7 @@ import Testing
             for _ in 0..<Int.random(in: 0...12, using: &rng) { text += pieces.randomElement(using: &rng)! }
             let expected = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
                 .map(String.init)
-            #expect(ApplyScript.lines(text) == expected, "\(Array(text.unicodeScalars))")
+            #expect(InputLines.split(text) == expected, "\(Array(text.unicodeScalars))")
         }
     }
 
