@@ -1,5 +1,6 @@
 import Foundation
 import GRPCCore
+import GRPCInProcessTransport
 import MeridianAuth
 import MeridianCore
 import MeridianProto
@@ -94,6 +95,19 @@ import Testing
     static let configuration = Fixtures.configuration { $0.helloTimeout = .seconds(120) }
 
     static func metadata(_ token: String) -> Metadata { ["authorization": "Bearer \(token)"] }
+
+    /// A seeded store (``store()``), fresh tokens, and a client of an in-process server that verifies them.
+    static func withRulesServer(
+        _ body: (Store, Tokens, Meridian_V1_Meridian.Client<InProcessTransport.Client>) async throws -> Void
+    ) async throws {
+        let store = try await Self.store()
+        let tokens = try await Tokens()
+        try await withInProcessServer(
+            store: store, configuration: Self.configuration, authenticator: tokens.authenticator
+        ) { _, client in
+            try await body(store, tokens, Meridian_V1_Meridian.Client(wrapping: client))
+        }
+    }
 
     static func notes(_ predicate: String = "", sort: [(String, Bool)] = [], limit: UInt32? = nil)
         -> Meridian_V1_FetchRequest
@@ -263,12 +277,7 @@ import Testing
 
     @Test("a refresh that shrinks projects re-diffs only the subscriptions whose rule changed, in one Batch")
     func refreshRediffs() async throws {
-        let store = try await Self.store()
-        let tokens = try await Tokens()
-        try await withInProcessServer(
-            store: store, configuration: Self.configuration, authenticator: tokens.authenticator
-        ) { _, client in
-            let meridian = Meridian_V1_Meridian.Client(wrapping: client)
+        try await Self.withRulesServer { store, tokens, meridian in
             let first = try await tokens.token("alice", projects: ["p1"])
             try await withSyncStream(meridian, metadata: Self.metadata(first)) { stream in
                 var mirror = try await Mirror.subscribed(stream, "notes", Self.notes())
@@ -301,12 +310,7 @@ import Testing
 
     @Test("a resume is answered from the log only under the same read rules; other claims get snapshots")
     func resumeUnderOtherClaims() async throws {
-        let store = try await Self.store()
-        let tokens = try await Tokens()
-        try await withInProcessServer(
-            store: store, configuration: Self.configuration, authenticator: tokens.authenticator
-        ) { _, client in
-            let meridian = Meridian_V1_Meridian.Client(wrapping: client)
+        try await Self.withRulesServer { store, tokens, meridian in
             let withProject = try await tokens.token("alice", projects: ["p1"])
             var fingerprint = ""
             var seq: Int64 = 0
@@ -345,12 +349,7 @@ import Testing
     @Test(
         "a revoked subject's open stream ends within a second, and its new calls are refused", .timeLimit(.minutes(1)))
     func revocation() async throws {
-        let store = try await Self.store()
-        let tokens = try await Tokens()
-        try await withInProcessServer(
-            store: store, configuration: Self.configuration, authenticator: tokens.authenticator
-        ) { _, client in
-            let meridian = Meridian_V1_Meridian.Client(wrapping: client)
+        try await Self.withRulesServer { store, tokens, meridian in
             let alice = try await tokens.token("alice")
             let bob = try await tokens.token("bob")
             try await withSyncStream(meridian, metadata: Self.metadata(alice)) { stream in
@@ -384,12 +383,7 @@ import Testing
         "an open ApplyStream commits nothing after its token expires or its subject is revoked: UNAUTHENTICATED",
         .timeLimit(.minutes(1)))
     func applyStreamStopsAtExpiryAndRevocation() async throws {
-        let store = try await Self.store()
-        let tokens = try await Tokens()
-        try await withInProcessServer(
-            store: store, configuration: Self.configuration, authenticator: tokens.authenticator
-        ) { _, client in
-            let meridian = Meridian_V1_Meridian.Client(wrapping: client)
+        try await Self.withRulesServer { store, tokens, meridian in
             @Sendable func insert(_ id: String) -> Meridian_V1_ApplyRequest {
                 Self.apply([
                     .insert("Note", id: id, ["title": .string(id), "ownerId": "alice", "team": 7, "rank": 1])
@@ -561,12 +555,7 @@ import Testing
         "without a refresh, the stream ends at the token's expiry: Goodbye, then UNAUTHENTICATED, nothing after",
         .timeLimit(.minutes(1)))
     func expiryEndsTheStream() async throws {
-        let store = try await Self.store()
-        let tokens = try await Tokens()
-        try await withInProcessServer(
-            store: store, configuration: Self.configuration, authenticator: tokens.authenticator
-        ) { _, client in
-            let meridian = Meridian_V1_Meridian.Client(wrapping: client)
+        try await Self.withRulesServer { store, tokens, meridian in
             // A token that expires in 5 s; on a machine so busy that the stream opens after that, a new one.
             for attempt in 1...5 {
                 let token = try await tokens.token("alice", expiresIn: 5)
