@@ -165,39 +165,24 @@ enum BulkBenchmark {
     /// apply` exited.
     static func meridianRun(bin: String, directory: String, rows: Int) throws -> (Double, Double) {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: bin + "/meridian-server")
-        server.arguments = [
-            "--db", directory + "/store.sqlite", "--schema", directory + "/../bench.yaml", "--listen", "127.0.0.1:0",
-            "--log-level", "warning",
-        ]
-        let serverOut = Pipe()
-        server.standardOutput = serverOut
-        server.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try server.run()
-        defer {
-            server.terminate()
-            server.waitUntilExit()
-        }
-        let firstLine = Self.readLine(serverOut.fileHandleForReading)
+        let (server, serverOut) = try Self.start(
+            bin + "/meridian-server",
+            [
+                "--db", directory + "/store.sqlite", "--schema", directory + "/../bench.yaml", "--listen",
+                "127.0.0.1:0", "--log-level", "warning",
+            ])
+        defer { Self.stop(server) }
+        let firstLine = Self.readLine(serverOut)
         guard firstLine.hasPrefix("listening on ") else {
             throw BenchError(description: "meridian-server did not start (said '\(firstLine)')")
         }
         let address = String(firstLine.dropFirst("listening on ".count))
 
-        let watch = Process()
-        watch.executableURL = URL(fileURLWithPath: bin + "/meridian")
-        watch.arguments = ["watch", "Bench", "--format", "jsonl", "--server", address]
-        let watchOut = Pipe()
-        watch.standardOutput = watchOut
-        watch.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try watch.run()
-        defer {
-            watch.terminate()
-            watch.waitUntilExit()
-        }
+        let (watch, watchOut) = try Self.start(
+            bin + "/meridian", ["watch", "Bench", "--format", "jsonl", "--server", address])
+        defer { Self.stop(watch) }
         // The watcher's snapshot (empty) comes first: it is subscribed.
-        let snapshot = Self.readLine(watchOut.fileHandleForReading)
+        let snapshot = Self.readLine(watchOut)
         guard snapshot.contains("\"event\":\"snapshot\"") else {
             throw BenchError(description: "meridian watch did not print its snapshot (said '\(snapshot)')")
         }
@@ -216,15 +201,15 @@ enum BulkBenchmark {
         let pattern = Array("\"op\":\"insert\"".utf8)
         var seen = 0
         var carry: [UInt8] = []
-        let handle = watchOut.fileHandleForReading
         while seen < rows {
-            let data = handle.availableData
+            let data = watchOut.availableData
             if data.isEmpty { throw BenchError(description: "meridian watch ended after \(seen) of \(rows) rows") }
             var bytes = carry
             bytes.append(contentsOf: data)
             var index = 0
             while index + pattern.count <= bytes.count {
-                if bytes[index] == pattern[0], Array(bytes[index..<(index + pattern.count)]) == pattern {
+                // Compared in place: this loop shares the two cores with the processes it times.
+                if bytes[index] == pattern[0], bytes[index..<(index + pattern.count)].elementsEqual(pattern) {
                     seen += 1
                     index += pattern.count
                 } else {
@@ -240,6 +225,24 @@ enum BulkBenchmark {
             throw BenchError(description: "meridian apply failed: \(message)")
         }
         return (total, applied.value ?? total)
+    }
+
+    /// Starts `executable` with its standard output on a pipe (returned) and its standard error discarded.
+    static func start(_ executable: String, _ arguments: [String]) throws -> (Process, FileHandle) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        return (process, output.fileHandleForReading)
+    }
+
+    /// SIGTERM, then waits for the exit.
+    static func stop(_ process: Process) {
+        process.terminate()
+        process.waitUntilExit()
     }
 
     /// The ceiling: Python's seconds for the same rows, one transaction, WAL, synchronous=FULL.
