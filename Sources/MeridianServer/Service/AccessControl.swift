@@ -62,13 +62,19 @@ struct AccessControl: Sendable {
         return try self.admit(await authenticator.authenticate(authorization: authorization), method, peer)
     }
 
-    /// Why a caller admitted earlier — on a stream that is still open — may no longer act: its credential expired
-    /// (`expiresAt` includes the leeway) or was revoked since; `nil` while it may.
-    func refusal(ofOpen identity: Identity) -> String? {
-        if let expiresAt = identity.expiresAt, expiresAt.timeIntervalSinceNow <= 0 {
-            return "the stream's token expired; open a new stream with a fresh token"
-        }
-        if self.revocations.contains(identity) { return "the credential was revoked" }
+    /// How the credential of a caller admitted earlier, on a stream still open, ended since.
+    enum CredentialEnd {
+        /// Its `expiresAt` (which includes the leeway) passed.
+        case expired
+        /// It was revoked.
+        case revoked
+    }
+
+    /// Whether a caller admitted earlier — on a stream that is still open — may no longer act, and why; `nil` while
+    /// it may. Every open stream asks: `Sync` twice a second, `ApplyStream` before each transaction.
+    func end(ofOpen identity: Identity) -> CredentialEnd? {
+        if let expiresAt = identity.expiresAt, expiresAt.timeIntervalSinceNow <= 0 { return .expired }
+        if self.revocations.contains(identity) { return .revoked }
         return nil
     }
 

@@ -182,7 +182,11 @@ struct MeridianService: RegistrableRPCService {
                     for try await request in requests {
                         // A stream outlives its token: each transaction is checked against the credential's expiry
                         // and the revocations, as every unary call is when it starts.
-                        if let caller, let refusal = self.accessControl.refusal(ofOpen: caller.identity) {
+                        if let caller, let end = self.accessControl.end(ofOpen: caller.identity) {
+                            let refusal =
+                                end == .expired
+                                ? "the stream's token expired; open a new stream with a fresh token"
+                                : "the credential was revoked"
                             self.accessControl.audit?.record(
                                 "apply_stream_ended", ["sub": caller.identity.principal.subject, "reason": refusal])
                             throw RPCError(Meridian_V1_ErrorDetail(.unauthenticated, refusal))

@@ -83,9 +83,8 @@ extension SyncSession {
     /// `UNAUTHENTICATED`; nothing queued before is sent after it. Looks twice a second.
     func watchCredential(outbox: ClientOutbox) async throws {
         while let caller = self.access.caller {
-            let expired = caller.identity.expiresAt.map { $0.timeIntervalSinceNow <= 0 } ?? false
-            let revoked = self.service.accessControl.revocations.contains(caller.identity)
-            if expired || revoked {
+            if let end = self.service.accessControl.end(ofOpen: caller.identity) {
+                let expired = end == .expired
                 let why = expired ? "expired" : "was revoked"
                 var goodbye = Meridian_V1_Goodbye()
                 goodbye.reason =
