@@ -348,26 +348,15 @@ enum Chunking {
     }
 
     /// The rows as wire rows, in chunks whose encoding stays under `maxBytes` (a larger row goes alone); at least
-    /// one chunk, empty for no rows.
+    /// one chunk, empty for no rows. The cuts are ``ranges(_:maxBytes:)``'s.
     static func chunks(_ rows: [VersionedRow], maxBytes: Int) -> [[Meridian_V1_Row]] {
-        var chunks: [[Meridian_V1_Row]] = []
-        var current: [Meridian_V1_Row] = []
-        var size = 0
-        for row in rows {
-            let estimate = self.estimatedSize(row)
-            if !current.isEmpty, size + estimate > maxBytes {
-                chunks.append(current)
-                current = []
-                size = 0
-            }
-            current.append(Meridian_V1_Row(row.row, version: row.version))
-            size += estimate
+        self.ranges(rows, maxBytes: maxBytes).map { range in
+            rows[range].map { Meridian_V1_Row($0.row, version: $0.version) }
         }
-        if !current.isEmpty || chunks.isEmpty { chunks.append(current) }
-        return chunks
     }
 
-    /// The index ranges of ``chunks(_:maxBytes:)``: the same cuts, for rows encoded straight into chunk messages.
+    /// Where the rows are cut into chunks whose encoding stays under `maxBytes` (a larger row goes alone): index
+    /// ranges, at least one, empty for no rows. A Sync snapshot encodes them straight into chunk messages.
     static func ranges(_ rows: [VersionedRow], maxBytes: Int) -> [Range<Int>] {
         var ranges: [Range<Int>] = []
         var start = 0
