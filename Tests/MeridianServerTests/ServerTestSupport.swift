@@ -208,22 +208,43 @@ struct Mirror {
     }
 
     /// Reads and applies responses until the mirror is at `seq` or later with no snapshot waiting for its batch.
+    ///
+    /// Throws ``SubscriptionEnded`` when, meanwhile, the server ends a subscription whose snapshot is staged (its
+    /// batch would never come).
     mutating func catchUp(_ stream: SyncStream, to seq: Int64) async throws {
+        let known = self.errors.count
         while self.seq < seq || !self.chunks.isEmpty {
             self.apply(try await stream.next())
+            if let ended = self.errors[known...].first(where: { $0.ended && self.chunks[$0.subscriptionID] != nil }) {
+                throw SubscriptionEnded(error: ended)
+            }
         }
     }
 
     /// Reads and applies responses until a Batch has applied `id`'s snapshot (counting from `count`).
+    /// Throws ``SubscriptionEnded`` when the server ends the subscription meanwhile (heartbeats would otherwise keep
+    /// the wait going until the test's time limit, with no word of why).
     mutating func awaitSnapshot(_ stream: SyncStream, _ id: String, count: Int = 1) async throws {
+        let known = self.errors.count
         while self.snapshotsReceived[id, default: 0] < count {
             self.apply(try await stream.next())
+            if let ended = self.errors[known...].first(where: { $0.subscriptionID == id && $0.ended }) {
+                throw SubscriptionEnded(error: ended)
+            }
         }
     }
 
     /// The ids held for a subscription, sorted.
     func ids(_ id: String) -> [String] {
         (self.results[id] ?? [:]).keys.sorted()
+    }
+}
+
+/// A subscription a test waits on was ended by the server.
+struct SubscriptionEnded: Error, CustomStringConvertible {
+    var error: Meridian_V1_SubscriptionError
+    var description: String {
+        "the server ended subscription '\(error.subscriptionID)': \(error.error.code) \(error.error.message)"
     }
 }
 

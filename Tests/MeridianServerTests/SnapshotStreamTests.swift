@@ -115,7 +115,11 @@ struct SnapshotStreamTests {
         "changes buffered while a snapshot streams to a slow reader count against --client-queue-bytes: past it, a re-snapshot"
     )
     func bufferDuringSnapshotIsBounded() async throws {
-        let store = try Fixtures.store()
+        // The client reads nothing while it commits: on a loaded machine that can pass the default 15 s after which
+        // a snapshot nobody takes ends its subscription (seen in CI), which is another test's subject.
+        var storeConfiguration = Store.Configuration()
+        storeConfiguration.readTimeout = .seconds(120)
+        let store = try Store.temporary(schema: try Fixtures.demoSchema(), configuration: storeConfiguration)
         try await Self.fill(store, count: 3_000)
         // Chunks of 16 KiB; 48 KiB of changes may wait (each change below is about 1 KiB: its before image).
         let configuration = Fixtures.configuration { $0.clientQueueBytes = 48 << 10 }
