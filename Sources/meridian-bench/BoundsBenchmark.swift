@@ -183,12 +183,5 @@ enum BoundsBenchmark {
     }
 
     /// The process's resident set (`VmRSS`), in bytes.
-    static func residentBytes() -> Int {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
-        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
-            let kilobytes = line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
-            return kilobytes << 10
-        }
-        return 0
-    }
+    static func residentBytes() -> Int { RegionsBenchmark.residentBytes(of: getpid()) }
 }

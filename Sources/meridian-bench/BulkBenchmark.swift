@@ -108,14 +108,7 @@ enum BulkBenchmark {
             i += 1
         }
         let printer = FigurePrinter(json: json)
-        let bin = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-            .deletingLastPathComponent().path
-        for name in ["meridian-server", "meridian"]
-        where !FileManager.default.isExecutableFile(atPath: bin + "/" + name) {
-            throw BenchError(
-                description:
-                    "\(bin)/\(name) is missing: build it beside meridian-bench (./meridian.sh bench builds all three)")
-        }
+        let bin = try Self.binDirectory(needing: ["meridian-server", "meridian"])
         let directory = NSTemporaryDirectory() + "meridian-bench-bulk-\(getpid())"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -154,6 +147,18 @@ enum BulkBenchmark {
             BenchFigure(
                 bench: "bulk", name: "apply \(rows) JSON lines until meridian apply returned",
                 value: Self.median(applied), unit: "s", ceiling: ceiling))
+    }
+
+    /// The directory of this executable, where the benchmarks that run Meridian's programs as a user does find them.
+    static func binDirectory(needing names: [String]) throws -> String {
+        let bin = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+            .deletingLastPathComponent().path
+        for name in names where !FileManager.default.isExecutableFile(atPath: bin + "/" + name) {
+            throw BenchError(
+                description:
+                    "\(bin)/\(name) is missing: build it beside meridian-bench (./meridian.sh bench builds them all)")
+        }
+        return bin
     }
 
     static func median(_ values: [Double]) -> Double {

@@ -170,8 +170,18 @@ enum ServerBenchmark {
     /// columns have one writer that waits for each commit before the next.
     static let concurrentWriters = 4
 
-    static func run() async throws {
+    static func run(arguments: [String]) async throws {
         if let only = ProcessInfo.processInfo.environment["MERIDIAN_BENCH_ONLY"] { return try await runOnly(only) }
+        if arguments.first == "--case", arguments.count > 1, arguments[1] == "regions" {
+            return try await RegionsBenchmark.run(arguments: Array(arguments.dropFirst(2)))
+        }
+        guard arguments.allSatisfy({ $0 == "--json" }) else {
+            FileHandle.standardError.write(
+                Data(
+                    "usage: meridian-bench server [--json]\n       \(RegionsBenchmark.usage.dropFirst("usage: ".count))\n"
+                        .utf8))
+            exit(2)
+        }
         print(
             "server benchmark: \(ProcessInfo.processInfo.activeProcessorCount) cores, loopback HTTP/2, one connection per client"
         )

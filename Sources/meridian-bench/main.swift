@@ -2,7 +2,8 @@
 //
 //   swift build -c release --product meridian-bench && .build/release/meridian-bench store
 //   .build/release/meridian-bench results
-//   .build/release/meridian-bench server
+//   .build/release/meridian-bench server [--json]
+//   .build/release/meridian-bench server --case regions [--clients 1000] [--rate 100] [--seconds 5] [--json]
 //   .build/release/meridian-bench bounds
 //   .build/release/meridian-bench bulk [--rows 20000] [--runs 3] [--json]   (needs meridian-server and meridian built)
 //   .build/release/meridian-bench sync [--rows 200000] [--json]
@@ -18,7 +19,7 @@ let benchmarks: [String: @Sendable () async throws -> Void] = [
             print(LiveResultsBenchmark.run(rows: rows))
         }
     },
-    "server": { try await ServerBenchmark.run() },
+    "server": { try await ServerBenchmark.run(arguments: Array(CommandLine.arguments.dropFirst(2))) },
     "bounds": { try await BoundsBenchmark.run() },
     "client": { try await runClientBenchmark(arguments: Array(CommandLine.arguments.dropFirst(2))) },
     "bulk": { try await BulkBenchmark.run(arguments: Array(CommandLine.arguments.dropFirst(2))) },

@@ -1,0 +1,280 @@
+// MARK: - The many-clients case of the server benchmark
+//
+// `meridian-bench server --case regions [--clients 1000] [--rate 100] [--seconds 5] [--json]`
+//
+// N clients connected to a `meridian-server` process, each subscribed to its own map region (a cell of a grid over
+// latitude and longitude: N distinct subscriptions), while a writer commits 1-row transactions through the server's
+// Apply at `rate` commits/s; each row lands in the next client's region, round robin. Measured:
+// - p99 from just before the writer's Apply to the row's arrival at its client (both clocks are the machine's
+//   monotonic clock), against the same run with 10 clients (the ceiling: the goal is within 3x);
+// - the server's memory per idle connected client: the server process's resident set (`VmRSS`) once every client is
+//   subscribed and idle, minus before the first one connected, over N (the goal: at most 64 KiB).
+// The server is its own process so that its resident set is its own; the clients share this process and decode by
+// hand (as the other server cases do).
+
+import Foundation
+import GRPCCore
+import GRPCNIOTransportHTTP2
+import GRPCProtobuf
+import MeridianCore
+import MeridianProto
+import Synchronization
+
+enum RegionsBenchmark {
+    static let schemaYAML = """
+        version: 1
+        entities:
+          Place:
+            id: client
+            attributes:
+              title: string
+              stamp: int
+              latitude: double
+              longitude: double
+        """
+
+    struct Options {
+        var clients = 1_000
+        var rate = 100
+        var seconds = 5
+        var json = false
+    }
+
+    static let usage =
+        "usage: meridian-bench server --case regions [--clients 1000] [--rate 100] [--seconds 5] [--json]"
+
+    static func run(arguments: [String]) async throws {
+        var options = Options()
+        var i = 0
+        func number(_ flag: String) -> Int {
+            guard i + 1 < arguments.count, let value = Int(arguments[i + 1]), value > 0 else {
+                FileHandle.standardError.write(Data("error: \(flag) takes a positive number\n\(usage)\n".utf8))
+                exit(2)
+            }
+            i += 1
+            return value
+        }
+        while i < arguments.count {
+            switch arguments[i] {
+            case "--clients": options.clients = number("--clients")
+            case "--rate": options.rate = number("--rate")
+            case "--seconds": options.seconds = number("--seconds")
+            case "--json": options.json = true
+            default:
+                FileHandle.standardError.write(Data("error: unknown argument '\(arguments[i])'\n\(usage)\n".utf8))
+                exit(2)
+            }
+            i += 1
+        }
+        let printer = FigurePrinter(json: options.json)
+        for figure in try await self.figures(options, printer: printer) { printer.print(figure) }
+    }
+
+    /// The case's figures: p99 with N clients (ceiling: with 10), and the server's bytes per idle client.
+    static func figures(_ options: Options, printer: FigurePrinter) async throws -> [BenchFigure] {
+        let bin = try BulkBenchmark.binDirectory(needing: ["meridian-server"])
+        printer.note(
+            "regions: \(options.clients) clients on their own map regions, \(options.rate) 1-row commits/s for "
+                + "\(options.seconds) s through a meridian-server process; ceiling: the same with 10 clients")
+        let few = try await self.measure(bin: bin, clients: min(10, options.clients), options)
+        let many = try await self.measure(bin: bin, clients: options.clients, options)
+        printer.note(
+            String(
+                format: "  10 clients: p50 %.2f ms, p99 %.2f ms; %d clients: p50 %.2f ms, p99 %.2f ms",
+                few.p50, few.p99, options.clients, many.p50, many.p99))
+        return [
+            BenchFigure(
+                bench: "server", name: "p99 commit to client, \(options.clients) clients on own regions",
+                value: many.p99, unit: "ms", ceiling: few.p99),
+            BenchFigure(
+                bench: "server", name: "server memory per idle client, \(options.clients) clients",
+                value: many.bytesPerClient / 1024, unit: "KiB", ceiling: 64),
+        ]
+    }
+
+    struct Measured {
+        var p50: Double
+        var p99: Double
+        var bytesPerClient: Double
+    }
+
+    /// One run on a fresh server process.
+    static func measure(bin: String, clients: Int, _ options: Options) async throws -> Measured {
+        let directory = NSTemporaryDirectory() + "meridian-bench-regions-\(getpid())-\(clients)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try Self.schemaYAML.write(toFile: directory + "/regions.yaml", atomically: true, encoding: .utf8)
+        let (server, serverOut) = try BulkBenchmark.start(
+            bin + "/meridian-server",
+            [
+                "--db", directory + "/store.sqlite", "--schema", directory + "/regions.yaml", "--listen",
+                "127.0.0.1:0", "--log-level", "warning", "--max-connections", String(clients + 16),
+            ])
+        defer { BulkBenchmark.stop(server) }
+        let firstLine = BulkBenchmark.readLine(serverOut)
+        guard firstLine.hasPrefix("listening on "), let port = Int(firstLine.split(separator: ":").last ?? "") else {
+            throw BulkBenchmark.BenchError(description: "meridian-server did not start (said '\(firstLine)')")
+        }
+        let grid = Grid(cells: clients)
+        let commits = options.rate * options.seconds
+        let collector = Latencies()
+        let (readyStream, readyContinuation) = AsyncStream<Void>.makeStream()
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            let before = self.residentBytes(of: server.processIdentifier)
+            for index in 0..<clients {
+                group.addTask {
+                    try await self.client(
+                        port: port, predicate: grid.predicate(index), collector: collector,
+                        ready: { readyContinuation.yield() })
+                }
+            }
+            var ready = 0
+            for await _ in readyStream {
+                ready += 1
+                if ready == clients { break }
+            }
+            try await Task.sleep(for: .seconds(1))
+            let idle = self.residentBytes(of: server.processIdentifier)
+            try await self.write(port: port, commits: commits, rate: options.rate, grid: grid)
+            let deadline = ContinuousClock.now + .seconds(30)
+            while collector.count < commits, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            group.cancelAll()
+            let latencies = collector.sorted
+            guard latencies.count == commits else {
+                throw BulkBenchmark.BenchError(
+                    description: "\(latencies.count) of \(commits) rows reached their client within 30 s")
+            }
+            func percentile(_ p: Double) -> Double {
+                Double(latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))]) / 1e6
+            }
+            return Measured(
+                p50: percentile(0.5), p99: percentile(0.99),
+                bytesPerClient: Double(idle - before) / Double(clients))
+        }
+    }
+
+    /// The writer: `commits` 1-row inserts at `rate` commits/s, row i in region i mod the cells, stamped just before
+    /// its Apply.
+    static func write(port: Int, commits: Int, rate: Int, grid: Grid) async throws {
+        let transport = try HTTP2ClientTransport.Posix(
+            target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext)
+        try await withGRPCClient(transport: transport) { client in
+            let meridian = Meridian_V1_Meridian.Client(wrapping: client)
+            let interval = Duration.seconds(1) / rate
+            var deadline = ContinuousClock.now
+            for index in 0..<commits {
+                deadline += interval
+                try await Task.sleep(until: deadline, clock: .continuous)
+                let (latitude, longitude) = grid.center(index % grid.cells)
+                var request = Meridian_V1_ApplyRequest()
+                request.operations = [
+                    Meridian_V1_Operation(
+                        kind: .insert, entity: "Place", id: "p\(index)",
+                        values: [
+                            "title": .string("place \(index)"), "stamp": .int(ServerBenchmark.now()),
+                            "latitude": .double(latitude), "longitude": .double(longitude),
+                        ])
+                ]
+                let response = try await meridian.apply(request)
+                if case .error(let detail) = response.outcome {
+                    throw BulkBenchmark.BenchError(description: "the writer's Apply failed: \(detail.message)")
+                }
+            }
+        }
+    }
+
+    /// A client on its own region: subscribes, says when its (empty) snapshot shows, then records each row's latency
+    /// until cancelled (it stays connected while the others receive).
+    static func client(
+        port: Int, predicate: String, collector: Latencies, ready: @escaping @Sendable () -> Void
+    ) async throws {
+        let transport = try HTTP2ClientTransport.Posix(
+            target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext)
+        try await withGRPCClient(transport: transport) { client in
+            let meridian = Meridian_V1_Meridian.Client(wrapping: client)
+            let (requests, continuation) = AsyncStream<Meridian_V1_SyncRequest>.makeStream()
+            var hello = Meridian_V1_SyncRequest()
+            hello.hello.protocolVersion = ProtocolVersion.current
+            continuation.yield(hello)
+            var subscribe = Meridian_V1_SyncRequest()
+            subscribe.subscribe.subscriptionID = "region"
+            subscribe.subscribe.fetch = Meridian_V1_FetchRequest(entity: "Place")
+            subscribe.subscribe.fetch.predicate = predicate
+            continuation.yield(subscribe)
+            defer { continuation.finish() }
+            try await meridian.syncDecodingRowsByHand(
+                requestProducer: { writer in for await request in requests { try await writer.write(request) } },
+                onResponse: { response in
+                    for try await message in response.messages {
+                        switch message.kind {
+                        case .batch(let batch):
+                            let now = ServerBenchmark.now()
+                            for delta in batch.deltas {
+                                if delta.snapshot { ready() }
+                                for row in delta.entered {
+                                    if case .intValue(let stamp) = row.values["stamp"]?.kind {
+                                        collector.add(now - stamp)
+                                    }
+                                }
+                            }
+                        case .subscriptionError(let error):
+                            throw BulkBenchmark.BenchError(
+                                description: "subscription refused: \(error.error.message) (\(predicate))")
+                        default: break
+                        }
+                    }
+                })
+        }
+    }
+
+    /// Cells of a grid over latitude −80…80 and longitude −180…180, one per client.
+    struct Grid: Sendable {
+        var cells: Int
+        var columns: Int
+        var rows: Int
+
+        init(cells: Int) {
+            self.cells = cells
+            self.columns = max(1, Int(Double(cells * 2).squareRoot().rounded(.up)))
+            self.rows = (cells + self.columns - 1) / self.columns
+        }
+
+        func bounds(_ index: Int) -> (south: Double, north: Double, west: Double, east: Double) {
+            let height = 160 / Double(self.rows)
+            let width = 360 / Double(self.columns)
+            let south = -80 + Double(index / self.columns) * height
+            let west = -180 + Double(index % self.columns) * width
+            return (south, south + height, west, west + width)
+        }
+
+        func predicate(_ index: Int) -> String {
+            let b = self.bounds(index)
+            return
+                "latitude >= \(b.south) AND latitude < \(b.north) AND longitude >= \(b.west) AND longitude < \(b.east)"
+        }
+
+        func center(_ index: Int) -> (Double, Double) {
+            let b = self.bounds(index)
+            return ((b.south + b.north) / 2, (b.west + b.east) / 2)
+        }
+    }
+
+    /// Every client's latencies, in nanoseconds.
+    final class Latencies: Sendable {
+        private let values = Mutex<[Int64]>([])
+        func add(_ value: Int64) { self.values.withLock { $0.append(value) } }
+        var count: Int { self.values.withLock { $0.count } }
+        var sorted: [Int64] { self.values.withLock { $0.sorted() } }
+    }
+
+    /// A process's resident set (`VmRSS` of /proc/PID/status), in bytes.
+    static func residentBytes(of pid: Int32) -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
+        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+            return (line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0) << 10
+        }
+        return 0
+    }
+}
