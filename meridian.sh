@@ -3,7 +3,7 @@
 #   ./meridian.sh demo    install what is missing, build, run the demo
 #   ./meridian.sh test    install what is missing, build, run every test
 #   ./meridian.sh setup   only install what is missing
-#   ./meridian.sh bench   build in release mode and run the benchmarks
+#   ./meridian.sh bench   build in release mode and run a benchmark (meridian-bench ARGS; `all`: every one, a table)
 #   ./meridian.sh soak    build in release mode and run the consistency checker (meridian-check ARGS)
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -77,7 +77,16 @@ bench() {
     # `bench bulk` runs the server and the CLI as a user does: they are built beside it.
     swift build -c release --product meridian-server
     swift build -c release --product meridian
-    "$(swift build -c release --show-bin-path)/meridian-bench" "$@"
+    local bin
+    bin="$(swift build -c release --show-bin-path)"
+    if [[ "${1:-}" == all ]]; then
+        # Every benchmark, one Markdown table: printed, and kept beside the binaries.
+        shift
+        "$bin/meridian-bench" all --output "$bin/bench-all.md" "$@"
+        log "the table is in $bin/bench-all.md"
+    else
+        "$bin/meridian-bench" "$@"
+    fi
 }
 
 soak() {

@@ -108,6 +108,11 @@ enum BulkBenchmark {
             i += 1
         }
         let printer = FigurePrinter(json: json)
+        for figure in try await self.figures(rows: rows, runs: runs, printer: printer) { printer.print(figure) }
+    }
+
+    /// The runs, alternated with the ceiling's, each noted as it ends; the medians as figures.
+    static func figures(rows: Int = 20_000, runs: Int = 3, printer: FigurePrinter) async throws -> [BenchFigure] {
         let bin = try Self.binDirectory(needing: ["meridian-server", "meridian"])
         let directory = NSTemporaryDirectory() + "meridian-bench-bulk-\(getpid())"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -139,14 +144,14 @@ enum BulkBenchmark {
                     total, apply, python.last!))
         }
         let ceiling = Self.median(python)
-        printer.print(
+        return [
             BenchFigure(
                 bench: "bulk", name: "apply \(rows) JSON lines until watch printed them", value: Self.median(meridian),
-                unit: "s", ceiling: ceiling))
-        printer.print(
+                unit: "s", ceiling: ceiling),
             BenchFigure(
                 bench: "bulk", name: "apply \(rows) JSON lines until meridian apply returned",
-                value: Self.median(applied), unit: "s", ceiling: ceiling))
+                value: Self.median(applied), unit: "s", ceiling: ceiling),
+        ]
     }
 
     /// The directory of this executable, where the benchmarks that run Meridian's programs as a user does find them.

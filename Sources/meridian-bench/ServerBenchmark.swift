@@ -5,7 +5,9 @@
 // streams the same bytes (one pre-encoded SyncResponse per commit, shared by every client) from the same process.
 //
 // - Latency: a writer commits at 1,000 commits/s for 2 s; every row carries the monotonic time taken just before its
-//   commit; each client decodes every message, applies it to a dictionary and records now − that time. p50/p99 over
+//   commit; each client decodes every message (rows and values by hand, as the client library does) and records
+//   now − that time (it keeps no rows: 100 clients' dictionaries of 100,000 rows took 11 GB of this process and
+//   measured its allocator more than the server, docs/server.md). p50/p99 over
 //   every (row, client). The raw side stamps its message at the same point, so both include the same clock reads.
 // - Rules: 100 clients with rules on — 100 principals, each client's read rule bound to its own claims, so no two
 //   share a subscription — against the same schema without rules (one subscription shared by all); every row is
@@ -101,7 +103,10 @@ enum ServerBenchmark {
     static func runOnly(_ spec: String) async throws {
         let parts = spec.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
         if parts.count == 2, parts[0] == "writer", let rows = Int(parts[1]) { return try await self.writerOnly(rows) }
-        if spec == "rules" { return try await self.rulesTable() }
+        if spec == "rules" {
+            _ = try await self.rulesTable()
+            return
+        }
         guard parts.count >= 3, let clients = Int(parts[1]), let rows = Int(parts[2]) else { return }
         let rate = parts.count > 3 ? Int(parts[3]) : nil
         let writers = parts.count > 4 ? Int(parts[4]) ?? 1 : 1
@@ -182,25 +187,40 @@ enum ServerBenchmark {
                         .utf8))
             exit(2)
         }
-        print(
+        let printer = FigurePrinter(json: arguments.contains("--json"))
+        for figure in try await self.figures(printer: printer) { printer.print(figure) }
+    }
+
+    /// Every table of the server benchmark, printed as it runs (as notes, with `--json`), and its figures: Meridian
+    /// against raw gRPC for latency and throughput, rules on against off, and the many-clients case.
+    static func figures(printer: FigurePrinter) async throws -> [BenchFigure] {
+        var figures: [BenchFigure] = []
+        printer.note(
             "server benchmark: \(ProcessInfo.processInfo.activeProcessorCount) cores, loopback HTTP/2, one connection per client"
         )
-        print("")
-        print("latency at 1,000 commits/s (1-row transactions), commit to client apply, ms")
-        print(pad("clients", 8) + pad("meridian p50", 14) + pad("p99", 9) + pad("raw p50", 10) + pad("raw p99", 9))
+        printer.note("")
+        printer.note("latency at 1,000 commits/s (1-row transactions), commit to client apply, ms")
+        printer.note(
+            pad("clients", 8) + pad("meridian p50", 14) + pad("p99", 9) + pad("raw p50", 10) + pad("raw p99", 9))
         for clients in [1, 10, 100] {
             let meridian = try await self.meridian(clients: clients, rowsPerCommit: 1, rate: 1_000)
             let raw = try await self.raw(clients: clients, rowsPerCommit: 1, rate: 1_000)
-            print(
+            printer.note(
                 pad("\(clients)", 8) + pad(ms(meridian.p50), 14) + pad(ms(meridian.p99), 9) + pad(ms(raw.p50), 10)
                     + pad(ms(raw.p99), 9))
+            if let p99 = meridian.p99 {
+                figures.append(
+                    BenchFigure(
+                        bench: "server", name: "p99 commit to client at 1,000 commits/s, \(clients) clients",
+                        value: p99, unit: "ms", ceiling: raw.p99))
+            }
         }
         for rows in [1, 100] {
-            print("")
-            print(
+            printer.note("")
+            printer.note(
                 "sustained throughput, \(rows)-row transactions as fast as possible, row changes/s delivered (all clients)"
             )
-            print(
+            printer.note(
                 pad("clients", 8) + pad("meridian", 14) + pad("raw gRPC", 14) + pad("per client", 12)
                     + pad("meridian, \(concurrentWriters) writers", 22))
             for clients in [1, 10, 100] {
@@ -208,22 +228,35 @@ enum ServerBenchmark {
                 let raw = try await self.raw(clients: clients, rowsPerCommit: rows, rate: nil)
                 let concurrent = try await self.meridian(
                     clients: clients, rowsPerCommit: rows, rate: nil, writers: concurrentWriters)
-                print(
+                printer.note(
                     pad("\(clients)", 8) + pad(count(meridian.changesPerSecond), 14)
                         + pad(count(raw.changesPerSecond), 14)
                         + pad(count(meridian.changesPerSecond / Double(clients)), 12)
                         + pad(count(concurrent.changesPerSecond), 22))
+                let name = "row changes/s delivered, \(rows)-row transactions, \(clients) clients"
+                figures.append(
+                    BenchFigure(
+                        bench: "server", name: name, value: meridian.changesPerSecond, unit: "rows/s",
+                        ceiling: raw.changesPerSecond))
+                figures.append(
+                    BenchFigure(
+                        bench: "server", name: name + ", \(concurrentWriters) writers",
+                        value: concurrent.changesPerSecond, unit: "rows/s", ceiling: raw.changesPerSecond))
             }
         }
-        print("")
-        try await self.rulesTable()
+        printer.note("")
+        figures += try await self.rulesTable(printer: printer)
+        printer.note("")
+        figures += try await RegionsBenchmark.figures(RegionsBenchmark.Options(), printer: printer)
+        return figures
     }
 
     /// The rules table: 100 clients, rules off and on interleaved, latency at 1,000 commits/s then throughput of
     /// 100-row transactions; each ratio is rules on over rules off of the same run.
-    static func rulesTable() async throws {
-        print("rules, 100 clients: off (one subscription shared by all) against on (100 principals, 100 bound rules)")
-        print(
+    static func rulesTable(printer: FigurePrinter = FigurePrinter(json: false)) async throws -> [BenchFigure] {
+        printer.note(
+            "rules, 100 clients: off (one subscription shared by all) against on (100 principals, 100 bound rules)")
+        printer.note(
             pad("case", 38) + pad("off", 10) + pad("off, distinct", 16) + pad("on", 10) + pad("on vs distinct", 13)
                 + "on vs off (cost, 1.00x: none)")
         let clients = 100
@@ -240,17 +273,25 @@ enum ServerBenchmark {
             guard let worse, let better, better > 0 else { return "-" }
             return String(format: "%.2fx", worse / better)
         }
-        print(
+        printer.note(
             pad("p99 ms at 1,000 commits/s", 38) + pad(ms(latency[.off]!.p99), 10)
                 + pad(ms(latency[.offDistinct]!.p99), 16) + pad(ms(latency[.on]!.p99), 10)
                 + pad(ratio(latency[.on]!.p99, latency[.offDistinct]!.p99), 13)
                 + ratio(latency[.on]!.p99, latency[.off]!.p99))
-        print(
+        printer.note(
             pad("row changes/s, 100-row transactions", 38) + pad(count(throughput[.off]!.changesPerSecond), 10)
                 + pad(count(throughput[.offDistinct]!.changesPerSecond), 16)
                 + pad(count(throughput[.on]!.changesPerSecond), 10)
                 + pad(ratio(throughput[.offDistinct]!.changesPerSecond, throughput[.on]!.changesPerSecond), 13)
                 + ratio(throughput[.off]!.changesPerSecond, throughput[.on]!.changesPerSecond))
+        return [
+            BenchFigure(
+                bench: "server", name: "p99 at 1,000 commits/s, 100 clients, rules on (ceiling: off)",
+                value: latency[.on]!.p99 ?? .nan, unit: "ms", ceiling: latency[.off]!.p99),
+            BenchFigure(
+                bench: "server", name: "row changes/s, 100-row transactions, 100 clients, rules on (ceiling: off)",
+                value: throughput[.on]!.changesPerSecond, unit: "rows/s", ceiling: throughput[.off]!.changesPerSecond),
+        ]
     }
 
     // MARK: - Meridian
@@ -307,8 +348,8 @@ enum ServerBenchmark {
         }
     }
 
-    /// A client that subscribes to every Bench row (or those matching `predicate`), applies each batch to a
-    /// dictionary, and reports per-row latency.
+    /// A client that subscribes to every Bench row (or those matching `predicate`), decodes each batch, and reports
+    /// per-row latency.
     static func meridianClient(
         port: Int, collector: Collector, ready: @escaping @Sendable () -> Void, expected: Int, predicate: String = "",
         metadata: Metadata = [:]
@@ -331,8 +372,6 @@ enum ServerBenchmark {
                 metadata: metadata,
                 requestProducer: { writer in for await request in requests { try await writer.write(request) } },
                 onResponse: { response in
-                    var rows: [String: Meridian_V1_Row] = [:]
-                    rows.reserveCapacity(expected)
                     var received = 0
                     var latencies: [Int64] = []
                     for try await message in response.messages {
@@ -343,7 +382,6 @@ enum ServerBenchmark {
                                 // The snapshot (staged from its chunks, empty here) shows with this batch.
                                 if delta.snapshot { ready() }
                                 for row in delta.entered {
-                                    rows[row.id] = row
                                     if case .intValue(let stamp) = row.values["stamp"]?.kind {
                                         latencies.append(now - stamp)
                                     }
@@ -420,8 +458,6 @@ enum ServerBenchmark {
                 deserializer: SyncResponseDeserializer(),
                 options: .defaults
             ) { response in
-                var rows: [String: Meridian_V1_Row] = [:]
-                rows.reserveCapacity(expected)
                 var received = 0
                 var latencies: [Int64] = []
                 var first = true
@@ -434,7 +470,6 @@ enum ServerBenchmark {
                     let now = self.now()
                     for delta in message.batch.deltas {
                         for row in delta.entered {
-                            rows[row.id] = row
                             if case .intValue(let stamp) = row.values["stamp"]?.kind { latencies.append(now - stamp) }
                         }
                         received += delta.entered.count

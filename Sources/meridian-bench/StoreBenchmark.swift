@@ -111,9 +111,20 @@ enum StoreBenchmark {
         print(name, "wall", wall, "cpu", cpu)
     }
 
-    static func run() async throws {
+    static func run(arguments: [String]) async throws {
         if let only = ProcessInfo.processInfo.environment["MERIDIAN_BENCH_ONLY"] { return try await runOnly(only) }
-        print(
+        guard arguments.allSatisfy({ $0 == "--json" }) else {
+            FileHandle.standardError.write(Data("usage: meridian-bench store [--json]\n".utf8))
+            exit(2)
+        }
+        let printer = FigurePrinter(json: arguments.contains("--json"))
+        for figure in try await self.figures(printer: printer) { printer.print(figure) }
+    }
+
+    /// The store's table, printed as it runs (as notes, with `--json`), and its figures: the store's commits against
+    /// plain GRDB's (the capture cost), and group commit against plain GRDB's 8 writers.
+    static func figures(printer: FigurePrinter) async throws -> [BenchFigure] {
+        printer.note(
             "store benchmark: \(ProcessInfo.processInfo.activeProcessorCount) cores, median of 3 interleaved runs, fresh file per run, \(warmUpCommits) untimed commits first, durability \(durability.rawValue) (both sides)"
         )
         // Each pair runs interleaved (plain, store, plain, store, …) so that a change in machine load hits both.
@@ -144,7 +155,7 @@ enum StoreBenchmark {
             let rate = String(format: "%10.0f", f.rowsPerSecond)
             let micros = String(format: "%8.2f", f.seconds / Double(f.rows) * 1e6)
             let cpu = String(format: "%8.2f", f.cpuMicrosPerRow)
-            print("\(name) \(rate) \(micros) \(cpu)   \(comparison)")
+            printer.note("\(name) \(rate) \(micros) \(cpu)   \(comparison)")
         }
         /// "wall-clock ratio / CPU ratio": the first is what the goal states, the second what a loaded machine does
         /// not distort (CPU time of the whole process, every thread).
@@ -157,8 +168,8 @@ enum StoreBenchmark {
             String(
                 format: "%.2fx / cpu %.2fx", a.rowsPerSecond / b.rowsPerSecond, b.cpuMicrosPerRow / a.cpuMicrosPerRow)
         }
-        print("")
-        print(
+        printer.note("")
+        printer.note(
             "measurement".padding(toLength: 38, withPad: " ", startingAt: 0)
                 + "     rows/s   µs/row cpu µs/row   ratio (wall / cpu)")
         line(plain1, "")
@@ -169,6 +180,18 @@ enum StoreBenchmark {
         line(alone8, "cost " + ratio(alone8, over: plain8) + " plain 8 writers")
         line(group8, "throughput " + gain(group8, over: alone8) + " each-alone (goal >= 5x)")
         line(group8, "throughput " + gain(group8, over: store1) + " store 1 row/tx")
+        func micros(_ f: Figure) -> Double { f.seconds / Double(f.rows) * 1e6 }
+        return [
+            BenchFigure(
+                bench: "store", name: "commit time per row, 1-row transactions (ceiling: plain GRDB)",
+                value: micros(store1), unit: "µs/row", ceiling: micros(plain1)),
+            BenchFigure(
+                bench: "store", name: "commit time per row, 1,000-row transactions (ceiling: plain GRDB)",
+                value: micros(storeBatch), unit: "µs/row", ceiling: micros(plainBatch)),
+            BenchFigure(
+                bench: "store", name: "rows/s, 8 writers with group commit (ceiling: plain GRDB, 8 writers)",
+                value: group8.rowsPerSecond, unit: "rows/s", ceiling: plain8.rowsPerSecond),
+        ]
     }
 
     typealias Case = (name: String, rows: Int, body: (String, Stopwatch) async throws -> Void)

@@ -39,6 +39,11 @@ enum SyncBenchmark {
             i += 1
         }
         let printer = FigurePrinter(json: json)
+        for figure in try await self.figures(rows: rows, printer: printer) { printer.print(figure) }
+    }
+
+    /// The initial sync of `rows` rows and the client's memory, as figures.
+    static func figures(rows: Int = 200_000, printer: FigurePrinter) async throws -> [BenchFigure] {
         printer.note("sync: a new client subscribing to \(rows) rows until its controller is ready")
         let store = try Store.temporary(schema: ServerBenchmark.schema(), logger: benchLogger)
         var start = 0
@@ -56,19 +61,19 @@ enum SyncBenchmark {
         // The ceiling first (it allocates less), then Meridian.
         let (rawSeconds, payloadBytes) = try await Self.raw(store: store, rows: rows)
         let (meridianSeconds, residentBytes) = try await Self.meridian(store: store, rows: rows)
-        printer.print(
-            BenchFigure(
-                bench: "sync", name: "\(rows) rows into a ready controller, rows/s",
-                value: Double(rows) / meridianSeconds, unit: "rows/s", ceiling: Double(rows) / rawSeconds))
-        printer.print(
-            BenchFigure(
-                bench: "sync", name: "client resident bytes per row held (ceiling: the row's encoded bytes)",
-                value: Double(residentBytes) / Double(rows), unit: "bytes", ceiling: Double(payloadBytes) / Double(rows)
-            ))
         printer.note(
             String(
                 format: "  meridian %.3f s, raw gRPC %.3f s; %d rows of %.0f encoded bytes each", meridianSeconds,
                 rawSeconds, rows, Double(payloadBytes) / Double(rows)))
+        return [
+            BenchFigure(
+                bench: "sync", name: "\(rows) rows into a ready controller, rows/s",
+                value: Double(rows) / meridianSeconds, unit: "rows/s", ceiling: Double(rows) / rawSeconds),
+            BenchFigure(
+                bench: "sync", name: "client resident bytes per row held (ceiling: the row's encoded bytes)",
+                value: Double(residentBytes) / Double(rows), unit: "bytes", ceiling: Double(payloadBytes) / Double(rows)
+            ),
+        ]
     }
 
     /// Meridian: seconds from `controller(for:)` to a loaded controller, and the resident bytes it added.

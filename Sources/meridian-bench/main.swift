@@ -7,12 +7,13 @@
 //   .build/release/meridian-bench bounds
 //   .build/release/meridian-bench bulk [--rows 20000] [--runs 3] [--json]   (needs meridian-server and meridian built)
 //   .build/release/meridian-bench sync [--rows 200000] [--json]
+//   .build/release/meridian-bench all [--json] [--output FILE]   (store, server, bulk and sync: one Markdown table)
 
 import Foundation
 import MeridianCore
 
 let benchmarks: [String: @Sendable () async throws -> Void] = [
-    "store": { try await StoreBenchmark.run() },
+    "store": { try await StoreBenchmark.run(arguments: Array(CommandLine.arguments.dropFirst(2))) },
     "results": {
         // One remote change applied to an incremental results engine, against re-running the query and diffing.
         for rows in [10_000, 100_000, 1_000_000] {
@@ -23,6 +24,7 @@ let benchmarks: [String: @Sendable () async throws -> Void] = [
     "bounds": { try await BoundsBenchmark.run() },
     "client": { try await runClientBenchmark(arguments: Array(CommandLine.arguments.dropFirst(2))) },
     "bulk": { try await BulkBenchmark.run(arguments: Array(CommandLine.arguments.dropFirst(2))) },
+    "all": { try await AllBenchmarks.run(arguments: Array(CommandLine.arguments.dropFirst(2))) },
     "sync": { try await SyncBenchmark.run(arguments: Array(CommandLine.arguments.dropFirst(2))) },
 ]
 
