@@ -62,7 +62,8 @@ struct SyncSession {
                 return .writer
             }
             group.addTask {
-                for await pending in jobs { await hub.read(pending) }
+                // One at a time, each in a task of its own (see `inChildTask`).
+                for await pending in jobs { try await inChildTask { await hub.read(pending) } }
                 return .jobs
             }
             group.addTask {
@@ -86,54 +87,27 @@ struct SyncSession {
                 var client: Int? = nil
                 // The number of Subscribes read per id: the epoch every message about the subscription carries.
                 var epochs = Epochs()
+                // Hello and each later request are handled in a task of their own (see `inChildTask`).
                 for try await request in requests {
                     if let id = client {
-                        try await self.handle(request, client: id, outbox: outbox, epochs: &epochs)
-                        continue
+                        epochs = try await inChildTask { [epochs] in
+                            var epochs = epochs
+                            try await self.handle(request, client: id, outbox: outbox, epochs: &epochs)
+                            return epochs
+                        }
+                    } else {
+                        helloReceived.set(true)
+                        let id: Int
+                        (id, epochs) = try await inChildTask { [epochs] in
+                            var epochs = epochs
+                            let id = try await self.open(
+                                request, outbox: outbox, jobs: jobsContinuation, chunkBytes: chunkBytes,
+                                batchBytes: batchBytes, epochs: &epochs)
+                            return (id, epochs)
+                        }
+                        client = id
+                        clientID.set(id)
                     }
-                    helloReceived.set(true)
-                    guard case .hello(let hello) = request.kind else {
-                        throw RPCError(
-                            Meridian_V1_ErrorDetail(.malformedRequest, "a Sync stream must start with Hello"))
-                    }
-                    guard hello.protocolVersion >= ProtocolVersion.minimum else {
-                        throw RPCError(
-                            Meridian_V1_ErrorDetail(
-                                .unsupportedProtocol,
-                                "the client speaks protocol version \(hello.protocolVersion) of meridian.v1; this "
-                                    + "server serves versions \(ProtocolVersion.minimum) to \(ProtocolVersion.current) "
-                                    + "(see docs/protocol.md, \"Versions\")"))
-                    }
-                    let version = min(hello.protocolVersion, ProtocolVersion.current)
-                    let maxBytes = Chunking.chunkBytes(
-                        requested: Int(hello.maxBatchBytes), configured: self.service.configuration)
-                    chunkBytes.set(maxBytes)
-                    if version >= ProtocolVersion.batchParts { batchBytes.set(maxBytes) }
-                    let resumeFrom = try await self.resumePoint(hello)
-                    let subscriptions = hello.subscriptions.map { subscribe in
-                        self.subscriptionRequest(subscribe, epoch: epochs.next(subscribe.subscriptionID))
-                    }
-                    let (id, seq): (Int, Int64)
-                    do throws(DetailError) {
-                        (id, seq) = try hub.connect(
-                            outbox: outbox, jobs: jobsContinuation, name: hello.clientName, chunkBytes: maxBytes,
-                            resumeFrom: resumeFrom,
-                            clientSeq: hello.resumeFromSeq, subscriptions: subscriptions,
-                            welcome: { seq in self.welcome(seq: seq, resumed: resumeFrom != nil, version: version) })
-                    } catch {
-                        throw RPCError(error.detail)
-                    }
-                    client = id
-                    clientID.set(id)
-                    self.service.logger.debug(
-                        "sync stream opened",
-                        metadata: ["meridian.client": "\(hello.clientName)", "meridian.seq": "\(seq)"])
-                    self.service.accessControl.audit?.record(
-                        "stream_opened",
-                        [
-                            "sub": self.access.caller?.identity.principal.subject, "peer": self.peer,
-                            "client_name": hello.clientName, "subscriptions": hello.subscriptions.count,
-                        ])
                 }
                 return .reader
             }
@@ -147,6 +121,56 @@ struct SyncSession {
     }
 
     // MARK: - Requests
+
+    /// Opens the stream on its first request, which must be a Hello: registers the client with the hub and returns
+    /// its id.
+    private func open(
+        _ request: Meridian_V1_SyncRequest, outbox: ClientOutbox, jobs jobsContinuation: AsyncStream<Int>.Continuation,
+        chunkBytes: LockedValue<Int>, batchBytes: LockedValue<Int?>, epochs: inout Epochs
+    ) async throws -> Int {
+        let hub = self.service.hub
+        guard case .hello(let hello) = request.kind else {
+            throw RPCError(
+                Meridian_V1_ErrorDetail(.malformedRequest, "a Sync stream must start with Hello"))
+        }
+        guard hello.protocolVersion >= ProtocolVersion.minimum else {
+            throw RPCError(
+                Meridian_V1_ErrorDetail(
+                    .unsupportedProtocol,
+                    "the client speaks protocol version \(hello.protocolVersion) of meridian.v1; this "
+                        + "server serves versions \(ProtocolVersion.minimum) to \(ProtocolVersion.current) "
+                        + "(see docs/protocol.md, \"Versions\")"))
+        }
+        let version = min(hello.protocolVersion, ProtocolVersion.current)
+        let maxBytes = Chunking.chunkBytes(
+            requested: Int(hello.maxBatchBytes), configured: self.service.configuration)
+        chunkBytes.set(maxBytes)
+        if version >= ProtocolVersion.batchParts { batchBytes.set(maxBytes) }
+        let resumeFrom = try await self.resumePoint(hello)
+        let subscriptions = hello.subscriptions.map { subscribe in
+            self.subscriptionRequest(subscribe, epoch: epochs.next(subscribe.subscriptionID))
+        }
+        let (id, seq): (Int, Int64)
+        do throws(DetailError) {
+            (id, seq) = try hub.connect(
+                outbox: outbox, jobs: jobsContinuation, name: hello.clientName, chunkBytes: maxBytes,
+                resumeFrom: resumeFrom,
+                clientSeq: hello.resumeFromSeq, subscriptions: subscriptions,
+                welcome: { seq in self.welcome(seq: seq, resumed: resumeFrom != nil, version: version) })
+        } catch {
+            throw RPCError(error.detail)
+        }
+        self.service.logger.debug(
+            "sync stream opened",
+            metadata: ["meridian.client": "\(hello.clientName)", "meridian.seq": "\(seq)"])
+        self.service.accessControl.audit?.record(
+            "stream_opened",
+            [
+                "sub": self.access.caller?.identity.principal.subject, "peer": self.peer,
+                "client_name": hello.clientName, "subscriptions": hello.subscriptions.count,
+            ])
+        return id
+    }
 
     /// Handles one request after Hello; a request that breaks the protocol ends the stream.
     private func handle(
@@ -290,10 +314,26 @@ struct SyncSession {
     }
 }
 
+// MARK: - Rare work in a task of its own
+
+/// Runs `body` in a child task of its own, and returns what it returns.
+///
+/// A task keeps the deepest stack of async frames it ever reached for as long as it lives (Swift's task allocator
+/// keeps its slabs): a stream's reader and its jobs loop, which live as long as the stream, held 10 KiB each per idle
+/// client after handling one Hello and reading one snapshot (`meridian-bench server --case regions`, heaptrack). The
+/// work they do is rare (a request, a subscription's read), so a task for each costs little; the child's frames go
+/// when it ends.
+func inChildTask<Result: Sendable>(_ body: @escaping @Sendable () async throws -> Result) async throws -> Result {
+    try await withThrowingTaskGroup(of: Result.self) { group in
+        group.addTask(operation: body)
+        return try await group.next()!
+    }
+}
+
 // MARK: - Small shared boxes
 
 /// The number of Subscribe messages read per subscription id on one stream (see meridian.proto, Subscribe).
-struct Epochs {
+struct Epochs: Sendable {
     private var counts: [String: UInt32] = [:]
 
     /// Counts one more Subscribe for `id` and returns its epoch.
