@@ -97,12 +97,21 @@ enum ServerBenchmark {
 
     /// `MERIDIAN_BENCH_ONLY=meridian:CLIENTS:ROWS[:RATE[:WRITERS[:RULES]]]` (or `raw:…`; an empty RATE is as fast
     /// as possible; RULES is `off`, `distinct` or `on`, the rules table's cases) runs one case once, for profiling;
-    /// `rules` runs the rules table;
+    /// `rules` runs the rules table; `writers[:N]` the many-small-writers case (8 writers, or N);
     /// `writer:ROWS` runs the writer alone (same store, same transactions, no server): the bound on the
     /// throughput cases with a single sequential writer.
     static func runOnly(_ spec: String) async throws {
         let parts = spec.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
         if parts.count == 2, parts[0] == "writer", let rows = Int(parts[1]) { return try await self.writerOnly(rows) }
+        if parts[0] == "writers" {
+            let writers = parts.count > 1 ? Int(parts[1]) ?? StoreBenchmark.writers : StoreBenchmark.writers
+            let (figure, alone) = try await self.smallWriters(writers: writers)
+            print(
+                "writers: delivered tx/s", count(figure.changesPerSecond), "store alone", count(alone),
+                "writer done s", String(format: "%.2f", figure.writerSeconds), "last row s",
+                String(format: "%.2f", figure.seconds))
+            return
+        }
         if spec == "rules" {
             _ = try await self.rulesTable()
             return
@@ -245,6 +254,18 @@ enum ServerBenchmark {
             }
         }
         printer.note("")
+        let (writers, alone) = try await self.smallWriters()
+        printer.note(
+            "8 clients writing 1-row transactions through the server, delivered to a subscriber: "
+                + "\(count(writers.changesPerSecond)) transactions/s; the store's group commit alone, 8 writers: "
+                + "\(count(alone))")
+        figures.append(
+            BenchFigure(
+                bench: "server",
+                name:
+                    "transactions/s delivered, 8 clients writing 1-row transactions (ceiling: the store's group commit alone)",
+                value: writers.changesPerSecond, unit: "tx/s", ceiling: alone))
+        printer.note("")
         figures += try await self.rulesTable(printer: printer)
         printer.note("")
         figures += try await RegionsBenchmark.figures(RegionsBenchmark.Options(), printer: printer)
@@ -346,6 +367,59 @@ enum ServerBenchmark {
             try await group.waitForAll()
             return results
         }
+    }
+
+    /// Many small writers: `writers` gRPC clients commit 1-row transactions through the server's Apply as fast as
+    /// they can (each waits for its answer), one subscribed client receives them; and, as the ceiling, the store's own
+    /// group commit with as many concurrent writers and no server (`meridian-bench store`'s case, durable commits on
+    /// both sides). Returns the run, and the ceiling in transactions/s.
+    static func smallWriters(writers: Int = StoreBenchmark.writers) async throws -> (Figure, Double) {
+        let (wall, _) = try await StoreBenchmark.timed {
+            try await StoreBenchmark.storeConcurrent($0, $1, groupCommit: true)
+        }
+        let alone = Double(StoreBenchmark.singleRowCommits) / wall
+        let store = try Store.temporary(schema: schema(), logger: logger)
+        var configuration = ServerConfiguration(host: "127.0.0.1", port: 0)
+        configuration.logRetention = .unlimited
+        configuration.applyRatePerPrincipal = 0
+        let server = MeridianServer(store: store, configuration: configuration, logger: logger)
+        let figure = try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await server.run() }
+            defer { server.beginGracefulShutdown() }
+            let port = try await server.listeningAddress.port
+            var connections: [GRPCClient<HTTP2ClientTransport.Posix>] = []
+            for _ in 0..<writers {
+                let client = GRPCClient(
+                    transport: try HTTP2ClientTransport.Posix(
+                        target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext))
+                connections.append(client)
+                group.addTask { try await client.runConnections() }
+            }
+            let clients = connections
+            let results = try await self.drive(
+                clients: 1, rowsPerCommit: 1, rate: nil, writers: writers,
+                connect: { collector, ready, expected in
+                    try await self.meridianClient(port: port, collector: collector, ready: ready, expected: expected)
+                },
+                write: { index, stamp in
+                    var request = Meridian_V1_ApplyRequest()
+                    request.operations = [
+                        Meridian_V1_Operation(
+                            kind: .insert, entity: "Bench", id: "\(index)-0",
+                            values: ["title": .string("row \(index)"), "stamp": .int(stamp), "qty": .int(0)])
+                    ]
+                    let response = try await Meridian_V1_Meridian.Client(wrapping: clients[index % writers]).apply(
+                        request)
+                    if case .error(let detail) = response.outcome {
+                        throw BulkBenchmark.BenchError(description: "an Apply failed: \(detail.message)")
+                    }
+                })
+            for client in clients { client.beginGracefulShutdown() }
+            server.beginGracefulShutdown()
+            try await group.waitForAll()
+            return results
+        }
+        return (figure, alone)
     }
 
     /// A client that subscribes to every Bench row (or those matching `predicate`), decodes each batch, and reports
