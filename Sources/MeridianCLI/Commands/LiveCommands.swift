@@ -47,13 +47,14 @@
                 var list = request.sectionKey == nil ? SectionedList<Row>(unsectioned: []) : SectionedList<Row>()
                 var first = true
                 for try await change in controller.changes(includingInitial: true) {
-                    list = try list.applying(change.changeSet)
+                    // JSON lines print the whole list once, then change sets: the list is kept for the table only.
+                    if format != .jsonl || first { list = try list.applying(change.changeSet) }
                     switch format {
                     case .jsonl:
                         if first {
                             Terminal.printLine(events.snapshot(seq: change.seq, list: list).text)
                         } else if !change.changeSet.isEmpty {
-                            Terminal.printLine(events.change(seq: change.seq, changeSet: change.changeSet).text)
+                            Terminal.printLine(events.change(seq: change.seq, changeSet: change.changeSet))
                         }
                     case .table:
                         let size = Terminal.size() ?? (100, 40)
@@ -239,8 +240,9 @@
     /// shown), running a container until SIGINT or SIGTERM, and the terminal's alternate screen for the live views.
     enum LiveSession {
         /// The served schema and the entity, from a one-shot connection (exit 3 when the server cannot be reached).
-        static func schema(address: ServerEndpoint, entity name: String) async throws(CLIError) -> (Schema, EntitySchema)
-        {
+        static func schema(address: ServerEndpoint, entity name: String) async throws(CLIError) -> (
+            Schema, EntitySchema
+        ) {
             let schema = try await ServerConnection.with(address) { try await $0.schema().schema }
             return (schema, try schema.cliEntity(name))
         }

@@ -44,7 +44,7 @@ import Testing
         let new = Self.list([a2, b2], sectioned: true)
         let changes = try ChangeSet<Row>.between(old: old, new: new)
         #expect(
-            events.change(seq: 4, changeSet: changes).text
+            events.change(seq: 4, changeSet: changes)
                 == #"{"event":"change","seq":4,"sections":{"deleted":[],"inserted":[{"index":1,"name":"2"}]},"rows":["#
                 + #"{"op":"move","id":"b","from":[0,1],"to":[1,0],"values":{"title":"B","category":2,"latitude":null,"#
                 + #""longitude":null,"updatedAt":null}},{"op":"update","id":"a","from":[0,0],"to":[0,0],"values":{"#
@@ -61,7 +61,7 @@ import Testing
         let changes = ChangeSet<Row>(
             insertedSections: [SectionInsertion(index: 0, key: "")],
             rowChanges: [.insert(id: "a", to: ListIndexPath(0, 0), element: Row(id: "a", values: ["title": "A"]))])
-        let line = events.change(seq: 1, changeSet: changes).text
+        let line = events.change(seq: 1, changeSet: changes)
         #expect(
             line.hasPrefix(#"{"event":"change","seq":1,"sections":{"deleted":[],"inserted":[]},"rows":[{"op":"insert""#)
         )
@@ -97,7 +97,7 @@ import Testing
             }
             let new = Self.list(Array(rows.values), sectioned: sectioned)
             let changes = try ChangeSet<Row>.between(old: list, new: new)
-            try replay.apply(line: events.change(seq: Int64(seq), changeSet: changes).text)
+            try replay.apply(line: events.change(seq: Int64(seq), changeSet: changes))
             #expect(replay.queryLines == Self.expectedLines(new))
             #expect(replay.sections.map(\.name) == (sectioned ? new.sections.map(\.name) : [""]))
             list = new
