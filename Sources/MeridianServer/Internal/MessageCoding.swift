@@ -47,3 +47,27 @@ struct LimitedDeserializer<Message: SwiftProtobuf.Message>: MessageDeserializer 
         }
     }
 }
+
+/// The deserializer of Apply and ApplyStream requests: ``LimitedDeserializer``'s bound and errors, with the request
+/// decoded by hand (``ApplyRequestWireDecoding``; swift-protobuf for anything unusual).
+struct ApplyRequestDeserializer: MessageDeserializer {
+    let limit: Int
+
+    func deserialize<Bytes: GRPCContiguousBytes>(_ bytes: Bytes) throws -> Meridian_V1_ApplyRequest {
+        if self.limit > 0, bytes.count > self.limit {
+            throw RPCError(
+                Meridian_V1_ErrorDetail(
+                    .messageTooLarge,
+                    "a \(Meridian_V1_ApplyRequest.protoMessageName) of \(bytes.count) bytes is over the server's limit of "
+                        + "\(self.limit) bytes"))
+        }
+        do {
+            return try bytes.withUnsafeBytes { try ApplyRequestWireDecoding.decode($0) }
+        } catch {
+            throw RPCError(
+                Meridian_V1_ErrorDetail(
+                    .malformedRequest, "a \(Meridian_V1_ApplyRequest.protoMessageName) that does not decode: \(error)"),
+                cause: error)
+        }
+    }
+}
