@@ -176,22 +176,14 @@ enum BulkBenchmark {
         try csv.write(toFile: directory + "/rows.csv", atomically: true, encoding: .utf8)
         let run = directory + "/import"
         try FileManager.default.createDirectory(atPath: run, withIntermediateDirectories: true)
-        let (server, serverOut) = try Self.start(
-            bin + "/meridian-server",
-            [
-                "--db", run + "/store.sqlite", "--schema", directory + "/bench.yaml", "--listen", "127.0.0.1:0",
-                "--log-level", "warning",
-            ])
+        let (server, address) = try Self.startServer(
+            bin: bin, db: run + "/store.sqlite", schema: directory + "/bench.yaml")
         defer { Self.stop(server) }
-        let firstLine = Self.readLine(serverOut)
-        guard firstLine.hasPrefix("listening on ") else {
-            throw BenchError(description: "meridian-server did not start (said '\(firstLine)')")
-        }
         let start = DispatchTime.now().uptimeNanoseconds
         let importer = Process()
         importer.executableURL = URL(fileURLWithPath: bin + "/meridian")
         importer.arguments = [
-            "import", "Bench", directory + "/rows.csv", "--server", String(firstLine.dropFirst("listening on ".count)),
+            "import", "Bench", directory + "/rows.csv", "--server", address,
         ]
         importer.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
         let errors = Pipe()
@@ -239,18 +231,9 @@ enum BulkBenchmark {
     /// apply` exited.
     static func meridianRun(bin: String, directory: String, rows: Int) throws -> (Double, Double) {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let (server, serverOut) = try Self.start(
-            bin + "/meridian-server",
-            [
-                "--db", directory + "/store.sqlite", "--schema", directory + "/../bench.yaml", "--listen",
-                "127.0.0.1:0", "--log-level", "warning",
-            ])
+        let (server, address) = try Self.startServer(
+            bin: bin, db: directory + "/store.sqlite", schema: directory + "/../bench.yaml")
         defer { Self.stop(server) }
-        let firstLine = Self.readLine(serverOut)
-        guard firstLine.hasPrefix("listening on ") else {
-            throw BenchError(description: "meridian-server did not start (said '\(firstLine)')")
-        }
-        let address = String(firstLine.dropFirst("listening on ".count))
 
         let (watch, watchOut) = try Self.start(
             bin + "/meridian", ["watch", "Bench", "--format", "jsonl", "--server", address])
@@ -299,6 +282,21 @@ enum BulkBenchmark {
             throw BenchError(description: "meridian apply failed: \(message)")
         }
         return (total, applied.value ?? total)
+    }
+
+    /// Starts `meridian-server` on a loopback port of its choosing, quiet but for warnings; returns the process and
+    /// the address it printed (`HOST:PORT`).
+    static func startServer(bin: String, db: String, schema: String, _ extra: [String] = []) throws -> (Process, String)
+    {
+        let (server, output) = try Self.start(
+            bin + "/meridian-server",
+            ["--db", db, "--schema", schema, "--listen", "127.0.0.1:0", "--log-level", "warning"] + extra)
+        let firstLine = Self.readLine(output)
+        guard firstLine.hasPrefix("listening on ") else {
+            Self.stop(server)
+            throw BenchError(description: "meridian-server did not start (said '\(firstLine)')")
+        }
+        return (server, String(firstLine.dropFirst("listening on ".count)))
     }
 
     /// Starts `executable` with its standard output on a pipe (returned) and its standard error discarded.

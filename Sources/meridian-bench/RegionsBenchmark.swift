@@ -104,16 +104,12 @@ enum RegionsBenchmark {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try Self.schemaYAML.write(toFile: directory + "/regions.yaml", atomically: true, encoding: .utf8)
-        let (server, serverOut) = try BulkBenchmark.start(
-            bin + "/meridian-server",
-            [
-                "--db", directory + "/store.sqlite", "--schema", directory + "/regions.yaml", "--listen",
-                "127.0.0.1:0", "--log-level", "warning", "--max-connections", String(clients + 16),
-            ])
+        let (server, address) = try BulkBenchmark.startServer(
+            bin: bin, db: directory + "/store.sqlite", schema: directory + "/regions.yaml",
+            ["--max-connections", String(clients + 16)])
         defer { BulkBenchmark.stop(server) }
-        let firstLine = BulkBenchmark.readLine(serverOut)
-        guard firstLine.hasPrefix("listening on "), let port = Int(firstLine.split(separator: ":").last ?? "") else {
-            throw BulkBenchmark.BenchError(description: "meridian-server did not start (said '\(firstLine)')")
+        guard let port = Int(address.split(separator: ":").last ?? "") else {
+            throw BulkBenchmark.BenchError(description: "meridian-server printed an address without a port: \(address)")
         }
         let grid = Grid(cells: clients)
         let commits = options.rate * options.seconds
@@ -194,15 +190,8 @@ enum RegionsBenchmark {
             target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext)
         try await withGRPCClient(transport: transport) { client in
             let meridian = Meridian_V1_Meridian.Client(wrapping: client)
-            let (requests, continuation) = AsyncStream<Meridian_V1_SyncRequest>.makeStream()
-            var hello = Meridian_V1_SyncRequest()
-            hello.hello.protocolVersion = ProtocolVersion.current
-            continuation.yield(hello)
-            var subscribe = Meridian_V1_SyncRequest()
-            subscribe.subscribe.subscriptionID = "region"
-            subscribe.subscribe.fetch = Meridian_V1_FetchRequest(entity: "Place")
-            subscribe.subscribe.fetch.predicate = predicate
-            continuation.yield(subscribe)
+            let (requests, continuation) = ServerBenchmark.helloAndSubscribe(
+                "region", entity: "Place", predicate: predicate)
             defer { continuation.finish() }
             try await meridian.syncDecodingRowsByHand(
                 requestProducer: { writer in for await request in requests { try await writer.write(request) } },

@@ -432,16 +432,7 @@ enum ServerBenchmark {
             target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext)
         try await withGRPCClient(transport: transport) { client in
             let meridian = Meridian_V1_Meridian.Client(wrapping: client)
-            let (requests, continuation) = AsyncStream<Meridian_V1_SyncRequest>.makeStream()
-            var hello = Meridian_V1_SyncRequest()
-            hello.hello = Meridian_V1_Hello()
-            hello.hello.protocolVersion = ProtocolVersion.current
-            continuation.yield(hello)
-            var subscribe = Meridian_V1_SyncRequest()
-            subscribe.subscribe.subscriptionID = "all"
-            subscribe.subscribe.fetch = Meridian_V1_FetchRequest(entity: "Bench")
-            subscribe.subscribe.fetch.predicate = predicate
-            continuation.yield(subscribe)
+            let (requests, continuation) = self.helloAndSubscribe("all", entity: "Bench", predicate: predicate)
             try await meridian.syncDecodingRowsByHand(
                 metadata: metadata,
                 requestProducer: { writer in for await request in requests { try await writer.write(request) } },
@@ -470,6 +461,23 @@ enum ServerBenchmark {
                     collector.finish(latencies: latencies, rows: received)
                 })
         }
+    }
+
+    /// A Sync stream's requests: Hello, then one Subscribe to `entity` rows matching `predicate`; finish the
+    /// continuation to end the stream.
+    static func helloAndSubscribe(_ id: String, entity: String, predicate: String) -> (
+        AsyncStream<Meridian_V1_SyncRequest>, AsyncStream<Meridian_V1_SyncRequest>.Continuation
+    ) {
+        let (requests, continuation) = AsyncStream<Meridian_V1_SyncRequest>.makeStream()
+        var hello = Meridian_V1_SyncRequest()
+        hello.hello.protocolVersion = ProtocolVersion.current
+        continuation.yield(hello)
+        var subscribe = Meridian_V1_SyncRequest()
+        subscribe.subscribe.subscriptionID = id
+        subscribe.subscribe.fetch = Meridian_V1_FetchRequest(entity: entity)
+        subscribe.subscribe.fetch.predicate = predicate
+        continuation.yield(subscribe)
+        return (requests, continuation)
     }
 
     // MARK: - Raw gRPC

@@ -25,9 +25,10 @@ struct SyncOutboundSerializer: MessageSerializer {
 
 /// Reads a protobuf request, refusing messages over the configured size (`MESSAGE_TOO_LARGE`, RESOURCE_EXHAUSTED)
 /// and bytes that do not decode (`MALFORMED_REQUEST`, INVALID_ARGUMENT), each with its `ErrorDetail` in the
-/// trailers.
+/// trailers. The bytes are decoded by swift-protobuf, or by `decode` (Apply requests: ``ApplyRequestWireDecoding``).
 struct LimitedDeserializer<Message: SwiftProtobuf.Message>: MessageDeserializer {
     let limit: Int
+    var decode: @Sendable (UnsafeRawBufferPointer) throws -> Message = { try Message(serializedBytes: Array($0)) }
 
     func deserialize<Bytes: GRPCContiguousBytes>(_ bytes: Bytes) throws -> Message {
         if self.limit > 0, bytes.count > self.limit {
@@ -38,35 +39,11 @@ struct LimitedDeserializer<Message: SwiftProtobuf.Message>: MessageDeserializer 
                 ))
         }
         do {
-            return try bytes.withUnsafeBytes { buffer in try Message(serializedBytes: Array(buffer)) }
+            return try bytes.withUnsafeBytes { try self.decode($0) }
         } catch {
             throw RPCError(
                 Meridian_V1_ErrorDetail(
                     .malformedRequest, "a \(Message.protoMessageName) that does not decode: \(error)"),
-                cause: error)
-        }
-    }
-}
-
-/// The deserializer of Apply and ApplyStream requests: ``LimitedDeserializer``'s bound and errors, with the request
-/// decoded by hand (``ApplyRequestWireDecoding``; swift-protobuf for anything unusual).
-struct ApplyRequestDeserializer: MessageDeserializer {
-    let limit: Int
-
-    func deserialize<Bytes: GRPCContiguousBytes>(_ bytes: Bytes) throws -> Meridian_V1_ApplyRequest {
-        if self.limit > 0, bytes.count > self.limit {
-            throw RPCError(
-                Meridian_V1_ErrorDetail(
-                    .messageTooLarge,
-                    "a \(Meridian_V1_ApplyRequest.protoMessageName) of \(bytes.count) bytes is over the server's limit of "
-                        + "\(self.limit) bytes"))
-        }
-        do {
-            return try bytes.withUnsafeBytes { try ApplyRequestWireDecoding.decode($0) }
-        } catch {
-            throw RPCError(
-                Meridian_V1_ErrorDetail(
-                    .malformedRequest, "a \(Meridian_V1_ApplyRequest.protoMessageName) that does not decode: \(error)"),
                 cause: error)
         }
     }

@@ -52,7 +52,7 @@ struct MeridianService: RegistrableRPCService {
         )
         router.registerHandler(
             forMethod: Meridian_V1_Meridian.Method.Apply.descriptor,
-            deserializer: ApplyRequestDeserializer(limit: limit),
+            deserializer: LimitedDeserializer(limit: limit, decode: ApplyRequestWireDecoding.decode),
             serializer: ProtobufSerializer<Meridian_V1_ApplyResponse>(),
             handler: { request, context in
                 let caller = try await self.accessControl.caller(
@@ -64,7 +64,7 @@ struct MeridianService: RegistrableRPCService {
         )
         router.registerHandler(
             forMethod: Meridian_V1_Meridian.Method.ApplyStream.descriptor,
-            deserializer: ApplyRequestDeserializer(limit: limit),
+            deserializer: LimitedDeserializer(limit: limit, decode: ApplyRequestWireDecoding.decode),
             serializer: ProtobufSerializer<Meridian_V1_ApplyResponse>(),
             handler: { request, context in
                 let caller = try await self.accessControl.caller(
