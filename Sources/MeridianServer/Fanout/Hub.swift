@@ -279,9 +279,10 @@ final class Hub: Sendable {
     /// read transaction: a limited subscription whose window runs short is refilled at the batch's end.
     ///
     /// With no client connected and no registration pending, nobody needs the changes: the hub moves to the latest
-    /// seq without reading them (an import into a server nobody watches read and decoded every row it wrote, a
-    /// fifth of the server's CPU). A client that connects afterwards registers at that seq, and its base is read from
-    /// the store at or after it; one that connects before is seen here, under the lock, and the log is read.
+    /// seq without reading them (an import into a server nobody watches read and decoded every row it wrote: a third
+    /// of the server's CPU, measured A/B in docs/speed-of-light.md). A client that connects afterwards registers at
+    /// that seq, and its base is read from the store at or after it; one that connects before is seen here, under
+    /// the lock, and the log is read.
     func catchUp(_ feed: ChangeFeed) throws {
         if self.state.withLock({ $0.clients.isEmpty && $0.pendings.isEmpty }) {
             let latest = try feed.latestSeq()
