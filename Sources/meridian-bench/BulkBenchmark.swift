@@ -146,7 +146,7 @@ enum BulkBenchmark {
             let (total, apply) = try Self.meridianRun(bin: bin, directory: directory + "/run\(run)", rows: rows)
             meridian.append(total)
             applied.append(apply)
-            python.append(try Self.pythonRun(directory: directory, run: run, rows: rows))
+            python.append(try Self.pythonRun(directory: directory, database: "python\(run).sqlite", rows: rows))
             printer.note(
                 String(
                     format: "  run %d: meridian %.3f s (apply returned at %.3f s), python sqlite3 %.3f s", run + 1,
@@ -195,16 +195,8 @@ enum BulkBenchmark {
         guard importer.terminationStatus == 0 else {
             throw BenchError(description: "meridian import failed: \(message)")
         }
-        let python = Process()
-        python.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        python.arguments = [directory + "/ceiling.py", directory + "/python-import.sqlite", String(rows), "500"]
-        let out = Pipe()
-        python.standardOutput = out
-        try python.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        python.waitUntilExit()
-        guard python.terminationStatus == 0, let ceiling = Double(text.trimmingCharacters(in: .whitespacesAndNewlines))
-        else { throw BenchError(description: "python3 failed: \(text)") }
+        let ceiling = try Self.pythonRun(
+            directory: directory, database: "python-import.sqlite", rows: rows, transactionRows: 500)
         return BenchFigure(
             bench: "bulk", name: "meridian import of a \(rows)-row CSV, 500-row transactions, rows/s",
             value: Double(rows) / seconds, unit: "rows/s", ceiling: Double(rows) / ceiling)
@@ -317,11 +309,15 @@ enum BulkBenchmark {
         process.waitUntilExit()
     }
 
-    /// The ceiling: Python's seconds for the same rows, one transaction, WAL, synchronous=FULL.
-    static func pythonRun(directory: String, run: Int, rows: Int) throws -> Double {
+    /// The ceiling: Python's seconds for the same rows into a fresh `database` in `directory`, WAL,
+    /// synchronous=FULL, in one transaction or in transactions of `transactionRows`.
+    static func pythonRun(directory: String, database: String, rows: Int, transactionRows: Int? = nil) throws -> Double
+    {
         let python = Process()
         python.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        python.arguments = [directory + "/ceiling.py", directory + "/python\(run).sqlite", String(rows)]
+        python.arguments =
+            [directory + "/ceiling.py", directory + "/" + database, String(rows)]
+            + (transactionRows.map { [String($0)] } ?? [])
         let out = Pipe()
         python.standardOutput = out
         try python.run()
