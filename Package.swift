@@ -43,6 +43,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // Schema, values, predicates, sort order and change-set algebra: pure Swift, no I/O.
@@ -151,6 +153,8 @@ let package = Package(
             name: "MeridianServerTests",
             dependencies: [
                 "MeridianServer",
+                "MeridianAdmin",
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 "MeridianAuth",
                 .product(name: "Crypto", package: "swift-crypto"),
                 "MeridianTestSupport",
@@ -165,6 +169,27 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // The admin endpoint (`meridian-server --admin`): Prometheus metrics (swift-prometheus as the swift-metrics
+        // backend), /healthz and /readyz, and a status page, served over HTTP by hummingbird.
+        .target(
+            name: "MeridianAdmin",
+            dependencies: [
+                "MeridianServer",
+                "MeridianCore",
+                "MeridianStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -199,6 +224,9 @@ let package = Package(
             name: "meridian-server",
             dependencies: [
                 "MeridianCommandLine",
+                "MeridianAdmin",
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 "MeridianAuth",
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 "MeridianServer",

@@ -8,7 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-APT_PACKAGES=(libsqlite3-dev sqlite3 protobuf-compiler)
+# chromium: the admin status page's test renders it headless.
+APT_PACKAGES=(libsqlite3-dev sqlite3 protobuf-compiler chromium)
 
 log() { printf '==> %s\n' "$*" >&2; }
 
@@ -27,6 +28,10 @@ setup() {
     python3 -c 'import grpc_tools' 2>/dev/null || {
         log "installing grpcio-tools (the Python client test generates a client from Protos/)"
         python3 -m pip install --quiet grpcio-tools==1.85.1
+    }
+    python3 -c 'import grpc_health.v1' 2>/dev/null || {
+        log "installing grpcio-health-checking (a test checks the server's health service with it)"
+        python3 -m pip install --quiet grpcio-health-checking==1.85.1
     }
     command -v swift >/dev/null || { echo "error: swift is not on PATH (expected Swift 6.1 or later)" >&2; exit 1; }
 }

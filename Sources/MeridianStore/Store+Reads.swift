@@ -205,6 +205,35 @@ extension Store {
         }
     }
 
+    /// What the change log holds now, for the server's metrics and status page.
+    public struct LogStatistics: Sendable, Hashable {
+        /// The latest committed seq (0 for a store that never changed).
+        public var latestSeq: Int64
+        /// The oldest seq the log still holds; `latestSeq + 1` when it holds none (pruned through the end, or empty).
+        public var oldestSeq: Int64
+        /// The changes the log holds.
+        public var rows: Int
+        /// The store file and its write-ahead log, in bytes (0 in memory).
+        public var fileBytes: Int64
+    }
+
+    /// Reads the log's extent and size in one read transaction (a count of the log: a few ms a million changes).
+    public func logStatistics() async throws -> LogStatistics {
+        var statistics = try await self.read("cannot read the change log's statistics") { db in
+            let latest = try Store.latestSeq(db)
+            let oldest = try Int64.fetchOne(db, sql: "SELECT MIN(seq) FROM meridian_changes") ?? (latest + 1)
+            let rows = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM meridian_changes") ?? 0
+            return LogStatistics(latestSeq: latest, oldestSeq: oldest, rows: rows, fileBytes: 0)
+        }
+        if let path = self.path {
+            for file in [path, path + "-wal"] {
+                let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? NSNumber)??.int64Value
+                statistics.fileBytes += size ?? 0
+            }
+        }
+        return statistics
+    }
+
     /// Removes old changes from the log and records how far it was pruned.
     ///
     /// A change is removed when it is not among the last `keepingLast` changes, or when it was committed more than

@@ -10,6 +10,7 @@
 // …); the figures are medians, and the ratio is Meridian's median over the ceiling's.
 
 import Foundation
+import MeridianCore
 
 /// One benchmark figure: what every case prints, and with `--json` one JSON object on standard output.
 struct BenchFigure {
@@ -27,11 +28,7 @@ struct BenchFigure {
             guard let value, value.isFinite else { return "null" }
             return String(format: "%.6g", value)
         }
-        func string(_ text: String) -> String {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = .withoutEscapingSlashes
-            return String(decoding: (try? encoder.encode(text)) ?? Data("\"\"".utf8), as: UTF8.self)
-        }
+        let string = JSONText.quoted
         return "{\"bench\":\(string(self.bench)),\"case\":\(string(self.name)),\"value\":\(number(self.value)),"
             + "\"unit\":\(string(self.unit)),\"ceiling\":\(number(self.ceiling)),\"ratio\":\(number(self.ratio))}"
     }

@@ -58,11 +58,11 @@ struct LogCommand: ParsableCommand {
                     "\(change.seq) \(change.committedAt.iso8601) \(change.author ?? "-") \(change.kind.name) "
                     + "\(change.entity) \(change.id) v\(change.version)\n"
             case .jsonl:
-                let author = change.author.map(Self.jsonString) ?? "null"
+                let author = change.author.map(JSONText.quoted) ?? "null"
                 output +=
                     "{\"seq\":\(change.seq),\"committedAt\":\"\(change.committedAt.iso8601)\",\"author\":\(author),"
-                    + "\"kind\":\"\(change.kind.name)\",\"entity\":\(Self.jsonString(change.entity)),"
-                    + "\"id\":\(Self.jsonString(change.id)),\"version\":\(change.version)}\n"
+                    + "\"kind\":\"\(change.kind.name)\",\"entity\":\(JSONText.quoted(change.entity)),"
+                    + "\"id\":\(JSONText.quoted(change.id)),\"version\":\(change.version)}\n"
             }
             if output.utf8.count > 1 << 16 {
                 FileHandle.standardOutput.write(Data(output.utf8))
@@ -70,11 +70,6 @@ struct LogCommand: ParsableCommand {
             }
         }
         FileHandle.standardOutput.write(Data(output.utf8))
-    }
-
-    static func jsonString(_ text: String) -> String {
-        let data = (try? JSONEncoder().encode(text)) ?? Data("\"\"".utf8)
-        return String(decoding: data, as: UTF8.self)
     }
 }
 

@@ -1,13 +1,16 @@
 // meridian-server: parse arguments, build the configuration, bootstrap logging, run until SIGTERM/SIGINT.
 
 import ArgumentParser
+import CoreMetrics
 import Foundation
 import Logging
+import MeridianAdmin
 import MeridianAuth
 import MeridianCommandLine
 import MeridianCore
 import MeridianServer
 import MeridianStore
+import Prometheus
 import ServiceLifecycle
 import UnixSignals
 
@@ -48,6 +51,24 @@ struct MeridianServerCommand: AsyncParsableCommand {
 
     @Option(help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel = "info"
+
+    @Option(
+        help: ArgumentHelp(
+            "How logs are written to standard error: text (readable lines) or json (one JSON object a line, with the metadata, for log shippers).",
+            valueName: "format"))
+    var logFormat = "text"
+
+    @Option(
+        help: ArgumentHelp(
+            "Serve the admin endpoint at this address: /metrics (Prometheus), /healthz, /readyz and a status page at /. Off by default; TLS with --tls-cert.",
+            valueName: "host:port"))
+    var admin: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "A file holding the bearer token /metrics and the status page require (needed with --auth, or when --admin is not on loopback).",
+            valueName: "path"))
+    var adminTokenFile: String?
 
     @Option(
         help: ArgumentHelp(
@@ -179,6 +200,10 @@ struct MeridianServerCommand: AsyncParsableCommand {
         }
         try self.identity.validate(
             listenHost: host, clientCertificatesRequired: self.tls.tlsClientAuth == "require")
+        guard ["text", "json"].contains(self.logFormat) else {
+            throw ValidationError("--log-format must be text or json, not '\(self.logFormat)'")
+        }
+        try self.validateAdmin()
         guard Logger.Level(rawValue: self.logLevel) != nil else {
             throw ValidationError(
                 "--log-level must be one of trace, debug, info, notice, warning, error, critical, not '\(self.logLevel)'"
@@ -255,11 +280,20 @@ struct MeridianServerCommand: AsyncParsableCommand {
 
     func run() async throws {
         let level = Logger.Level(rawValue: self.logLevel) ?? .info
+        let json = self.logFormat == "json"
         LoggingSystem.bootstrap { label in
+            if json {
+                var handler = JSONLogHandler(label: label)
+                handler.logLevel = level
+                return handler
+            }
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
             return handler
         }
+        // Every metric goes to one Prometheus registry, which the admin endpoint serves (when --admin is given).
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         let logger = Logger(label: "meridian.server")
         let schema: Schema
         do {
@@ -357,17 +391,72 @@ struct MeridianServerCommand: AsyncParsableCommand {
         }
         let server = MeridianServer(
             store: store, configuration: configuration, logger: logger, authenticator: authenticator)
+        let admin = try self.adminServer(server, registry: registry, tls: configuration.tls)
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: server)]
+        if let admin { services.append(.init(service: admin)) }
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: [.init(service: server)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
             tasks.addTask {
                 let address = try await server.listeningAddress
                 FileHandle.standardOutput.write(Data("listening on \(address)\n".utf8))
+                if let admin {
+                    let (host, port) = try await admin.listeningAddress
+                    let scheme = admin.configuration.tls == nil ? "http" : "https"
+                    let shown = host.contains(":") ? "[\(host)]" : host
+                    FileHandle.standardOutput.write(Data("admin on \(scheme)://\(shown):\(port)/\n".utf8))
+                }
             }
             try await tasks.waitForAll()
         }
+    }
+
+    /// `--admin` and `--admin-token-file`: the token protects the endpoint wherever it could be reached by others
+    /// (not on loopback) or wherever the server itself checks identities (`--auth`).
+    func validateAdmin() throws {
+        guard let admin = self.admin else {
+            if self.adminTokenFile != nil { throw ValidationError("--admin-token-file needs --admin HOST:PORT") }
+            return
+        }
+        guard let (host, _) = Self.address(admin) else {
+            throw ValidationError("--admin must be HOST:PORT with a port from 0 to 65535, not '\(admin)'")
+        }
+        if self.adminTokenFile == nil {
+            if !["127.0.0.1", "::1", "localhost"].contains(host) {
+                throw ValidationError(
+                    "--admin on \(host), which is not loopback, needs --admin-token-file: the status page names every client"
+                )
+            }
+            if self.identity.auth != "none" {
+                throw ValidationError(
+                    "--admin with --auth \(self.identity.auth) needs --admin-token-file: the status page names every client"
+                )
+            }
+        }
+    }
+
+    /// The admin endpoint, when `--admin` is given (the token file is read here: exit 2 when it cannot be).
+    func adminServer(
+        _ server: MeridianServer, registry: PrometheusCollectorRegistry, tls: ServerTLS?
+    ) throws -> AdminServer? {
+        guard let admin = self.admin, let (host, port) = Self.address(admin) else { return nil }
+        var configuration = AdminConfiguration(
+            host: host == "localhost" ? "127.0.0.1" : host, port: port,
+            tls: tls.map { ($0.certificatePath, $0.keyPath) })
+        if let path = self.adminTokenFile {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                Self.fail("cannot read the admin token file \(path)")
+            }
+            let token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            guard token.count >= 16, !token.contains(where: \.isWhitespace) else {
+                Self.fail("the admin token in \(path) must be one line of at least 16 characters without spaces")
+            }
+            configuration.bearerToken = token
+        }
+        return AdminServer(
+            server: server, registry: registry, configuration: configuration, logger: Logger(label: "meridian.admin"))
     }
 
     /// Prints `message` to stderr and exits with status 2.

@@ -14,16 +14,18 @@ import Testing
 struct DiskFaultTests {
     /// `meridian-server` on a tmpfs of `size` mounted at `directory` in a mount namespace of its own (the process's
     /// pid is the server's: the shell execs it).
-    static func serverOnTmpfs(_ directory: String, size: String, readOnly: Bool = false) throws -> ServerProcess {
+    static func serverOnTmpfs(
+        _ directory: String, size: String, readOnly: Bool = false, _ extra: [String] = []
+    ) throws -> ServerProcess {
         let mount = "mount -t tmpfs -o size=\(size) tmpfs \"$0\"" + (readOnly ? " && mount -o remount,ro \"$0\"" : "")
         return try ServerProcess(
             executable: URL(fileURLWithPath: "/usr/bin/unshare"),
             [
                 "-m", "sh", "-c",
-                mount + " && exec \"$1\" --db \"$0/store.sqlite\" --schema \"$2\" --listen 127.0.0.1:0 "
-                    + "--health-probe-interval 100ms --log-level warning",
+                mount + " && bin=\"$1\" schema=\"$2\" && shift 2 && exec \"$bin\" --db \"$0/store.sqlite\" "
+                    + "--schema \"$schema\" --listen 127.0.0.1:0 --health-probe-interval 100ms --log-level warning \"$@\"",
                 directory, ServerProcess.binary.path, Fixtures.demoSchemaPath,
-            ])
+            ] + extra)
     }
 
     /// Runs a command inside the server's mount namespace.
@@ -36,12 +38,16 @@ struct DiskFaultTests {
         return process.terminationStatus
     }
 
-    @Test("a full disk: UNAVAILABLE with the reason and NOT_SERVING; nothing acknowledged lost; back when space is")
+    @Test(
+        "a full disk: UNAVAILABLE with the reason, NOT_SERVING and /readyz 503; nothing acknowledged lost; back when space is"
+    )
     func fullDisk() async throws {
         let directory = try ProcessTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let server = try Self.serverOnTmpfs(directory, size: "16m")
+        let server = try Self.serverOnTmpfs(directory, size: "16m", ["--admin", "127.0.0.1:0"])
         let port = try #require(listeningPort(await server.firstLine()))
+        let adminLine = try #require(await server.firstLine())
+        let admin = try #require(adminBase(adminLine), "\(adminLine)")
         // Room to give back later: half the disk. (Freeing less than the WAL needs to be checkpointed would not
         // bring writes back: SQLite cannot reuse its WAL before it copied it into the store file.)
         #expect(
@@ -72,9 +78,17 @@ struct DiskFaultTests {
             #expect(!acknowledged.isEmpty)
             // The health service turns: the probe's small commit fails too.
             while try await status() != .notServing { try await Task.sleep(for: .milliseconds(50)) }
+            // So does /readyz, with the reason; /healthz does not (the process is alive).
+            let notReady = try await httpGet(admin + "readyz")
+            #expect(notReady.status == 503)
+            let object = try JSONSerialization.jsonObject(with: Data(notReady.body.utf8)) as? [String: Any]
+            #expect(object?["ready"] as? Bool == false)
+            #expect((object?["reason"] as? String)?.contains("full") == true, "\(notReady.body)")
+            #expect(try await httpGet(admin + "healthz").status == 200)
             // Space comes back: so do writes and the health.
             #expect(try Self.inNamespace(of: server, ["rm", "\(directory)/ballast"]) == 0)
             while try await status() != .serving { try await Task.sleep(for: .milliseconds(50)) }
+            #expect(try await httpGet(admin + "readyz") == (200, "{\"ready\":true}\n"))
             let after = try await insert(["after"])
             guard case .result? = after.outcome else {
                 Issue.record("a write after space came back: \(after)")

@@ -155,10 +155,10 @@ struct FanoutTests {
                     }
                     #expect(slowMirror.results["done"]?.count == 1)
                     // Each case counted.
-                    #expect(metrics.counterTotal(label: "meridian.overflows") >= 1)
-                    #expect(metrics.counterTotal(label: "meridian.resnapshots") >= 2)
-                    #expect(metrics.counterTotal(label: "meridian.coalesced") >= 1)
-                    #expect(metrics.counterTotal(label: "meridian.commits") >= 1)
+                    #expect(metrics.counterTotal(label: "meridian_client_overflows_total") >= 1)
+                    #expect(metrics.counterTotal(label: "meridian_resnapshots_total") >= 2)
+                    #expect(metrics.counterTotal(label: "meridian_coalesced_row_changes_total") >= 1)
+                    #expect(metrics.counterTotal(label: "meridian_fanout_batches_total") >= 1)
                     #expect(slowMirror.resnapshots >= 1)
                     #expect(!slowMirror.resnapshotBatches.isEmpty)
                     #expect(slowMirror.resnapshotBatches.allSatisfy { $0 == ["all", "done"] })

@@ -335,7 +335,7 @@ struct SyncTests {
                 try await commit(store, [.update("Point", id: "p0", ["title": "zero"])])
                 try await commit(store, [.update("Point", id: "p3", ["category": 1])])
                 let last = try await commit(store, [.delete("Author", id: "a0")])
-                let readsBefore = metrics.counterTotal(label: "meridian.resume.reads")
+                let readsBefore = metrics.counterTotal(label: "meridian_resume_reads_total")
                 try await withSyncStream(client) { stream in
                     let resumed = fetches.map { id, fetch in
                         var subscribe = Meridian_V1_Subscribe()
@@ -347,7 +347,7 @@ struct SyncTests {
                     stream.hello(resumeFrom: from, subscriptions: resumed)
                     while mirror.seq < last { mirror.apply(try await stream.nextMessage()) }
                 }
-                #expect(metrics.counterTotal(label: "meridian.resume.reads") - readsBefore == 1)
+                #expect(metrics.counterTotal(label: "meridian_resume_reads_total") - readsBefore == 1)
                 #expect(mirror.snapshotsReceived.values.allSatisfy { $0 == 1 }, "resumed, not re-snapshotted")
                 for (id, fetch) in fetches {
                     #expect(mirror.results[id] == (try await directQuery(store, fetch)), "\(id)")

@@ -1,5 +1,7 @@
 // MARK: - JSON
 
+internal import MeridianCore
+
 /// A JSON value that keeps what the CLI needs and Foundation's `JSONSerialization` loses: the exact text of numbers
 /// (so a 64-bit integer is never rounded through `Double`, and `2` and `2.0` stay apart) and the order of object keys.
 ///
@@ -94,42 +96,6 @@ extension JSON {
         if value.isInfinite { return .number(value < 0 ? "-1e999" : "1e999") }
         precondition(!value.isNaN, "NaN is never a valid value")
         return .number(value.description)
-    }
-}
-
-// MARK: - String literals
-
-/// JSON string literals, for every JSON text the package writes (the CLI's output, the fuzzers' inputs).
-package enum JSONText {
-    /// Writes a JSON string literal: `"` and `\` escaped, control characters as `\n`, `\t`, `\u00XX`; everything
-    /// else (non-ASCII included) as UTF-8.
-    package static func write(_ s: String, to out: inout String) {
-        out += "\""
-        // Most strings need no escape: appended whole (one scalar at a time was most of `meridian watch`'s JSON
-        // writing).
-        if !s.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") })
-        {
-            out += s
-            out += "\""
-            return
-        }
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 || scalar.value == 0x7F {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        out += "\""
     }
 }
 

@@ -107,16 +107,21 @@ struct QueuedBatch: Sendable {
     var rowCount: Int
     /// About the bytes it takes: the shared encoded bodies, or the merged rows' sizes (``MergedDelta/bytes``).
     var byteCount: Int
+    /// When the oldest commit it carries was committed (microseconds since 1970, the log's `committed_at`), for
+    /// `meridian_commit_to_send_seconds`; `nil` for a batch made of no commit (a snapshot's release).
+    var committedAt: Int64?
 
-    init(seq: Int64, parts: [BatchPart]) {
+    init(seq: Int64, parts: [BatchPart], committedAt: Int64? = nil) {
         self.seq = seq
+        self.committedAt = committedAt
         self.shared = parts
         self.rowCount = parts.reduce(0) { $0 + $1.delta.rowCount }
         self.byteCount = parts.reduce(0) { $0 + $1.delta.body.count }
     }
 
     /// Folds a later batch into this one; returns how many rows were coalesced away.
-    mutating func merge(seq: Int64, parts: [BatchPart]) -> Int {
+    mutating func merge(seq: Int64, parts: [BatchPart], committedAt: Int64? = nil) -> Int {
+        if let committedAt { self.committedAt = min(self.committedAt ?? committedAt, committedAt) }
         if let shared = self.shared {
             self.shared = nil
             self.rowCount = 0
@@ -456,7 +461,7 @@ final class ClientOutbox: Sendable {
 
     /// Queues one hub batch's parts for this client at `seq`, merging into the last queued batch when there is one
     /// (or into the held batch while the outbox holds).
-    func enqueueBatch(seq: Int64, parts: [BatchPart]) -> EnqueueResult {
+    func enqueueBatch(seq: Int64, parts: [BatchPart], committedAt: Int64? = nil) -> EnqueueResult {
         let (waiter, item, result): (CheckedContinuation<OutboxItem?, Never>?, OutboxItem?, EnqueueResult) =
             self.state.withLock { state in
                 if state.finished { return (nil, nil, .closed) }
@@ -464,10 +469,10 @@ final class ClientOutbox: Sendable {
                     var coalesced = 0
                     if var held = state.held {
                         state.uncount(held)
-                        coalesced = held.merge(seq: seq, parts: parts)
+                        coalesced = held.merge(seq: seq, parts: parts, committedAt: committedAt)
                         state.held = held
                     } else {
-                        state.held = QueuedBatch(seq: seq, parts: parts)
+                        state.held = QueuedBatch(seq: seq, parts: parts, committedAt: committedAt)
                     }
                     state.count(state.held!)
                     if self.isOver(state) {
@@ -478,7 +483,7 @@ final class ClientOutbox: Sendable {
                 }
                 if !state.isEmpty, case .batch(var last) = state.items[state.items.count - 1] {
                     state.uncount(last)
-                    let coalesced = last.merge(seq: seq, parts: parts)
+                    let coalesced = last.merge(seq: seq, parts: parts, committedAt: committedAt)
                     state.count(last)
                     state.items[state.items.count - 1] = .batch(last)
                     if self.isOver(state) {
@@ -487,7 +492,7 @@ final class ClientOutbox: Sendable {
                     }
                     return (nil, nil, .queued(coalesced: coalesced))
                 }
-                let item = OutboxItem.batch(QueuedBatch(seq: seq, parts: parts))
+                let item = OutboxItem.batch(QueuedBatch(seq: seq, parts: parts, committedAt: committedAt))
                 let waiter = state.push(item)
                 if waiter == nil, self.isOver(state), state.items.count > 1 {
                     Self.drop(&state)
@@ -665,4 +670,9 @@ final class ClientOutbox: Sendable {
 
     /// The number of distinct row changes waiting (for tests and metrics).
     var queuedRows: Int { self.state.withLock { $0.queuedRows } }
+
+    /// What waits for the client now, for the status page and the queue gauges.
+    var load: (rows: Int, bytes: Int, sentSeq: Int64) {
+        self.state.withLock { ($0.queuedRows, $0.queuedBytes + $0.snapshotBytes, $0.lastSentSeq) }
+    }
 }

@@ -40,8 +40,8 @@ extension Hub {
     /// - Throws: ``DetailError`` `SHUTTING_DOWN` when the server is shutting down, `UNAVAILABLE` when the fan-out
     ///   stopped.
     func connect(
-        outbox: ClientOutbox, jobs: AsyncStream<Int>.Continuation, name: String, chunkBytes: Int = 1 << 20,
-        resumeFrom: Int64?, clientSeq: Int64 = 0,
+        outbox: ClientOutbox, jobs: AsyncStream<Int>.Continuation, name: String, peer: String = "",
+        subject: String? = nil, chunkBytes: Int = 1 << 20, resumeFrom: Int64?, clientSeq: Int64 = 0,
         subscriptions: [Result<SubscriptionRequest, RefusedSubscription>] = [],
         welcome: (Int64) -> Meridian_V1_SyncResponse
     ) throws(DetailError) -> (id: Int, seq: Int64) {
@@ -53,7 +53,8 @@ extension Hub {
             let id = state.nextID
             state.nextID += 1
             state.clients[id] = Client(
-                outbox: outbox, jobs: jobs, name: name, chunkBytes: chunkBytes, resumeFrom: resumeFrom)
+                outbox: outbox, jobs: jobs, name: name, peer: peer, subject: subject, chunkBytes: chunkBytes,
+                resumeFrom: resumeFrom)
             outbox.enqueue(welcome(state.processedSeq))
             // Held from the first re-added subscription on, also one answered at once (a limited subscription the
             // hub maintains), so that none of the group's answers leaves before the others.
@@ -66,7 +67,7 @@ extension Hub {
             return .success((id, state.processedSeq))
         }
         let connected = try result.get()
-        self.metrics.subscribers.increment()
+        self.metrics.streams.increment()
         return connected
     }
 
@@ -82,7 +83,7 @@ extension Hub {
             client.outbox.finish()
             return true
         }
-        if removed { self.metrics.subscribers.decrement() }
+        if removed { self.metrics.streams.decrement() }
     }
 
     // MARK: - Requests from the client

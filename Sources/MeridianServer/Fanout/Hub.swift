@@ -95,6 +95,9 @@ final class Hub: Sendable {
         var complete = true
         /// For a limited subscription: the version of every row `live` holds.
         var versions: [String: Int64] = [:]
+        /// Batches that touched its entity, and the row changes it sent to all its holders (the status page's cost).
+        var evaluations = 0
+        var rowsSent = 0
     }
 
     /// One connected `Sync` stream.
@@ -103,6 +106,10 @@ final class Hub: Sendable {
         /// Pending registrations whose base the session must read (`read(_:)`).
         let jobs: AsyncStream<Int>.Continuation
         let name: String
+        /// The peer (`ipv4:127.0.0.1:50312`), the authenticated subject and when the stream opened: the status page's.
+        var peer = ""
+        var subject: String?
+        var connectedAt = ContinuousClock.now
         /// The most bytes of one snapshot chunk the client takes (a streamed snapshot is read in pieces of this).
         let chunkBytes: Int
         var subscriptions: [String: ClientSubscription] = [:]
@@ -234,7 +241,7 @@ final class Hub: Sendable {
     /// (``FanoutThread``) with a database connection of its own (``ChangeFeed``).
     ///
     /// A read or decode error stops the fan-out for good (the log at that seq cannot be delivered, and skipping it
-    /// would lose changes): it is logged, counted (`meridian.fanout.failures`), and every stream ends with
+    /// would lose changes): it is logged, counted (`meridian_fanout_failures_total`), and every stream ends with
     /// `UNAVAILABLE`; new streams are refused the same way until the server restarts. Writes go on.
     func run() async throws {
         let feed: ChangeFeed
@@ -294,8 +301,8 @@ final class Hub: Sendable {
             }
             if let skipped {
                 if skipped > 0 {
-                    self.metrics.commits.increment()
-                    self.metrics.changes.increment(by: skipped)
+                    self.metrics.fanoutBatches.increment()
+                    self.metrics.fanoutRowChanges.increment(by: skipped)
                 }
                 return
             }
@@ -347,8 +354,9 @@ final class Hub: Sendable {
             nets[entity] = computed
             return computed
         }
-        self.metrics.commits.increment()
-        self.metrics.changes.increment(by: Int64(batch.changes.count))
+        self.metrics.fanoutBatches.increment()
+        self.metrics.fanoutRowChanges.increment(by: Int64(batch.changes.count))
+        let committedAt = batch.changes.first?.committedAt.microseconds
 
         // 1. The unlimited distinct subscriptions the batch touches, evaluated outside the lock: their deltas depend
         // on their requests and the batch alone, and only this thread processes batches, so the registry is locked
@@ -380,9 +388,12 @@ final class Hub: Sendable {
                     } else {
                         delta = state.distinct[key]!.request.unlimitedDelta(netChanges(key.entity))
                     }
+                    state.distinct[key]!.evaluations += 1
                     guard let delta else { continue }
                     // Read once: each `state.distinct[key]!` copies the whole entry and hashes the key.
                     let distinct = state.distinct[key]!
+                    state.distinct[key]!.rowsSent +=
+                        delta.rowCount * distinct.holders.values.reduce(0) { $0 + $1.count }
                     let derived = distinct.request.entity.derived
                     for (client, ids) in distinct.holders {
                         for (id, epoch) in ids {
@@ -398,7 +409,7 @@ final class Hub: Sendable {
             var overflowed: [Int] = []
             for (clientID, parts) in perClient {
                 guard let client = state.clients[clientID] else { continue }
-                switch client.outbox.enqueueBatch(seq: end, parts: parts) {
+                switch client.outbox.enqueueBatch(seq: end, parts: parts, committedAt: committedAt) {
                 case .queued(let coalesced):
                     if coalesced > 0 { self.metrics.coalesced.increment(by: Int64(coalesced)) }
                 case .overflowed: overflowed.append(clientID)

@@ -107,7 +107,7 @@ struct MeridianService: RegistrableRPCService {
         response.clientTag = request.clientTag
         let limit = self.configuration.maxOperationsPerTransaction
         guard request.operations.count <= limit else {
-            self.metrics.applyRejected.increment()
+            self.metrics.rejected(code: "limit_exceeded")
             response.error = Meridian_V1_ErrorDetail(
                 .limitExceeded,
                 "the transaction has \(request.operations.count) operations; at most \(limit) are allowed "
@@ -117,7 +117,7 @@ struct MeridianService: RegistrableRPCService {
         if let subject = caller?.identity.principal.subject,
             let wait = self.accessControl.quotas.takeTransaction(subject)
         {
-            self.metrics.applyRejected.increment()
+            self.metrics.rejected(code: "limit_exceeded")
             response.error = Meridian_V1_ErrorDetail(
                 .limitExceeded,
                 "\(subject) commits more than \(self.configuration.applyRatePerPrincipal) transactions a second, "
@@ -132,25 +132,29 @@ struct MeridianService: RegistrableRPCService {
             }
             (operations, policy) = try RequestDecoding.operations(request)
         } catch {
-            self.metrics.applyRejected.increment()
             response.error = error.detail
+            self.metrics.rejected(code: response.error.code.metricLabel)
             return response
         }
         do {
+            let start = ContinuousClock.now
             let committed = try await self.store.apply(
                 operations, policy: policy, idempotencyKey: request.idempotencyKey, authorizer: caller?.access,
                 author: caller?.identity.principal.subject)
+            self.metrics.commitDuration.recordNanoseconds(Int64((ContinuousClock.now - start).nanoseconds))
             var result = Meridian_V1_ApplyResult()
             result.seq = committed.seq
             result.rows = committed.rows.map(Meridian_V1_WrittenRow.init)
             response.result = result
             self.metrics.applyCommitted.increment()
+            self.metrics.commits.increment()
+            self.metrics.rowChanges.increment(by: Int64(committed.rows.count))
             self.accessControl.audit?.record(
                 "apply",
                 ["sub": caller?.identity.principal.subject, "seq": committed.seq, "operations": operations.count])
         } catch let error as StoreError {
-            self.metrics.applyRejected.increment()
             response.error = RequestDecoding.detail(error, operations: operations)
+            self.metrics.rejected(code: response.error.code.metricLabel)
             if error.code == .permissionDenied {
                 self.accessControl.audit?.record(
                     "apply_denied",
@@ -160,7 +164,7 @@ struct MeridianService: RegistrableRPCService {
                     ])
             }
         } catch {
-            self.metrics.applyRejected.increment()
+            self.metrics.rejected(code: "internal")
             response.error = Meridian_V1_ErrorDetail(.internal, "the transaction failed: \(error)")
         }
         return response

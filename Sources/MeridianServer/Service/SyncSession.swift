@@ -1,5 +1,6 @@
 // MARK: - SyncSession: one Sync stream
 
+internal import CoreMetrics
 internal import GRPCCore
 internal import Logging
 internal import MeridianAuth
@@ -153,7 +154,8 @@ struct SyncSession {
         let (id, seq): (Int, Int64)
         do throws(DetailError) {
             (id, seq) = try hub.connect(
-                outbox: outbox, jobs: jobsContinuation, name: hello.clientName, chunkBytes: maxBytes,
+                outbox: outbox, jobs: jobsContinuation, name: hello.clientName, peer: self.peer,
+                subject: self.access.caller?.identity.principal.subject, chunkBytes: maxBytes,
                 resumeFrom: resumeFrom,
                 clientSeq: hello.resumeFromSeq, subscriptions: subscriptions,
                 welcome: { seq in self.welcome(seq: seq, resumed: resumeFrom != nil, version: version) })
@@ -294,11 +296,16 @@ struct SyncSession {
         case .message(let message):
             try await writer.write(.message(message))
         case .batch(let batch):
-            guard let batchBytes else {
+            if let batchBytes {
+                for part in batch.encoded(maxBytes: batchBytes) { try await writer.write(.encoded(part)) }
+            } else {
                 try await writer.write(.encoded(batch.encoded()))
-                return
             }
-            for part in batch.encoded(maxBytes: batchBytes) { try await writer.write(.encoded(part)) }
+            if let committedAt = batch.committedAt {
+                // Wall clock against the log's committed_at (both this host's): a step of the clock skews one sample.
+                let micros = wallClockMicroseconds() - committedAt
+                self.service.metrics.commitToSend.recordNanoseconds(max(0, micros) * 1000)
+            }
         case .snapshot(let snapshot):
             // Encoded by hand, straight from the rows (DeltaWireEncoding), one chunk at a time.
             let chunks = Chunking.ranges(snapshot.rows, maxBytes: chunkBytes)

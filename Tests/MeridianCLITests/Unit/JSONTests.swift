@@ -1,5 +1,6 @@
 // MARK: - JSON
 
+import MeridianCore
 import Testing
 
 @testable import MeridianCLI
