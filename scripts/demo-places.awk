@@ -38,12 +38,12 @@ function send(lines,    cmd) {
 function move(i) {
     lats[i] = sprintf("%.6f", clamp(lats[i] + (rand() - 0.5) * 0.001, 38.700, 38.735))
     lons[i] = sprintf("%.6f", clamp(lons[i] + (rand() - 0.5) * 0.001, -9.165, -9.120))
-    return "{\"op\":\"update\",\"entity\":\"Point\",\"id\":\"" ids[i] "\",\"values\":{\"latitude\":" lats[i] ",\"longitude\":" lons[i] "}}\n"
+    return "{\"op\":\"update\",\"entity\":\"Point\",\"id\":\"" ids[i] "\",\"values\":{\"latitude\":" lats[i] ",\"longitude\":" lons[i] ",\"updatedAt\":\"now\"}}\n"
 }
 
 function rename(i,    c) {
     c = int(rand() * 6)
-    return "{\"op\":\"update\",\"entity\":\"Point\",\"id\":\"" ids[i] "\",\"values\":{\"title\":\"" title(c) "\",\"category\":" c "}}\n"
+    return "{\"op\":\"update\",\"entity\":\"Point\",\"id\":\"" ids[i] "\",\"values\":{\"title\":\"" title(c) "\",\"category\":" c ",\"updatedAt\":\"now\"}}\n"
 }
 
 function add(    c) {
@@ -53,7 +53,7 @@ function add(    c) {
     ids[count] = sprintf("w%06d", ++added)
     lats[count] = lat
     lons[count] = lon
-    return "{\"op\":\"insert\",\"entity\":\"Point\",\"id\":\"" ids[count] "\",\"values\":{\"title\":\"" title(c) "\",\"category\":" c ",\"latitude\":" lat ",\"longitude\":" lon "}}\n"
+    return "{\"op\":\"insert\",\"entity\":\"Point\",\"id\":\"" ids[count] "\",\"values\":{\"title\":\"" title(c) "\",\"category\":" c ",\"latitude\":" lat ",\"longitude\":" lon ",\"updatedAt\":\"now\"}}\n"
 }
 
 function remove(i,    id) {
@@ -79,11 +79,11 @@ BEGIN {
     noun = "Aurora|Estrela|Tejo|Alfama|Chiado|Bairro Alto|Graça|Rossio|Baixa|Príncipe Real|Santa Catarina|Lusitano|Fado|Azulejo|Bica|Galo|Sardinha|Pessoa|Camões|Saudade|Marés|Elétrico|Castelo|Sé|Ribeira|Oriente|Andorinha|Limoeiro|Jacarandá|Ginjinha"
     FS = ","
     if (mode == "generate") {
-        print "id,title,category,latitude,longitude"
+        print "id,title,category,latitude,longitude,updatedAt"
         for (k = 1; k <= n; k++) {
             c = int(rand() * 6)
             position()
-            printf "p%05d,%s,%d,%s,%s\n", k, title(c), c, lat, lon
+            printf "p%05d,%s,%d,%s,%s,now\n", k, title(c), c, lat, lon
         }
         exit 0
     }

@@ -10,6 +10,8 @@
 #   --points N           how many places to load (default 3000)
 #   --rate N             writer transactions per second, roughly (default 4)
 #   --port PORT          the server's port (default 7400; 0 picks a free one)
+#   --admin-port PORT    the server's admin endpoint and status page (default: the port after --port, 7401; with
+#                        --port 0, a free one)
 #   --data DIR           where the store, logs and the watch stream go (default ./data)
 #   --view table|jsonl|none   what to show: the live table (default on a terminal), the JSON-lines stream, or
 #                        nothing but instructions (default without a terminal; the stream still goes to DIR/watch.jsonl)
@@ -28,6 +30,7 @@ duration=""
 points=3000
 rate=4
 port=7400
+admin_port=""
 data=./data
 view=""
 build=1
@@ -39,6 +42,7 @@ while [ $# -gt 0 ]; do
         --points) points="$2"; shift 2 ;;
         --rate) rate="$2"; shift 2 ;;
         --port) port="$2"; shift 2 ;;
+        --admin-port) admin_port="$2"; shift 2 ;;
         --data) data="$2"; shift 2 ;;
         --view) view="$2"; shift 2 ;;
         --no-build) build=0; shift ;;
@@ -48,6 +52,9 @@ while [ $# -gt 0 ]; do
         *) echo "demo: unknown option '$1' (try --help)" >&2; exit 2 ;;
     esac
 done
+if [ -z "$admin_port" ]; then
+    if [ "$port" = 0 ]; then admin_port=0; else admin_port=$((port + 1)); fi
+fi
 if [ -z "$view" ]; then
     if [ -t 1 ]; then view=table; else view=none; fi
 fi
@@ -109,19 +116,28 @@ fi
 
 # ---- server ----
 log "starting meridian-server on $db"
-"$server_bin" --db "$db" --schema "$schema" --listen "127.0.0.1:$port" ${server_args[@]+"${server_args[@]}"} \
-    >"$data/server.out" 2>"$data/server.log" &
+# The admin endpoint is on loopback: with --users (tokens), it needs a token of its own.
+admin_args=(--admin "127.0.0.1:$admin_port")
+if [ "$users" = 1 ]; then
+    (umask 077 && head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$data/admin-token")
+    admin_args+=(--admin-token-file "$data/admin-token")
+fi
+"$server_bin" --db "$db" --schema "$schema" --listen "127.0.0.1:$port" "${admin_args[@]}" \
+    ${server_args[@]+"${server_args[@]}"} >"$data/server.out" 2>"$data/server.log" &
 pids+=($!)
 address=""
+status_page=""
 for _ in $(seq 1 200); do
     address="$(sed -n 's/^listening on \(.*\)$/\1/p' "$data/server.out" | head -n 1)"
-    [ -n "$address" ] && break
+    status_page="$(sed -n 's/^admin on \(.*\)$/\1/p' "$data/server.out" | head -n 1)"
+    [ -n "$address" ] && [ -n "$status_page" ] && break
     kill -0 "${pids[0]}" 2>/dev/null || { cat "$data/server.log" >&2; echo "demo: the server did not start" >&2; exit 1; }
     sleep 0.05
 done
 [ -n "$address" ] || { echo "demo: the server did not say where it listens" >&2; exit 1; }
+[ -n "$status_page" ] || { echo "demo: the server did not say where its status page is" >&2; exit 1; }
 export MERIDIAN_SERVER="$address"
-log "server listening on $address"
+log "server listening on $address; status page at $status_page"
 
 # ---- data: places spread over central Lisbon (lat 38.700–38.735, lon -9.165 – -9.120) ----
 log "loading $points places"
@@ -151,6 +167,9 @@ if [ "$users" = 1 ]; then
 
   A place the writer moves to another category leaves one view and enters the other at the same commit.
 
+  The server's status page (clients, queues, lag, subscriptions; send the admin token):
+    curl -H "Authorization: Bearer \$(cat $data/admin-token)" $status_page
+
 TEXT
 else
 tee "$data/instructions.txt" >&2 <<TEXT
@@ -164,6 +183,9 @@ tee "$data/instructions.txt" >&2 <<TEXT
     meridian map Point --lat latitude --lon longitude --title title --region 38.705,-9.150,38.720,-9.130 --format jsonl
     meridian query Point --where 'title BEGINSWITH[cd] "cafe"' --sort -category,title --limit 10
     meridian insert Point title='Café Aurora' category=0 latitude=38.7139 longitude=-9.1394
+
+  The server's status page (clients, queues, lag, subscriptions, the change rate): $status_page
+  Its Prometheus metrics: ${status_page}metrics
 
 TEXT
 fi
@@ -193,11 +215,11 @@ else
 fi
 
 if [ -n "$duration" ]; then
-    log "stopping in $duration s"
+    log "stopping in $duration s; the status page is at $status_page"
     sleep "$duration" &
     wait $! || true
 else
-    log "Ctrl-C stops everything"
+    log "Ctrl-C stops everything; the status page is at $status_page"
     while kill -0 "${pids[0]}" 2>/dev/null; do
         sleep 1 &
         wait $! || true

@@ -46,6 +46,9 @@
                 try await controller.waitUntilLoaded()
                 var list = request.sectionKey == nil ? SectionedList<Row>(unsectioned: []) : SectionedList<Row>()
                 var first = true
+                // The table's highlights (ids changed, and when) and footer (the last change sets).
+                var changedAt: [String: ContinuousClock.Instant] = [:]
+                var recent: [String] = []
                 for try await change in controller.changes(includingInitial: true) {
                     // JSON lines print the whole list once, then change sets: the list is kept for the table only.
                     if format != .jsonl || first { list = try list.applying(change.changeSet) }
@@ -57,10 +60,18 @@
                             Terminal.printLine(events.change(seq: change.seq, changeSet: change.changeSet))
                         }
                     case .table:
+                        let now = ContinuousClock.now
+                        if !first, !change.changeSet.isEmpty {
+                            for rowChange in change.changeSet.rowChanges { changedAt[rowChange.id] = now }
+                            recent = Array((recent + [LiveTable.describe(change.changeSet, seq: change.seq)]).suffix(5))
+                        }
+                        changedAt = changedAt.filter { now - $0.value < LiveTable.highlightFor }
                         let size = Terminal.size() ?? (100, 40)
                         Terminal.writeOut(
-                            LiveScreen.frame(view.render(list, seq: change.seq, columns: size.columns, rows: size.rows))
-                        )
+                            LiveScreen.frame(
+                                view.render(
+                                    list, seq: change.seq, columns: size.columns, rows: size.rows,
+                                    highlighted: Set(changedAt.keys), recent: recent)))
                     }
                     first = false
                 }

@@ -31,28 +31,47 @@ enum LiveScreen {
 }
 
 /// The live table of `watch --format table`: a status line, the column header, then the rows with a header line
-/// before each section, cut to the terminal's size.
+/// before each section, cut to the terminal's size, and a footer with the last change sets. Rows changed in the last
+/// few seconds are highlighted (bold, on a yellow background).
 ///
 /// ```text
 /// Point where category >= 1, by category,title — 214 rows at seq 9051 (Ctrl-C quits)
 /// id      title               category  latitude  longitude  updatedAt
 /// ------  ------------------  --------  --------  ---------  ---------
 /// ── category 1 (40) ──
-/// p00012  Tasca Alfama               1  38.71102  -9.13054
+/// p00012  Tasca Alfama               1  38.71102  -9.13054   2026-11-24T19:02:03Z
 /// …
+/// ── last changes ──
+/// seq 9051  update p00012 (latitude, longitude, updatedAt) · insert w000031
 /// ```
 struct LiveTable: Sendable {
     let entity: EntitySchema
     let title: String
     let sectionKey: String?
 
-    func render(_ list: SectionedList<Row>, seq: Int64, columns: Int, rows: Int) -> [String] {
+    /// How long a changed row stays highlighted.
+    static let highlightFor: Duration = .seconds(5)
+
+    /// Highlights a line (select graphic rendition: bold, black on yellow), after it was cut to the width.
+    static func highlight(_ line: String) -> String { "\u{1B}[1;30;43m" + line + "\u{1B}[0m" }
+
+    /// The screen's lines.
+    ///
+    /// - Parameters:
+    ///   - highlighted: The ids of rows to highlight (changed in the last seconds).
+    ///   - recent: The last change sets, newest last, each one line (``describe(_:seq:)``); shown below the rows
+    ///     when there is room for them and at least three rows.
+    func render(
+        _ list: SectionedList<Row>, seq: Int64, columns: Int, rows: Int, highlighted: Set<String> = [],
+        recent: [String] = []
+    ) -> [String] {
         let count = list.count
         var lines = [
             LiveScreen.fit(
                 "\(self.title) — \(count) \(count == 1 ? "row" : "rows") at seq \(seq) (Ctrl-C quits)", width: columns)
         ]
-        let available = max(1, rows - 3)
+        let footer = recent.isEmpty ? [] : Array(recent.suffix(max(0, min(5, rows - 9))))
+        let available = max(1, rows - 3 - (footer.isEmpty ? 0 : footer.count + 1))
         var body: [(section: String?, row: Row?)] = []
         for section in list.sections {
             if let key = self.sectionKey {
@@ -73,14 +92,32 @@ struct LiveTable: Sendable {
             if let section = item.section {
                 lines.append(LiveScreen.fit(section, width: columns))
             } else {
-                lines.append(LiveScreen.fit(table[next], width: columns))
+                let line = LiveScreen.fit(table[next], width: columns)
+                let changed = item.row.map { highlighted.contains($0.id) } ?? false
+                lines.append(changed ? Self.highlight(line) : line)
                 next += 1
             }
         }
         if body.count > shown.count {
             lines.append("… \(body.count - shown.count) more lines")
         }
+        if !footer.isEmpty {
+            lines.append(LiveScreen.fit("── last changes ──", width: columns))
+            lines += footer.map { LiveScreen.fit($0, width: columns) }
+        }
         return lines
+    }
+
+    /// One footer line for a change set: `seq 9051  update p00012 (latitude, longitude) · insert w000031 · …`.
+    static func describe(_ changeSet: ChangeSet<Row>, seq: Int64) -> String {
+        var parts: [String] = []
+        for change in changeSet.rowChanges.prefix(6) {
+            var part = "\(change.operation) \(change.id)"
+            if !change.changed.isEmpty { part += " (\(change.changed.joined(separator: ", ")))" }
+            parts.append(part)
+        }
+        if changeSet.rowChanges.count > 6 { parts.append("\(changeSet.rowChanges.count - 6) more") }
+        return "seq \(seq)  " + parts.joined(separator: " · ")
     }
 }
 

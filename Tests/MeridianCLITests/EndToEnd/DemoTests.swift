@@ -21,6 +21,9 @@ struct DemoTests {
         #expect(log.contains("==> loading 500 places"), "\(log)")
         #expect(log.contains("imported 500 rows into Point in 1 transaction"), "\(log)")
         #expect(log.contains("meridian watch Point"), "\(log)")
+        // It names the server's status page, last of all before it waits.
+        let lastLine = log.split(separator: "\n").last { $0.hasPrefix("==> ") } ?? ""
+        #expect(lastLine.contains("the status page is at http://127.0.0.1:"), "\(log)")
 
         let address = try #require(
             try String(contentsOfFile: data + "/server.out", encoding: .utf8).split(separator: "\n").first?
@@ -34,6 +37,10 @@ struct DemoTests {
         if meridianCLIHasWatch {
             #expect(rows.snapshot == 1)
             #expect(rows.changes > 3, "the writer's changes reached the watcher")
+            // The writer stamps updatedAt on what it writes, and the loader on what it loads.
+            let text = try String(contentsOfFile: data + "/watch.jsonl", encoding: .utf8)
+            #expect(text.contains(#""updatedAt":"20"#), "no updatedAt in the watch stream")
+            #expect(!text.contains(#""updatedAt":null"#), "a row without updatedAt")
         }
     }
 

@@ -28,6 +28,31 @@ import Testing
         #expect(view.render(list, seq: 9, columns: 20, rows: 40)[1] == "id  title  category…")
     }
 
+    @Test("the live table highlights the rows changed lately and lists the last change sets below them")
+    func tableHighlightsAndFooter() throws {
+        let rows = (1...6).map { i in
+            Row(id: "p\(i)", values: ["title": .string("T\(i)"), "category": .int(Int64(i % 2))])
+        }
+        let list = WatchEventsTests.list(rows, sectioned: true)
+        let moved = Row(id: "p4", values: ["title": .string("T4b"), "category": .int(0)])
+        let next = WatchEventsTests.list(
+            rows.map { $0.id == "p4" ? moved : $0 } + [
+                Row(id: "p7", values: ["title": .string("T7"), "category": .int(0)])
+            ],
+            sectioned: true)
+        let changeSet = try ChangeSet<Row>.between(old: list, new: next)
+        let footer = LiveTable.describe(changeSet, seq: 10)
+        #expect(footer.hasPrefix("seq 10  "), "\(footer)")
+        #expect(footer.contains("update p4 (title)"), "\(footer)")
+        #expect(footer.contains("insert p7"), "\(footer)")
+        let view = LiveTable(entity: point, title: "Point", sectionKey: "category")
+        let lines = view.render(list, seq: 9, columns: 60, rows: 12, highlighted: ["p4"], recent: [footer])
+        #expect(lines.count == 12, "\(lines)")
+        #expect(lines.contains(LiveTable.highlight("p4  T4            0")), "\(lines)")
+        #expect(lines.contains("p2  T2            0"), "an unchanged row is not highlighted: \(lines)")
+        #expect(lines.suffix(2) == ["── last changes ──", footer])
+    }
+
     @Test("the ASCII map: north up, counts per cell, outside points dropped")
     func map() {
         let points = [
