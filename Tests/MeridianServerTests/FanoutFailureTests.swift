@@ -17,7 +17,7 @@ struct FanoutFailureTests {
         let store = try Fixtures.store()
         let path = try #require(store.path)
         try await commit(store, [.insert("Point", id: "a", Fixtures.point("A", category: 1))])
-        try await withTestServer(store: store, configuration: Fixtures.configuration()) { _, port in
+        try await withTestServer(store: store, configuration: Fixtures.configuration()) { server, port in
             try await withHTTP2Client(port: port) { client in
                 let meridian = Meridian_V1_Meridian.Client(wrapping: client)
                 try await withSyncStream(meridian) { stream in
@@ -64,6 +64,14 @@ struct FanoutFailureTests {
                             && (error as? RPCError)?.errorDetail?.code == .unavailable
                     }
                 }
+
+                // The health service and readiness (/readyz) say so.
+                let health = Grpc_Health_V1_Health.Client(wrapping: client)
+                #expect(try await health.check(Grpc_Health_V1_HealthCheckRequest()).status == .notServing)
+                #expect(
+                    server.readinessProblem?.contains("the fan-out stopped") == true,
+                    "\(server.readinessProblem ?? "ready")")
+                #expect(server.status().problem == server.readinessProblem)
 
                 // Writes go on.
                 var request = Meridian_V1_ApplyRequest()

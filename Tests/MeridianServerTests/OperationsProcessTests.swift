@@ -62,11 +62,17 @@ struct OperationsProcessTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let shortToken = directory + "/short"
         try "tooshort\n".write(toFile: shortToken, atomically: true, encoding: .utf8)
+        let secret = directory + "/jwt.secret"
+        try String(repeating: "k", count: 48).write(toFile: secret, atomically: true, encoding: .utf8)
         let base = ["--in-memory", "--schema", Fixtures.demoSchemaPath, "--listen", "127.0.0.1:0"]
         let cases: [([String], String)] = [
             (["--log-format", "xml"], "--log-format must be text or json, not 'xml'"),
             (["--admin", "nowhere"], "--admin must be HOST:PORT"),
             (["--admin", "0.0.0.0:0"], "needs --admin-token-file"),
+            (
+                ["--auth", "jwt", "--jwt-key", secret, "--admin", "127.0.0.1:0"],
+                "--admin with --auth jwt needs --admin-token-file"
+            ),
             (["--admin-token-file", shortToken], "--admin-token-file needs --admin HOST:PORT"),
             (
                 ["--admin", "127.0.0.1:0", "--admin-token-file", directory + "/missing"],

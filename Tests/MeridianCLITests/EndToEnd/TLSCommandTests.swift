@@ -73,6 +73,27 @@ struct TLSCommandTests {
         }
     }
 
+    @Test("with --tls-cert the admin endpoint serves HTTPS with the same certificate, and refuses plain HTTP")
+    func adminOverTLS() async throws {
+        let pki = try PKI()
+        try await withTestServer(arguments: [
+            "--tls-cert", pki.path("server.pem"), "--tls-key", pki.path("server.key"), "--admin", "127.0.0.1:0",
+        ]) { server in
+            let line = try #require(await server.process.nextLine(timeout: .seconds(30)))
+            #expect(line.hasPrefix("admin on https://127.0.0.1:"), "\(line)")
+            let url = String(line.dropFirst("admin on ".count))
+            let curl = try ChildProcess("/usr/bin/curl", ["-sS", "--cacert", pki.path("ca.pem"), url + "healthz"])
+            #expect(await curl.waitForExit() == 0, "\(curl.errorOutput)")
+            #expect(await curl.allOutput() == "ok\n")
+            let plain = try ChildProcess(
+                "/usr/bin/curl",
+                ["-sS", "--max-time", "5", url.replacingOccurrences(of: "https:", with: "http:") + "healthz"])
+            #expect(await plain.waitForExit() != 0, "plain HTTP was answered")
+            let untrusted = try ChildProcess("/usr/bin/curl", ["-sS", "--max-time", "5", url + "healthz"])
+            #expect(await untrusted.waitForExit() != 0, "a CA the system does not trust was accepted")
+        }
+    }
+
     @Test("mutual TLS: a client without a certificate is refused; --auth mtls takes the principal from the SAN")
     func mutualTLS() async throws {
         let pki = try PKI()
