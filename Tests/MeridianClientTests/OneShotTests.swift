@@ -3,10 +3,58 @@
 import Foundation
 import MeridianClient
 import MeridianCore
+import Synchronization
 import Testing
 
 @Suite("One-shot calls", .timeLimit(.minutes(2)))
 struct OneShotTests {
+    @Test("pipelined transactions: answered in order, sending stops at a rejection, the answers say what committed")
+    func pipelined() async throws {
+        try await TestServer.with { port in
+            try await MeridianConnection.with(try ServerAddress(parsing: "127.0.0.1:\(port)")) { connection in
+                // 20 transactions of 3 inserts; the 8th repeats an id of the 2nd.
+                let transactions: [[WriteOperation]] = (0..<20).map { t in
+                    (0..<3).map { r in
+                        let id = t == 7 && r == 1 ? "t1-0" : "t\(t)-\(r)"
+                        return .insert("Point", id: id, ["title": .string(id), "category": 1])
+                    }
+                }
+                let order = Mutex<[Int]>([])
+                let answers = try await connection.applyPipelined(transactions, window: 4) { index, _ in
+                    order.withLock { $0.append(index) }
+                }
+                #expect(order.withLock { $0 } == Array(answers.indices))
+                // Everything before the rejection committed, in order; nothing past the window was sent.
+                #expect(answers.count >= 8 && answers.count <= 8 + 3, "\(answers.count) answers")
+                // (Transactions that shared a group commit share its seq.)
+                let seqs = try answers.prefix(7).map { try $0.get().seq }
+                #expect(seqs == seqs.sorted() && seqs.allSatisfy { $0 > 0 }, "\(seqs)")
+                guard case .failure(let error) = answers[7] else {
+                    Issue.record("the 8th transaction was not rejected: \(answers[7])")
+                    return
+                }
+                #expect(error.code == .alreadyExists)
+                #expect(error.operationIndex == 1)
+                // The store holds exactly the rows of the transactions answered with a commit.
+                let committed = Set(
+                    answers.indices.filter { (try? answers[$0].get()) != nil }.flatMap { t in
+                        (0..<3).map { "t\(t)-\($0)" }
+                    })
+                let (_, rows) = try await connection.query(try FetchRequest(entity: "Point", where: "category == 1"))
+                #expect(Set(rows.map(\.id)) == committed)
+
+                // With no rejection, every transaction is answered.
+                let more: [[WriteOperation]] = (0..<50).map {
+                    [.insert("Point", id: "m\($0)", ["title": "m", "category": 2])]
+                }
+                let all = try await connection.applyPipelined(more, window: 8)
+                #expect(all.count == 50)
+                #expect(all.allSatisfy { (try? $0.get()) != nil })
+                #expect(try await connection.applyPipelined([]).isEmpty)
+            }
+        }
+    }
+
     @Test("a connection: the schema, a transaction and its retry, a typed rejection, queries")
     func connection() async throws {
         try await TestServer.with { port in
@@ -89,7 +137,8 @@ struct OneShotTests {
     func containerApply() async throws {
         try await TestServer.with { port in
             try await withConnectedContainer(port: port) { container in
-                let points = try await container.controller(for: try FetchRequest(entity: "Point", where: "category == 3"))
+                let points = try await container.controller(
+                    for: try FetchRequest(entity: "Point", where: "category == 3"))
                 try await points.waitUntilLoaded()
                 let result = try await container.apply([.insert("Point", id: "c", ["title": "Charlie", "category": 3])])
                 await container.context.waitUntilApplied(result.seq)

@@ -3,6 +3,7 @@
 internal import ArgumentParser
 internal import MeridianClient
 internal import MeridianCore
+internal import Synchronization
 
 /// `meridian import ENTITY FILE`: writes the rows of a CSV or JSON-lines file in chunked transactions.
 struct ImportCommand: AsyncParsableCommand {
@@ -53,44 +54,83 @@ struct ImportCommand: AsyncParsableCommand {
             let entity = try schema.cliEntity(entityName)
             let items = try ImportReader.parse(text, format: format, entity: entity)
             let progress = ProgressBar(label: "importing \(entity.name)", total: items.count)
-            var done = 0
-            var transactions = 0
-            var lastSeq: Int64 = 0
             progress.update(done: 0)
-            while done < items.count {
-                let chunk = items[done..<min(done + batchSize, items.count)]
-                let operations = chunk.map { item in
+            // Transactions of `batchSize` rows, pipelined over one ApplyStream: the server commits several in one
+            // flush while the next ones travel.
+            let chunks = stride(from: 0, to: items.count, by: batchSize).map { $0..<min($0 + batchSize, items.count) }
+            let transactions = chunks.map { chunk in
+                items[chunk].map { item in
                     WriteOperation(
                         kind: upsert && item.id != nil ? .upsert : .insert, entity: entity.name, id: item.id,
                         values: item.values)
                 }
-                do {
-                    lastSeq = try await connection.apply(operations).seq
-                } catch {
-                    progress.finish()
-                    let error = ServerConnection.map(error, address: address.address)
-                    var located = error
-                    if let index = error.clientError?.operationIndex.map({ chunk.startIndex + $0 }),
-                        chunk.indices.contains(index)
-                    {
-                        located = error.within("line \(items[index].line)")
-                    }
-                    let committed =
-                        done == 0
-                        ? "nothing was imported"
-                        : "the \(done) rows before its transaction were imported (seq \(lastSeq))"
-                    throw CLIError(located.status, located.message + "; " + committed, cause: located.cause)
+            }
+            let done = Mutex(0)
+            let answers: [Result<CommitResult, ClientError>]
+            do {
+                answers = try await connection.applyPipelined(transactions, window: Self.window) { index, answer in
+                    guard case .success = answer else { return }
+                    progress.update(
+                        done: done.withLock { done in
+                            done += chunks[index].count
+                            return done
+                        })
                 }
-                done += chunk.count
-                transactions += 1
-                progress.update(done: done)
+            } catch {
+                progress.finish()
+                let error = ServerConnection.map(error, address: address.address)
+                let imported = done.withLock { $0 }
+                throw CLIError(
+                    error.status,
+                    error.message + "; \(imported) rows were imported before the connection failed (later ones may "
+                        + "have been too: check with meridian query)", cause: error.cause)
             }
             progress.finish()
+            if let failed = answers.firstIndex(where: { if case .failure = $0 { true } else { false } }),
+                case .failure(let rejection) = answers[failed]
+            {
+                throw Self.rejection(
+                    rejection, at: failed, answers: answers, chunks: chunks, items: items, address: address.address)
+            }
+            let lastSeq = answers.last.flatMap { try? $0.get().seq } ?? 0
+            let transactionCount = answers.count
             let rows = items.count == 1 ? "row" : "rows"
-            let seqText = transactions == 0 ? "" : " (last seq \(lastSeq))"
+            let seqText = transactionCount == 0 ? "" : " (last seq \(lastSeq))"
             Terminal.printLine(
-                "imported \(items.count) \(rows) into \(entity.name) in \(transactions) "
-                    + "\(transactions == 1 ? "transaction" : "transactions")\(seqText)")
+                "imported \(items.count) \(rows) into \(entity.name) in \(transactionCount) "
+                    + "\(transactionCount == 1 ? "transaction" : "transactions")\(seqText)")
         }
+    }
+
+    /// Transactions sent ahead of their answers.
+    static let window = 8
+
+    /// The error of a rejected transaction: the row's line, and exactly what was imported — the transactions before
+    /// it, and any sent after it that committed before the rejection was known.
+    static func rejection(
+        _ error: ClientError, at failed: Int, answers: [Result<CommitResult, ClientError>], chunks: [Range<Int>],
+        items: [ImportReader.Item], address: ServerAddress
+    ) -> CLIError {
+        let mapped = ServerConnection.map(error, address: address)
+        var located = mapped
+        if let index = error.operationIndex.map({ chunks[failed].lowerBound + $0 }), chunks[failed].contains(index) {
+            located = mapped.within("line \(items[index].line)")
+        }
+        let before = chunks[..<failed].reduce(0) { $0 + $1.count }
+        var parts: [String] = []
+        if before > 0 {
+            let seq = answers[..<failed].last.flatMap { try? $0.get().seq } ?? 0
+            parts.append("the \(before) rows before its transaction were imported (seq \(seq))")
+        }
+        let later = answers.indices.dropFirst(failed + 1).filter { (try? answers[$0].get()) != nil }
+        if !later.isEmpty {
+            let rows = later.reduce(0) { $0 + chunks[$1].count }
+            let lines = later.map { "\(items[chunks[$0].lowerBound].line)–\(items[chunks[$0].upperBound - 1].line)" }
+            parts.append(
+                "the \(rows) rows of lines \(lines.joined(separator: ", ")), sent before the rejection was known, "
+                    + "were imported")
+        }
+        let message = located.message + "; " + (parts.isEmpty ? "nothing was imported" : parts.joined(separator: "; "))
+        return CLIError(located.status, message, cause: located.cause)
     }
 }

@@ -119,18 +119,7 @@ public struct MeridianConnection: Sendable {
         } catch {
             throw ClientError(calling: error)
         }
-        switch response.outcome {
-        case .result(let result)?:
-            do {
-                return try CommitResult(result)
-            } catch {
-                throw ClientError(.internal, "the server answered Apply with an invalid result: \(error)", cause: error)
-            }
-        case .error(let detail)?:
-            throw ClientError(detail)
-        case nil:
-            throw ClientError(.internal, "the server answered Apply with neither a result nor an error")
-        }
+        return try Self.answer(response).get()
     }
 
     /// Runs a query (`Query`), handing each chunk's rows to `body` as it arrives, in the request's order.
