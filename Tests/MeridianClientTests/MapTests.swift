@@ -28,7 +28,7 @@ struct MapTests {
             for: try FetchRequest(entity: "Point", sortedBy: "title"))
         try await harness.connect()
         var changes = controller.changes().makeAsyncIterator()
-        var map = MapModel(self.configuration)
+        let map = MapModel(self.configuration)
         func events() async throws -> [String] {
             let change = try #require(try await changes.next())
             return map.apply(change.changeSet).map { "\($0.kind) \($0.id)" }
