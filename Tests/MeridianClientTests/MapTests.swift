@@ -53,6 +53,31 @@ struct MapTests {
         #expect(map.annotations(in: MapRegion(south: 0, west: 0, north: 1, east: 1)).isEmpty)
     }
 
+    @Test("an initial change replaces what the map showed: what it lacks is removed, the rest added or moved")
+    func initialReplaces() throws {
+        let map = MapModel(self.configuration)
+        map.apply(
+            ResultsChange(
+                seq: 1,
+                changeSet: ChangeSet(rowChanges: [
+                    .insert(id: "a", to: ListIndexPath(0, 0), element: point("a", "Alpha", 1, lat: 1, lon: 1)),
+                    .insert(id: "b", to: ListIndexPath(0, 1), element: point("b", "Bravo", 1, lat: 2, lon: 2)),
+                    .insert(id: "u", to: ListIndexPath(0, 2), element: point("u", "Unplaced", 1)),
+                ]), cause: .remote))
+        // A restarted `follow`: the controller's whole state again, as inserts into an empty list.
+        let events = map.apply(
+            ResultsChange(
+                seq: 2,
+                changeSet: ChangeSet(rowChanges: [
+                    .insert(id: "b", to: ListIndexPath(0, 0), element: point("b", "Bravo", 1, lat: 3, lon: 3)),
+                    .insert(id: "c", to: ListIndexPath(0, 1), element: point("c", "Charlie", 1, lat: 4, lon: 4)),
+                ]), cause: .initial))
+        #expect(events.map { "\($0.kind) \($0.id)" } == ["remove a", "move b", "add c"])
+        #expect(map.annotations.keys.sorted() == ["b", "c"])
+        #expect(map.unplacedIDs.isEmpty)
+        #expect(map.lastEvents == events)
+    }
+
     @Test("the default configuration is the entity's derived coordinate")
     func derivedCoordinate() throws {
         let entity = try #require(testSchema.entity(named: "Point"))
