@@ -28,7 +28,7 @@ struct MapTests {
             for: try FetchRequest(entity: "Point", sortedBy: "title"))
         try await harness.connect()
         var changes = controller.changes().makeAsyncIterator()
-        var map = MapModel(self.configuration)
+        let map = MapModel(self.configuration)
         func events() async throws -> [String] {
             let change = try #require(try await changes.next())
             return map.apply(change.changeSet).map { "\($0.kind) \($0.id)" }
@@ -51,6 +51,31 @@ struct MapTests {
         #expect(map.annotations.keys.sorted() == ["c"])
         #expect(map.annotations(in: MapRegion(south: 40, west: 0, north: 50, east: 5)).map(\.id) == ["c"])
         #expect(map.annotations(in: MapRegion(south: 0, west: 0, north: 1, east: 1)).isEmpty)
+    }
+
+    @Test("an initial change replaces what the map showed: what it lacks is removed, the rest added or moved")
+    func initialReplaces() throws {
+        let map = MapModel(self.configuration)
+        map.apply(
+            ResultsChange(
+                seq: 1,
+                changeSet: ChangeSet(rowChanges: [
+                    .insert(id: "a", to: ListIndexPath(0, 0), element: point("a", "Alpha", 1, lat: 1, lon: 1)),
+                    .insert(id: "b", to: ListIndexPath(0, 1), element: point("b", "Bravo", 1, lat: 2, lon: 2)),
+                    .insert(id: "u", to: ListIndexPath(0, 2), element: point("u", "Unplaced", 1)),
+                ]), cause: .remote))
+        // A restarted `follow`: the controller's whole state again, as inserts into an empty list.
+        let events = map.apply(
+            ResultsChange(
+                seq: 2,
+                changeSet: ChangeSet(rowChanges: [
+                    .insert(id: "b", to: ListIndexPath(0, 0), element: point("b", "Bravo", 1, lat: 3, lon: 3)),
+                    .insert(id: "c", to: ListIndexPath(0, 1), element: point("c", "Charlie", 1, lat: 4, lon: 4)),
+                ]), cause: .initial))
+        #expect(events.map { "\($0.kind) \($0.id)" } == ["remove a", "move b", "add c"])
+        #expect(map.annotations.keys.sorted() == ["b", "c"])
+        #expect(map.unplacedIDs.isEmpty)
+        #expect(map.lastEvents == events)
     }
 
     @Test("the default configuration is the entity's derived coordinate")

@@ -40,8 +40,10 @@ func showPlaces(server: String, cachePath: String) async throws {
         try await places.waitUntilLoaded()
         print(places.sections.map { "\($0.name): \($0.count)" }, places.objects.first?.title ?? "-")
 
-        // 3. A list model: a table view's data source, changed only by the controller's change sets.
-        var list = ListModel(for: places)
+        // 3. A list model: changed only by the controller's change sets, each checked the way a table view checks its
+        //    batch updates (UIKit: hand each change set to the table view in the same step). It is @Observable, so
+        //    SwiftUI redraws from it too (`PlacesView`, below).
+        let list = ListModel(for: places)
         var changes = places.changes().makeAsyncIterator()
         try list.apply(try await changes.next()!)  // the current state, as inserts
 
@@ -71,6 +73,33 @@ func showPlaces(server: String, cachePath: String) async throws {
         print("committed at", seq, places.isPending("aurora"))  // committed at … false
     }
 }
+
+#if canImport(SwiftUI)
+    import SwiftUI
+
+    /// The same list in SwiftUI: the list model is the view's state, fed by the controller while the view is shown;
+    /// the view redraws once per commit that changes it, and never for one that does not.
+    struct PlacesView: View {
+        let places: ResultsController<Place>
+        @State private var list: ListModel<Place>
+
+        init(places: ResultsController<Place>) {
+            self.places = places
+            self._list = State(initialValue: ListModel(for: places))
+        }
+
+        var body: some View {
+            List {
+                ForEach(self.list.sections, id: \.key) { section in
+                    Section(section.name) {
+                        ForEach(section.elements) { place in Text(place.title) }
+                    }
+                }
+            }
+            .task { @MainActor in try? await self.list.follow(self.places) }
+        }
+    }
+#endif
 // README client example ends
 
 @Suite("The README's examples", .timeLimit(.minutes(3)))
@@ -111,7 +140,8 @@ struct ReadmeExampleTests {
         let examples: [(marker: String, file: String, begin: String, end: String)] = [
             (
                 "<!-- example: Tests/MeridianStoreTests/ReadmeExampleTests.swift -->",
-                "Tests/MeridianStoreTests/ReadmeExampleTests.swift", "// README example begins", "// README example ends"
+                "Tests/MeridianStoreTests/ReadmeExampleTests.swift", "// README example begins",
+                "// README example ends"
             ),
             (
                 "<!-- example: Tests/MeridianClientTests/ReadmeExampleTests.swift -->",
@@ -120,10 +150,12 @@ struct ReadmeExampleTests {
             ),
         ]
         for example in examples {
-            let block = try #require(Self.codeBlock(after: example.marker, in: readme), "no block after \(example.marker)")
+            let block = try #require(
+                Self.codeBlock(after: example.marker, in: readme), "no block after \(example.marker)")
             let source = try String(contentsOf: Self.root.appendingPathComponent(example.file), encoding: .utf8)
             let region = try #require(Self.region(of: source, from: example.begin, to: example.end))
-            #expect(Self.dedented(block.filter { !$0.hasPrefix("import ") }) == Self.dedented(region), "\(example.file)")
+            #expect(
+                Self.dedented(block.filter { !$0.hasPrefix("import ") }) == Self.dedented(region), "\(example.file)")
         }
     }
 

@@ -200,9 +200,10 @@ public final class MeridianContainer: Sendable {
             }
             if let entity = schema.entity(named: request.entity) { try Element.checkFits(entity) }
         }
+        let observation = ResultsObservation()
         let id = try await self.context.registerController(
-            request: request, narrowing: parent, privateSubscription: isPrivate)
-        return ResultsController(context: self.context, id: id, request: request)
+            request: request, narrowing: parent, privateSubscription: isPrivate, observation: observation)
+        return ResultsController(context: self.context, id: id, request: request, observation: observation)
     }
 }
 

@@ -92,7 +92,8 @@ extension CacheContext {
         let seq = self.replica.appliedSeq
         let loaded = Set(self.replica.subscriptions.values.filter(\.hasData).map(\.id))
         var failures: [String] = []
-        self.view.withLock { state in
+        let changed = self.view.withLock { state in
+            var changed: [ResultsObservation] = []
             state.seq = seq
             for (id, box) in state.engines {
                 guard let record = self.controllers[id] else { continue }
@@ -129,19 +130,26 @@ extension CacheContext {
                 // change already).
                 let completenessChanged = complete != box.isComplete && box.isLoaded
                 box.isComplete = complete
-                if !box.isLoaded, loaded.contains(record.subscriptionID) {
+                let loadedNow = !box.isLoaded && loaded.contains(record.subscriptionID)
+                if loadedNow {
                     box.isLoaded = true
                     for waiter in box.loadWaiters { waiter.resume() }
                     box.loadWaiters = []
                 }
-                if !changeSet.isEmpty || pendingChanged || completenessChanged || cause == .reverted {
+                let delivers = !changeSet.isEmpty || pendingChanged || completenessChanged || cause == .reverted
+                if delivers {
                     box.deliver(
                         RawChange(
                             seq: seq, changeSet: changeSet, cause: cause, error: error, pendingIDs: pending,
                             provisional: !complete))
                 }
+                if delivers || loadedNow { changed.append(box.observation) }
             }
+            return changed
         }
+        // One notification per controller and commit, after the lock: observers see the new state, and a commit that
+        // does not touch a controller's query tells its observers nothing.
+        for observation in changed { observation.contentDidChange() }
         if !failures.isEmpty {
             for failure in failures {
                 self.logger.error("change set failed validation", metadata: ["meridian.failure": "\(failure)"])
@@ -162,8 +170,9 @@ extension CacheContext {
     /// Ends a subscription's controllers with an error (its Subscribe was rejected).
     func failControllers(of subscriptionID: String, with error: ClientError) {
         let ids = self.controllers.filter { $0.value.subscriptionID == subscriptionID }.map(\.key)
-        let sinks = self.view.withLock { state in
+        let (sinks, observations) = self.view.withLock { state in
             var sinks: [AsyncThrowingStream<RawChange, any Error>.Continuation] = []
+            var observations: [ResultsObservation] = []
             for id in ids {
                 guard let box = state.engines[id] else { continue }
                 box.error = error
@@ -171,10 +180,12 @@ extension CacheContext {
                 box.sinks = [:]
                 for waiter in box.loadWaiters { waiter.resume(throwing: error) }
                 box.loadWaiters = []
+                observations.append(box.observation)
             }
-            return sinks
+            return (sinks, observations)
         }
         // Finish outside the lock: a stream's termination handler takes the lock to unregister itself.
         for sink in sinks { sink.finish(throwing: error) }
+        for observation in observations { observation.contentDidChange() }  // `error` changed
     }
 }

@@ -161,12 +161,14 @@ public actor CacheContext {
     /// Registers a results controller for `request`: a subscription of its own (shared with equal requests), or a
     /// local narrowing of the subscription behind `parent`. The controller shows the cached rows at once.
     ///
+    /// - Parameter observation: The controller's Observation registrar, told of every change it shows.
     /// - Returns: The controller's id in the view store.
     /// - Throws: ``ClientError`` for a request that does not bind to the schema, or a closed parent.
     func registerController(
         request: FetchRequest,
         narrowing parent: UInt64?,
-        privateSubscription: Bool
+        privateSubscription: Bool,
+        observation: ResultsObservation
     ) async throws(ClientError) -> UInt64 {
         let schema: Schema
         do {
@@ -215,7 +217,8 @@ public actor CacheContext {
             throw ClientError(binding: error, request: request)
         }
         results.reset(rows: self.effectiveRows(of: subscription))
-        let box = EngineBox(results: results, entity: request.entity, isLoaded: subscription.hasData)
+        let box = EngineBox(
+            results: results, entity: request.entity, isLoaded: subscription.hasData, observation: observation)
         if case .failed(let error) = subscription.phase { box.error = error }
         box.pendingIDs = self.pendingIDs(shownBy: box)
         self.view.withLock { $0.engines[id] = box }
@@ -229,6 +232,7 @@ public actor CacheContext {
         // Finish outside the lock: a stream's termination handler takes the lock to unregister itself.
         let box = self.view.withLock { state in state.engines.removeValue(forKey: id) }
         box?.finish(throwing: nil)
+        box?.observation.contentDidChange()  // a closed controller shows nothing
         guard let remaining = self.replica.release(record.subscriptionID) else { return }
         if remaining <= 0 {
             self.removeSubscription(record.subscriptionID)

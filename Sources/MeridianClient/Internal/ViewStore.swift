@@ -42,12 +42,15 @@ final class EngineBox: @unchecked Sendable {
     var sinks: [UInt64: AsyncThrowingStream<RawChange, any Error>.Continuation] = [:]
     /// Waiters for the first complete data.
     var loadWaiters: [CheckedContinuation<Void, any Error>] = []
+    /// The controller's Observation registrar (`Sendable`; told outside the lock, after a change).
+    let observation: ResultsObservation
 
-    init(results: LiveResults, entity: String, isLoaded: Bool) {
+    init(results: LiveResults, entity: String, isLoaded: Bool, observation: ResultsObservation) {
         self.results = results
         self.entity = entity
         self.isLoaded = isLoaded
         self.isComplete = isLoaded
+        self.observation = observation
     }
 
     /// Queues a change to every sink.

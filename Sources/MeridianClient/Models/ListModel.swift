@@ -1,25 +1,32 @@
 // MARK: - ListModel
 
 public import MeridianCore
+public import Observation
 
 /// A list of sections and rows that changes only by applying change sets, the way a table view does — so a UI
 /// driven by it never disagrees with the batch updates it animated.
 ///
+/// The model is `@Observable`: a SwiftUI view that reads it redraws once per applied change, and the change set of
+/// that change is ``lastChangeSet`` (or, for UIKit, handed to ``follow(_:isolation:onChange:)``'s closure as each
+/// change is applied).
+///
 /// ```swift
-/// var list = ListModel<Point>()
-/// for try await change in points.changes() {
-///     try list.apply(change)                 // validates, then applies
-///     tableView.performBatchUpdates(change.changeSet)
-/// }
+/// // SwiftUI (docs/client.md has the whole view): the model is the view's `@State`, fed while the view is shown.
+/// List(list.allElements) { Text($0.title) }
+///     .task { @MainActor in try? await list.follow(points) }
+///
+/// // UIKit: each change set drives the table view's batch updates, in the same step as the model.
+/// try await list.follow(points) { change in tableView.apply(change.changeSet) }  // docs/client.md writes `apply`
 /// list.numberOfSections, list.numberOfRows(inSection: 0), list[ListIndexPath(0, 0)]
 /// ```
-public struct ListModel<Element: RowConvertible>: Sendable, Equatable {
-    /// The sections and their rows.
-    public private(set) var list: SectionedList<Element>
-    /// The seq of the last applied change.
-    public private(set) var seq: Int64 = 0
-    /// The ids shown whose writes are pending, as of the last applied change.
-    public private(set) var pendingIDs: Set<String> = []
+///
+/// - Note: The model is not `Sendable`: it belongs to the isolation that made it (a view's main actor, or a task),
+///   and the compiler keeps it there, so the counts a table view reads can never change under it.
+///   ``follow(_:isolation:onChange:)`` runs on its caller's executor for the same reason.
+@Observable
+public final class ListModel<Element: RowConvertible> {
+    /// Everything the model shows, replaced as a whole by each applied change: one observation per change.
+    private var state: State
 
     /// Whether the list is sectioned by a section key (an empty sectioned list has no sections).
     public let isSectioned: Bool
@@ -28,59 +35,113 @@ public struct ListModel<Element: RowConvertible>: Sendable, Equatable {
     /// without a section key shows when empty).
     public init(sectioned: Bool = false) {
         self.isSectioned = sectioned
-        self.list = sectioned ? SectionedList() : SectionedList(unsectioned: [])
+        self.state = State(list: sectioned ? SectionedList() : SectionedList(unsectioned: []))
     }
 
     /// Creates an empty list shaped for a controller (sectioned when its request has a section key); feed it the
-    /// controller's ``ResultsController/changes(includingInitial:)``.
-    public init(for controller: ResultsController<Element>) {
+    /// controller's ``ResultsController/changes(includingInitial:)``, or call ``follow(_:isolation:onChange:)``.
+    public convenience init(for controller: ResultsController<Element>) {
         self.init(sectioned: controller.request.sectionKey != nil)
     }
 
     /// Creates a list showing `list`.
     public init(_ list: SectionedList<Element>, seq: Int64 = 0, sectioned: Bool) {
         self.isSectioned = sectioned
-        self.list = list
-        self.seq = seq
+        self.state = State(list: list, seq: seq)
     }
 
+    // MARK: - Reading
+
+    /// The sections and their rows.
+    public var list: SectionedList<Element> { self.state.list }
+    /// The seq of the last applied change.
+    public var seq: Int64 { self.state.seq }
+    /// The ids shown whose writes are pending, as of the last applied change.
+    public var pendingIDs: Set<String> { self.state.pendingIDs }
+    /// The change set last applied (`nil` before the first): what a UIKit data source animates for the current
+    /// state. Observation may coalesce several changes into one redraw, so a consumer that must see every change set
+    /// takes them from ``follow(_:isolation:onChange:)`` (or the controller's change stream), not from this property.
+    public var lastChangeSet: ChangeSet<Element>? { self.state.lastChangeSet }
+
     /// The sections, in order.
-    public var sections: [ListSection<Element>] { self.list.sections }
+    public var sections: [ListSection<Element>] { self.state.list.sections }
     /// The number of sections.
-    public var numberOfSections: Int { self.list.sections.count }
+    public var numberOfSections: Int { self.state.list.sections.count }
     /// The number of rows in a section.
-    public func numberOfRows(inSection section: Int) -> Int { self.list.sections[section].elements.count }
+    public func numberOfRows(inSection section: Int) -> Int { self.state.list.sections[section].elements.count }
     /// The row at an index path.
-    public subscript(indexPath: ListIndexPath) -> Element { self.list[indexPath] }
+    public subscript(indexPath: ListIndexPath) -> Element { self.state.list[indexPath] }
     /// Every row, in order.
-    public var allElements: [Element] { self.list.allElements }
+    public var allElements: [Element] { self.state.list.allElements }
+
+    // MARK: - Changing
 
     /// Applies a controller's change: checks it as a table view would (section and row counts), then applies
-    /// deletes, section changes, inserts and updates.
+    /// deletes, section changes, inserts and updates. Observers are told once, after the change.
     ///
     /// An ``ResultsChangeCause/initial`` change replaces the content (it describes the controller's whole state as
     /// inserts into an empty list).
     ///
     /// - Throws: `ChangeSetError` when the change set does not fit this list; the list is left unchanged.
-    public mutating func apply(_ change: ResultsChange<Element>) throws {
+    public func apply(_ change: ResultsChange<Element>) throws {
+        var list = self.state.list
         if change.cause == .initial {
             let changeSet = change.changeSet
             let sectioned = !changeSet.insertedSections.isEmpty || (changeSet.rowChanges.isEmpty && self.isSectioned)
-            self.list = sectioned ? SectionedList() : SectionedList(unsectioned: [])
+            list = sectioned ? SectionedList() : SectionedList(unsectioned: [])
         }
-        try self.apply(change.changeSet)
-        self.seq = change.seq
-        self.pendingIDs = change.pendingIDs
+        self.state = State(
+            list: try Self.applying(change.changeSet, to: list), seq: change.seq, pendingIDs: change.pendingIDs,
+            lastChangeSet: change.changeSet)
     }
 
-    /// Applies a change set (validated first).
+    /// Applies a change set (validated first). Observers are told once, after the change.
     ///
     /// - Throws: `ChangeSetError` when the change set does not fit this list; the list is left unchanged.
-    public mutating func apply(_ changeSet: ChangeSet<Element>) throws {
-        let next = try self.list.applying(changeSet)
-        try changeSet.validate(oldSectionCounts: self.list.sectionCounts, newSectionCounts: next.sectionCounts)
-        self.list = next
+    public func apply(_ changeSet: ChangeSet<Element>) throws {
+        var state = self.state
+        state.list = try Self.applying(changeSet, to: state.list)
+        state.lastChangeSet = changeSet
+        self.state = state
     }
+
+    /// Shows a controller: applies its current state, then each of its changes as it comes, until the controller
+    /// is closed (returns) or the task is cancelled (returns). Runs on the caller's executor, so a model owned by
+    /// the main actor changes on the main actor.
+    ///
+    /// ```swift
+    /// try await list.follow(points) { change in
+    ///     tableView.apply(change.changeSet)   // the exact change set, for every change (docs/client.md)
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - controller: The controller to show.
+    ///   - isolation: Where the model is changed and `onChange` called: the caller's actor, by default.
+    ///   - onChange: Called after each change is applied, with that change (its exact change set, cause and seq).
+    /// - Throws: ``ClientError`` when the server rejects the controller's subscription; `ChangeSetError` when a change
+    ///   set does not fit (a bug); what `onChange` throws.
+    public func follow(
+        _ controller: ResultsController<Element>,
+        isolation: isolated (any Actor)? = #isolation,
+        onChange: (ResultsChange<Element>) throws -> Void = { _ in }
+    ) async throws {
+        for try await change in controller.changes(includingInitial: true) {
+            try self.apply(change)
+            try onChange(change)
+        }
+    }
+
+    /// The list after `changeSet`, checked the way a table view checks its batch updates.
+    private static func applying(
+        _ changeSet: ChangeSet<Element>, to list: SectionedList<Element>
+    ) throws -> SectionedList<Element> {
+        let next = try list.applying(changeSet)
+        try changeSet.validate(oldSectionCounts: list.sectionCounts, newSectionCounts: next.sectionCounts)
+        return next
+    }
+
+    // MARK: - Checking
 
     /// Checks that the list shows exactly what a controller shows (ids, order, sections) — the table view's
     /// consistency check, for tests and debug builds.
@@ -88,10 +149,11 @@ public struct ListModel<Element: RowConvertible>: Sendable, Equatable {
     /// - Returns: `nil` when consistent, else the first difference.
     public func inconsistency(with controller: ResultsController<Element>) -> String? {
         let (_, expected) = controller.snapshot()
-        guard expected.sections.count == self.list.sections.count else {
-            return "\(self.list.sections.count) sections, the controller has \(expected.sections.count)"
+        let list = self.state.list
+        guard expected.sections.count == list.sections.count else {
+            return "\(list.sections.count) sections, the controller has \(expected.sections.count)"
         }
-        for (i, (mine, theirs)) in zip(self.list.sections, expected.sections).enumerated() {
+        for (i, (mine, theirs)) in zip(list.sections, expected.sections).enumerated() {
             guard mine.key == theirs.key else { return "section \(i) has key \(mine.key), expected \(theirs.key)" }
             guard mine.elements.map(\.id) == theirs.elements.map(\.id) else {
                 return "section \(i) rows differ: \(mine.elements.map(\.id)) vs \(theirs.elements.map(\.id))"
@@ -99,5 +161,19 @@ public struct ListModel<Element: RowConvertible>: Sendable, Equatable {
             guard mine.elements == theirs.elements else { return "section \(i) row values differ" }
         }
         return nil
+    }
+}
+
+/// A list model belongs to one isolation domain (see ``ListModel``).
+@available(*, unavailable)
+extension ListModel: Sendable {}
+
+extension ListModel {
+    /// What a list model shows, as one value, so that a change is one mutation.
+    struct State {
+        var list: SectionedList<Element>
+        var seq: Int64 = 0
+        var pendingIDs: Set<String> = []
+        var lastChangeSet: ChangeSet<Element>? = nil
     }
 }

@@ -62,7 +62,7 @@ public final class MapController: Sendable {
     /// The map's events, one ``MapUpdate`` per commit that changed an annotation, starting with the current
     /// annotations as adds (cause ``ResultsChangeCause/initial``).
     public func updates() -> MapUpdates {
-        MapUpdates(changes: self.controller.changes(includingInitial: true), model: MapModel(self.configuration))
+        MapUpdates(changes: self.controller.changes(includingInitial: true), configuration: self.configuration)
     }
 
     /// Closes the map's controller and subscription.
@@ -123,23 +123,23 @@ public struct MapUpdate: Sendable, Hashable {
 public struct MapUpdates: AsyncSequence, Sendable {
     public typealias Failure = any Error
     let changes: ResultsChanges<Row>
-    let model: MapModel
+    let configuration: MapConfiguration
 
     public func makeAsyncIterator() -> Iterator {
-        Iterator(base: self.changes.makeAsyncIterator(), model: self.model)
+        Iterator(base: self.changes.makeAsyncIterator(), model: MapModel(self.configuration))
     }
 
     /// The iterator; it keeps the map model the events are computed against.
     public struct Iterator: AsyncIteratorProtocol {
         var base: ResultsChanges<Row>.Iterator
-        /// The annotations as of the last update returned.
-        public private(set) var model: MapModel
+        /// The annotations as of the last update returned (the iterator's own model: read it, don't apply to it).
+        public let model: MapModel
         /// Whether the last change was provisional (an update is returned when that flips, events or not).
         var provisional = false
 
         public mutating func next() async throws -> MapUpdate? {
             while let change = try await self.base.next() {
-                let events = self.model.apply(change.changeSet)
+                let events = self.model.apply(change)
                 let provisionalChanged = change.isProvisional != self.provisional
                 self.provisional = change.isProvisional
                 if !events.isEmpty || change.cause == .initial || provisionalChanged {

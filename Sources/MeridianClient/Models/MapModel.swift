@@ -1,6 +1,7 @@
 // MARK: - MapModel
 
 public import MeridianCore
+public import Observation
 
 /// A geographic coordinate in degrees.
 public struct Coordinate: Sendable, Hashable, CustomStringConvertible {
@@ -182,64 +183,164 @@ public struct MapConfiguration: Sendable, Hashable {
 /// add, remove, move (the coordinate changed), retitle (only the title or subtitle changed), and nothing at all for
 /// a change to attributes the map does not show.
 ///
+/// The model is `@Observable`: a SwiftUI `Map` that reads ``annotations`` redraws once per change that changed an
+/// annotation, and not at all for a change the map does not show; the events of that change are ``lastEvents`` (or,
+/// for MapKit's `MKMapView`, handed to `follow(_:isolation:onEvents:)`'s closure as each change is applied).
+///
 /// ```swift
-/// var map = MapModel(MapConfiguration(latitude: "latitude", longitude: "longitude", title: "title"))
-/// for try await change in points.changes() {
-///     for event in map.apply(change.changeSet) { mapView.handle(event) }
+/// let map = MapModel(MapConfiguration(latitude: "latitude", longitude: "longitude", title: "title"))
+/// try await map.follow(points) { events in
+///     for event in events { mapView.handle(event) }
 /// }
 /// map.annotations(in: visibleRegion)
 /// ```
-public struct MapModel: Sendable, Equatable {
+///
+/// - Note: The model is not `Sendable`: it belongs to the isolation that made it (a view's main actor, or a task);
+///   `follow(_:isolation:onEvents:)` runs on its caller's executor.
+@Observable
+public final class MapModel {
     /// The attributes read.
     public let configuration: MapConfiguration
-    /// The placed annotations, by row id.
-    public private(set) var annotations: [String: Annotation] = [:]
-    /// The rows shown without a valid coordinate (not placed).
-    public private(set) var unplacedIDs: Set<String> = []
+    /// Everything the model shows, replaced as a whole by each change that changes it: one observation per change.
+    private var state = State()
 
     /// Creates an empty map model.
     public init(_ configuration: MapConfiguration) {
         self.configuration = configuration
     }
 
+    // MARK: - Reading
+
+    /// The placed annotations, by row id.
+    public var annotations: [String: Annotation] { self.state.annotations }
+    /// The rows shown without a valid coordinate (not placed).
+    public var unplacedIDs: Set<String> { self.state.unplacedIDs }
+    /// The events of the last change that changed the model (empty before the first). Observation may coalesce
+    /// several changes into one redraw, so a consumer that must see every event takes them from `apply(_:)`
+    /// or `follow(_:isolation:onEvents:)`, not from this property.
+    public var lastEvents: [MapEvent] { self.state.lastEvents }
+
+    /// The placed annotations inside a region, sorted by id.
+    public func annotations(in region: MapRegion) -> [Annotation] {
+        self.state.annotations.values.filter { region.contains($0.coordinate) }.sorted {
+            $0.id.utf8.lexicographicallyPrecedes($1.id.utf8)
+        }
+    }
+
+    // MARK: - Changing
+
     /// Applies one commit's change set and returns its events: removals first, then the rest in change order.
-    /// A deleted row's annotation is removed in the same commit.
-    public mutating func apply(_ changeSet: ChangeSet<Row>) -> [MapEvent] {
+    /// A deleted row's annotation is removed in the same commit. Observers are told once when the model changed,
+    /// and not at all when it did not (a change to attributes the map does not show).
+    @discardableResult
+    public func apply(_ changeSet: ChangeSet<Row>) -> [MapEvent] {
+        self.apply(changeSet, replacing: false)
+    }
+
+    /// Applies a typed controller's change set (rows are re-encoded from the model values).
+    @discardableResult
+    public func apply<Element: RowConvertible>(_ changeSet: ChangeSet<Element>) -> [MapEvent] {
+        self.apply(Self.rows(changeSet), replacing: false)
+    }
+
+    /// Applies a controller's change. An ``ResultsChangeCause/initial`` change replaces the content: annotations it
+    /// does not show are removed, the others are added, moved or retitled against what the model showed.
+    @discardableResult
+    public func apply<Element: RowConvertible>(_ change: ResultsChange<Element>) -> [MapEvent] {
+        self.apply(Self.rows(change.changeSet), replacing: change.cause == .initial)
+    }
+
+    /// Shows a map controller: applies its current annotations, then each change as it comes (region moves
+    /// included), until the controller is closed or the task is cancelled. Runs on the caller's executor.
+    ///
+    /// - Parameters:
+    ///   - map: The map controller to show.
+    ///   - isolation: Where the model is changed and `onEvents` called: the caller's actor, by default.
+    ///   - onEvents: Called after each change that changed the model, with its events.
+    /// - Throws: ``ClientError`` when the server rejects the subscription; what `onEvents` throws.
+    public func follow(
+        _ map: MapController,
+        isolation: isolated (any Actor)? = #isolation,
+        onEvents: ([MapEvent]) throws -> Void = { _ in }
+    ) async throws {
+        try await self.follow(map.controller, isolation: isolation, onEvents: onEvents)
+    }
+
+    /// Shows a results controller's rows as annotations: applies its current state, then each change as it comes,
+    /// until the controller is closed or the task is cancelled. Runs on the caller's executor.
+    ///
+    /// - Parameters:
+    ///   - controller: The controller to show.
+    ///   - isolation: Where the model is changed and `onEvents` called: the caller's actor, by default.
+    ///   - onEvents: Called after each change that changed the model, with its events.
+    /// - Throws: ``ClientError`` when the server rejects the subscription; what `onEvents` throws.
+    public func follow<Element: RowConvertible>(
+        _ controller: ResultsController<Element>,
+        isolation: isolated (any Actor)? = #isolation,
+        onEvents: ([MapEvent]) throws -> Void = { _ in }
+    ) async throws {
+        for try await change in controller.changes(includingInitial: true) {
+            let events = self.apply(change)
+            if !events.isEmpty { try onEvents(events) }
+        }
+    }
+
+    /// Applies a change set to a copy of the state, and publishes the copy (one observation) when it differs.
+    private func apply(_ changeSet: ChangeSet<Row>, replacing: Bool) -> [MapEvent] {
+        var state = self.state
+        var changed = false
         var events: [MapEvent] = []
+        if replacing {
+            let shown = Set(changeSet.rowChanges.compactMap { $0.element?.id })
+            for id in state.annotations.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) })
+            where !shown.contains(id) {
+                state.annotations[id] = nil
+                events.append(MapEvent(.remove, id: id))
+            }
+            let unplaced = state.unplacedIDs.intersection(shown)
+            changed = unplaced != state.unplacedIDs
+            state.unplacedIDs = unplaced
+        }
         for case .delete(let id, _) in changeSet.rowChanges {
-            if self.annotations.removeValue(forKey: id) != nil { events.append(MapEvent(.remove, id: id)) }
-            self.unplacedIDs.remove(id)
+            if state.annotations.removeValue(forKey: id) != nil { events.append(MapEvent(.remove, id: id)) }
+            if state.unplacedIDs.remove(id) != nil { changed = true }
         }
         for change in changeSet.rowChanges {
             guard let row = change.element else { continue }
-            let old = self.annotations[row.id]
+            let old = state.annotations[row.id]
             let new = self.configuration.annotation(for: row)
             switch (old, new) {
             case (nil, let new?):
-                self.unplacedIDs.remove(row.id)
-                self.annotations[row.id] = new
+                state.unplacedIDs.remove(row.id)
+                state.annotations[row.id] = new
                 events.append(MapEvent(.add, id: row.id, annotation: new))
             case (_?, nil):
-                self.annotations[row.id] = nil
-                self.unplacedIDs.insert(row.id)
+                state.annotations[row.id] = nil
+                state.unplacedIDs.insert(row.id)
                 events.append(MapEvent(.remove, id: row.id))
                 events.append(MapEvent(.unplaced, id: row.id))
             case (let old?, let new?):
-                self.annotations[row.id] = new
                 if old.coordinate != new.coordinate {
+                    state.annotations[row.id] = new
                     events.append(MapEvent(.move, id: row.id, annotation: new))
                 } else if old.title != new.title || old.subtitle != new.subtitle {
+                    state.annotations[row.id] = new
                     events.append(MapEvent(.retitle, id: row.id, annotation: new))
                 }
             case (nil, nil):
-                if self.unplacedIDs.insert(row.id).inserted { events.append(MapEvent(.unplaced, id: row.id)) }
+                if state.unplacedIDs.insert(row.id).inserted { events.append(MapEvent(.unplaced, id: row.id)) }
             }
+        }
+        if changed || !events.isEmpty {
+            state.lastEvents = events
+            self.state = state
         }
         return events
     }
 
-    /// Applies a typed controller's change set (rows are re-encoded from the model values).
-    public mutating func apply<Element: RowConvertible>(_ changeSet: ChangeSet<Element>) -> [MapEvent] {
+    /// A typed change set with its rows re-encoded from the model values.
+    private static func rows<Element: RowConvertible>(_ changeSet: ChangeSet<Element>) -> ChangeSet<Row> {
+        if let rows = changeSet as? ChangeSet<Row> { return rows }
         var rows = ChangeSet<Row>(
             deletedSections: changeSet.deletedSections, insertedSections: changeSet.insertedSections)
         for change in changeSet.rowChanges {
@@ -257,13 +358,19 @@ public struct MapModel: Sendable, Equatable {
                 rows.rowChanges.append(.update(id: id, from: from, to: to, element: row, changed: changed))
             }
         }
-        return self.apply(rows)
+        return rows
     }
+}
 
-    /// The placed annotations inside a region, sorted by id.
-    public func annotations(in region: MapRegion) -> [Annotation] {
-        self.annotations.values.filter { region.contains($0.coordinate) }.sorted {
-            $0.id.utf8.lexicographicallyPrecedes($1.id.utf8)
-        }
+/// A map model belongs to one isolation domain (see ``MapModel``).
+@available(*, unavailable)
+extension MapModel: Sendable {}
+
+extension MapModel {
+    /// What a map model shows, as one value, so that a change is one mutation.
+    struct State {
+        var annotations: [String: Annotation] = [:]
+        var unplacedIDs: Set<String> = []
+        var lastEvents: [MapEvent] = []
     }
 }

@@ -25,6 +25,21 @@ internal import Synchronization
 /// Change delivery: ``changes(includingInitial:)`` (an `AsyncSequence`, consumed on any executor, the main actor
 /// included) or a ``delegate`` (called on the main actor, with will-change and did-change around each commit).
 ///
+/// Observation: the controller is `Observable`, so a SwiftUI view that reads ``objects`` or ``sections`` in its
+/// body redraws when they change. Every read registers; each commit that changes what the controller shows notifies
+/// once (not once per row), after the change, from the context's executor; a commit that does not touch the
+/// controller's query notifies nobody — so ``seq`` read under tracking moves with the controller's content, not
+/// with every commit.
+///
+/// ```swift
+/// struct PointList: View {
+///     let points: ResultsController<Point>
+///     var body: some View {
+///         List(points.objects) { Text($0.title) }   // redraws once per commit that changes it
+///     }
+/// }
+/// ```
+///
 /// - Note: Reads (``objects``, ``object(at:)``) always show the latest applied state. A UI whose data source must
 ///   match exactly the change sets it has animated keeps a ``ListModel`` fed from the change stream or delegate.
 public final class ResultsController<Element: RowConvertible>: Sendable {
@@ -37,25 +52,34 @@ public final class ResultsController<Element: RowConvertible>: Sendable {
     let view: ViewStore
     let currentRequest: Mutex<FetchRequest>
     let delegateBox: DelegateBox<Element>
+    /// The Observation registrar every read registers with (see `ResultsController+Observation.swift`).
+    let observation: ResultsObservation
 
-    init(context: CacheContext, id: UInt64, request: FetchRequest) {
+    init(context: CacheContext, id: UInt64, request: FetchRequest, observation: ResultsObservation) {
         self.context = context
         self.id = id
         self.view = context.view
         self.currentRequest = Mutex(request)
         self.delegateBox = DelegateBox()
+        self.observation = observation
+    }
+
+    /// Reads the controller's engine under the view lock, and registers the read with Observation tracking.
+    private func read<T>(_ body: (EngineBox?, Int64) -> T) -> T {
+        self.observation.access()
+        return self.view.read(self.id, body)
     }
 
     // MARK: - Reading
 
     /// The seq the controller (and every controller of its container) is at.
     public var seq: Int64 {
-        self.view.read(self.id) { _, seq in seq }
+        self.read { _, seq in seq }
     }
 
     /// The number of objects shown.
     public var count: Int {
-        self.view.read(self.id) { box, _ in box?.results.count ?? 0 }
+        self.read { box, _ in box?.results.count ?? 0 }
     }
 
     /// The objects, in order. O(n).
@@ -65,12 +89,12 @@ public final class ResultsController<Element: RowConvertible>: Sendable {
 
     /// The rows, in order. O(n).
     public var rows: [Row] {
-        self.view.read(self.id) { box, _ in box?.results.rows ?? [] }
+        self.read { box, _ in box?.results.rows ?? [] }
     }
 
     /// The sections: key, display name and row count. Without a section key, one section named `""`.
     public var sections: [ResultsSection] {
-        self.view.read(self.id) { box, _ in box?.results.sections ?? [] }
+        self.read { box, _ in box?.results.sections ?? [] }
     }
 
     /// The object at an index path. O(log n).
@@ -82,7 +106,7 @@ public final class ResultsController<Element: RowConvertible>: Sendable {
 
     /// The row at an index path. O(log n).
     public func row(at indexPath: ListIndexPath) -> Row {
-        self.view.read(self.id) { box, _ in
+        self.read { box, _ in
             guard let box else { preconditionFailure("the controller is closed") }
             return box.results.object(at: indexPath)
         }
@@ -90,7 +114,7 @@ public final class ResultsController<Element: RowConvertible>: Sendable {
 
     /// The index path of the object with this id, or `nil` when the controller does not show it. O(log n).
     public func indexPath(for id: String) -> ListIndexPath? {
-        self.view.read(self.id) { box, _ in box?.results.indexPath(for: id) }
+        self.read { box, _ in box?.results.indexPath(for: id) }
     }
 
     /// The index path of an object, or `nil` when the controller does not show it. O(log n).
@@ -100,12 +124,12 @@ public final class ResultsController<Element: RowConvertible>: Sendable {
 
     /// The object with this id, or `nil` when the controller does not show it.
     public func object(id: String) -> Element? {
-        self.view.read(self.id) { box, _ in box?.results.row(id: id) }.map(Self.decode)
+        self.read { box, _ in box?.results.row(id: id) }.map(Self.decode)
     }
 
     /// The shown ids whose writes the server has not confirmed yet.
     public var pendingIDs: Set<String> {
-        self.view.read(self.id) { box, _ in box?.pendingIDs ?? [] }
+        self.read { box, _ in box?.pendingIDs ?? [] }
     }
 
     /// Whether the object with this id has a write the server has not confirmed yet.
@@ -115,17 +139,17 @@ public final class ResultsController<Element: RowConvertible>: Sendable {
 
     /// Whether the controller shows complete data (a snapshot, or rows restored from the cache file).
     public var isLoaded: Bool {
-        self.view.read(self.id) { box, _ in box?.isLoaded ?? false }
+        self.read { box, _ in box?.isLoaded ?? false }
     }
 
     /// The error that ended the controller's subscription (the server rejected its request), if any.
     public var error: ClientError? {
-        self.view.read(self.id) { box, _ in box?.error }
+        self.read { box, _ in box?.error }
     }
 
     /// The controller's state as a sectioned list, with the seq it is at, read atomically. O(n).
     public func snapshot() -> (seq: Int64, list: SectionedList<Element>) {
-        let (seq, rows) = self.view.read(self.id) { box, seq in (seq, box?.results.snapshot ?? SectionedList()) }
+        let (seq, rows) = self.read { box, seq in (seq, box?.results.snapshot ?? SectionedList()) }
         return (
             seq,
             SectionedList(
