@@ -38,8 +38,15 @@ struct ImportCommand: AsyncParsableCommand {
     @Flag(help: "Upsert rows that have an id (insert or update) instead of inserting them.")
     var upsert = false
 
+    @Option(
+        help: ArgumentHelp(
+            "Transactions sent ahead of their answers, so that the server commits several together (1: wait for each).",
+            valueName: "n"))
+    var inFlight: Int = 8
+
     func validate() throws {
         if self.batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
+        if self.inFlight < 1 { throw ValidationError("--in-flight must be at least 1") }
     }
 
     func run() async throws {
@@ -48,7 +55,7 @@ struct ImportCommand: AsyncParsableCommand {
         let format =
             self.format.map { ImportReader.Format(rawValue: $0.rawValue)! }
             ?? ImportReader.Format.detect(path: self.file, text: text)
-        let (entityName, batchSize, upsert) = (self.entity, self.batchSize, self.upsert)
+        let (entityName, batchSize, upsert, window) = (self.entity, self.batchSize, self.upsert, self.inFlight)
         try await ServerConnection.with(address) { connection in
             let (schema, _) = try await connection.schema()
             let entity = try schema.cliEntity(entityName)
@@ -68,7 +75,7 @@ struct ImportCommand: AsyncParsableCommand {
             let done = Mutex(0)
             let answers: [Result<CommitResult, ClientError>]
             do {
-                answers = try await connection.applyPipelined(transactions, window: Self.window) { index, answer in
+                answers = try await connection.applyPipelined(transactions, window: window) { index, answer in
                     guard case .success = answer else { return }
                     progress.update(
                         done: done.withLock { done in
@@ -102,9 +109,6 @@ struct ImportCommand: AsyncParsableCommand {
         }
     }
 
-    /// Transactions sent ahead of their answers.
-    static let window = 8
-
     /// The error of a rejected transaction: the row's line, and exactly what was imported — the transactions before
     /// it, and any sent after it that committed before the rejection was known.
     static func rejection(
@@ -125,9 +129,13 @@ struct ImportCommand: AsyncParsableCommand {
         let later = answers.indices.dropFirst(failed + 1).filter { (try? answers[$0].get()) != nil }
         if !later.isEmpty {
             let rows = later.reduce(0) { $0 + chunks[$1].count }
-            let lines = later.map { "\(items[chunks[$0].lowerBound].line)–\(items[chunks[$0].upperBound - 1].line)" }
+            let lines = later.map { index in
+                let (first, last) = (items[chunks[index].lowerBound].line, items[chunks[index].upperBound - 1].line)
+                return first == last ? "\(first)" : "\(first)–\(last)"
+            }
             parts.append(
-                "the \(rows) rows of lines \(lines.joined(separator: ", ")), sent before the rejection was known, "
+                "the \(rows) rows of \(lines.count == 1 && later.allSatisfy { chunks[$0].count == 1 } ? "line" : "lines") "
+                    + "\(lines.joined(separator: ", ")), sent before the rejection was known, "
                     + "were imported")
         }
         let message = located.message + "; " + (parts.isEmpty ? "nothing was imported" : parts.joined(separator: "; "))

@@ -210,6 +210,37 @@ struct OneShotCommandTests {
             #expect(r.status == 4, "\(r)")
             #expect(r.stderr.hasPrefix("error: line 3: "), "\(r)")
             #expect(r.stderr.hasSuffix("; the 1 rows before its transaction were imported (seq 4)\n"), "\(r)")
+
+            // Pipelined: transactions sent before the rejection was known may commit after it; the message names
+            // them, and the store holds exactly what it says. One at a time (--in-flight 1), nothing after it.
+            let later = server.directory + "/later.csv"
+            try "id,title\nr1,x\np1,taken\nr3,y\nr4,z\n".write(toFile: later, atomically: true, encoding: .utf8)
+            r = try await runMeridian(["import", "Point", later, "--batch-size", "1"], server: s)
+            #expect(r.status == 4, "\(r)")
+            #expect(r.stderr.hasPrefix("error: line 3: "), "\(r)")
+            // "… the 2 rows of lines 4, 5, sent before the rejection was known, were imported": lines 4 and 5 are r3, r4.
+            let named = r.stderr.firstMatch(of: /of lines? ([0-9, ]+), sent before the rejection was known/)
+            let lines =
+                named.map {
+                    $0.output.1.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+                } ?? []
+            let claimed = Set(lines.map { "r\($0 - 1)" })
+            r = try await runMeridian(
+                ["query", "Point", "--where", #"id BEGINSWITH "r""#, "--format", "jsonl"], server: s)
+            let stored = Set(r.stdout.matches(of: /"id":"(r\d)"/).map { String($0.output.1) })
+            #expect(stored == Set(["r1"]).union(claimed), "stored \(stored), claimed \(claimed)")
+            let single = server.directory + "/single.csv"
+            try "id,title\ns1,x\np1,taken\ns3,y\n".write(toFile: single, atomically: true, encoding: .utf8)
+            r = try await runMeridian(["import", "Point", single, "--batch-size", "1", "--in-flight", "1"], server: s)
+            #expect(r.status == 4, "\(r)")
+            #expect(
+                r.stderr.hasSuffix(" rows before its transaction were imported (seq \(4 + 1 + stored.count))\n"), "\(r)"
+            )
+            r = try await runMeridian(
+                ["query", "Point", "--where", #"id BEGINSWITH "s""#, "--format", "jsonl"], server: s)
+            #expect(r.stdout.split(separator: "\n").count == 1, "only s1: \(r)")
+            r = try await runMeridian(["import", "Point", single, "--in-flight", "0"], server: s)
+            #expect(r.status == 2 && r.stderr.contains("--in-flight must be at least 1"), "\(r)")
         }
     }
 
