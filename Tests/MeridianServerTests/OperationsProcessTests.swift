@@ -134,22 +134,9 @@ struct OperationsProcessTests {
             "--in-memory", "--schema", Fixtures.demoSchemaPath, "--listen", "127.0.0.1:0",
         ])
         let port = try #require(listeningPort(await server.firstLine()))
-        let python = Process()
-        python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        python.arguments = ["python3", script, String(port), String(server.process.processIdentifier)]
-        let output = Pipe()
-        python.standardOutput = output
-        python.standardError = output
-        try python.run()
-        let handle = output.fileHandleForReading
-        let text = await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                let data = handle.readDataToEndOfFile()
-                python.waitUntilExit()
-                continuation.resume(returning: String(decoding: data, as: UTF8.self))
-            }
-        }
-        #expect(python.terminationStatus == 0, "\(text)")
+        let (status, text) = try await runPython(
+            script, [String(port), String(server.process.processIdentifier)], errors: true)
+        #expect(status == 0, "\(text)")
         let lines = text.split(separator: "\n").map(String.init)
         #expect(
             lines == [

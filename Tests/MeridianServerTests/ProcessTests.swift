@@ -99,6 +99,27 @@ func readLine(_ handle: FileHandle) async -> String? {
     }
 }
 
+/// Runs `python3 script arguments…` to its end; returns its exit status and standard output (standard error too, when
+/// `errors` is set).
+func runPython(_ script: String, _ arguments: [String], errors: Bool = false) async throws -> (Int32, String) {
+    let python = Process()
+    python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    python.arguments = ["python3", script] + arguments
+    python.environment = ProcessInfo.processInfo.environment.merging(["PYTHONIOENCODING": "utf-8"]) { $1 }
+    let output = Pipe()
+    python.standardOutput = output
+    if errors { python.standardError = output }
+    try python.run()
+    let text = await withCheckedContinuation { continuation in
+        Thread.detachNewThread {
+            let data = output.fileHandleForReading.readDataToEndOfFile()
+            python.waitUntilExit()
+            continuation.resume(returning: String(decoding: data, as: UTF8.self))
+        }
+    }
+    return (python.terminationStatus, text)
+}
+
 /// The port in a `listening on HOST:PORT` line.
 func listeningPort(_ line: String?) -> Int? {
     guard let line, line.hasPrefix("listening on 127.0.0.1:") else { return nil }
@@ -387,21 +408,8 @@ struct ProcessTests {
         ])
         let line = await server.firstLine()
         let port = try #require(listeningPort(line), "first line: \(line ?? "nil")")
-        let python = Process()
-        python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        python.arguments = ["python3", script, directory, String(port), database]
-        python.environment = ProcessInfo.processInfo.environment.merging(["PYTHONIOENCODING": "utf-8"]) { $1 }
-        let output = Pipe()
-        python.standardOutput = output
-        try python.run()
-        let text = await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                let data = output.fileHandleForReading.readDataToEndOfFile()
-                python.waitUntilExit()
-                continuation.resume(returning: String(decoding: data, as: UTF8.self))
-            }
-        }
-        #expect(python.terminationStatus == 0, "output: \(text)")
+        let (pythonStatus, text) = try await runPython(script, [directory, String(port), database])
+        #expect(pythonStatus == 0, "output: \(text)")
         let lines = text.split(separator: "\n").map(String.init)
         #expect(
             lines == [
