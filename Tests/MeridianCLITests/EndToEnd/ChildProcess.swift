@@ -40,7 +40,7 @@ func runMeridian(
         product("meridian"), (server.map { ["--server", $0] } ?? []) + arguments, stdin: stdin,
         environment: environment)
     let status = await child.waitForExit()
-    return CommandResult(status: status, stdout: await child.allOutput(), stderr: child.errorOutput)
+    return CommandResult(status: status, stdout: await child.allOutput(), stderr: await child.allErrorOutput())
 }
 
 /// An end-to-end test's executable is not built (or not where the tests look for it).
@@ -55,6 +55,8 @@ struct MissingExecutable: Error, CustomStringConvertible {
 final class ChildProcess: Sendable {
     let process: Process
     private let errors = Locked<Data>(Data())
+    /// Whether standard error has ended (its reader thread saw end of file).
+    private let errorsEnded = Locked<Bool>(false)
     /// Standard output's lines so far, whether it has ended, and how many lines `nextLine` has handed out.
     private let output = Locked<(lines: [String], ended: Bool, read: Int)>(([], false, 0))
 
@@ -107,12 +109,14 @@ final class ChildProcess: Sendable {
         }
         let errHandle = err.fileHandleForReading
         let errors = self.errors
+        let errorsEnded = self.errorsEnded
         Thread.detachNewThread {
             while true {
                 let data = errHandle.availableData
                 if data.isEmpty { break }
                 errors.withLock { $0.append(data) }
             }
+            errorsEnded.withLock { $0 = true }
         }
         if let stdin {
             input.fileHandleForWriting.write(Data(stdin.utf8))
@@ -122,6 +126,17 @@ final class ChildProcess: Sendable {
 
     /// What the process wrote on standard error so far.
     var errorOutput: String { String(decoding: self.errors.withLock { $0 }, as: UTF8.self) }
+
+    /// Everything the process wrote on standard error, once it has closed it (an exited process's last message may
+    /// still be in the pipe when its exit is seen: reading `errorOutput` then lost it under load).
+    /// A grandchild that still holds the pipe (a process the child left running) cannot hold this up past `timeout`.
+    func allErrorOutput(timeout: Duration = .seconds(10)) async -> String {
+        let deadline = ContinuousClock.now + timeout
+        while !self.errorsEnded.withLock({ $0 }), ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+        return self.errorOutput
+    }
 
     /// The next line of standard output, or `nil` at its end or after `timeout`.
     func nextLine(timeout: Duration = .seconds(30)) async -> String? {

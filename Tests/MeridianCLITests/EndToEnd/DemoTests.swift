@@ -16,7 +16,7 @@ struct DemoTests {
                 "none",
             ])
         let status = await demo.waitForExit(timeout: .seconds(150))
-        let log = demo.errorOutput
+        let log = await demo.allErrorOutput()
         #expect(status == 0, "\(log)")
         #expect(log.contains("==> loading 500 places"), "\(log)")
         #expect(log.contains("imported 500 rows into Point in 1 transaction"), "\(log)")
@@ -55,7 +55,7 @@ struct DemoTests {
                 "none", "--users",
             ])
         let status = await demo.waitForExit(timeout: .seconds(150))
-        let log = demo.errorOutput
+        let log = await demo.allErrorOutput()
         #expect(status == 0, "\(log)")
         #expect(log.contains("imported 500 rows into Point in 1 transaction"), "\(log)")
         #expect(log.contains("--token \"$ALICE\""), "\(log)")

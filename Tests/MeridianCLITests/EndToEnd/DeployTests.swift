@@ -25,7 +25,7 @@ import Testing
             .write(toFile: path, atomically: true, encoding: .utf8)
         let child = try ChildProcess(Self.systemdAnalyze!, ["verify", path])
         let status = await child.waitForExit()
-        let output = await child.allOutput() + child.errorOutput
+        let output = await child.allOutput() + (await child.allErrorOutput())
         #expect(status == 0, "\(output)")
         #expect(output.isEmpty, "\(output)")
     }
