@@ -297,6 +297,30 @@ public final class Store: Sendable {
         authorizer: (any WriteAuthorizer)? = nil,
         author: String? = nil
     ) async throws -> CommitResult {
+        try await self.submit(
+            operations, policy: policy, idempotencyKey: idempotencyKey, authorizer: authorizer, author: author
+        ).committed()
+    }
+
+    /// Checks a transaction and queues it for commit without waiting: transactions submitted one after another commit
+    /// in that order, so a caller that pipelines them (the server's `ApplyStream`) keeps their order while they share
+    /// group commits. ``apply(_:policy:idempotencyKey:authorizer:author:)`` is `submit` and then waiting.
+    ///
+    /// ```swift
+    /// let first = try store.submit([.insert("Point", id: "a", ["title": "A"])])
+    /// let second = try store.submit([.update("Point", id: "a", ["title": "B"])])  // commits after `first`
+    /// _ = try await (first.committed(), second.committed())
+    /// ```
+    ///
+    /// - Returns: The queued transaction, whose ``PendingCommit/committed()`` is its outcome.
+    /// - Throws: ``StoreError`` `validation` for an invalid operation or a key too long (nothing is queued).
+    public func submit(
+        _ operations: [WriteOperation],
+        policy: ConflictPolicy = .storeWins,
+        idempotencyKey: String? = nil,
+        authorizer: (any WriteAuthorizer)? = nil,
+        author: String? = nil
+    ) throws -> PendingCommit {
         if let idempotencyKey, idempotencyKey.utf8.count > StoreDDL.maxIdempotencyKeyBytes {
             throw StoreError(
                 .validation,
@@ -312,8 +336,9 @@ public final class Store: Sendable {
             let scoped = scope.map { "\($0.utf8.count):\($0)/\(key)" } ?? key
             return key.isEmpty ? nil : (scoped, RequestDigest.of(operations, policy: policy))
         }
-        return try await self.committer.submit(
-            prepared, policy: policy, idempotencyKey: key, authorizer: authorizer, author: author)
+        return PendingCommit(
+            answer: self.committer.submit(
+                prepared, policy: policy, idempotencyKey: key, authorizer: authorizer, author: author))
     }
 
     // MARK: - Helpers

@@ -55,6 +55,34 @@ struct OneShotTests {
         }
     }
 
+    @Test("pipelined transactions commit in the order they were sent, however many are in flight")
+    func pipelinedOrder() async throws {
+        try await TestServer.with { port in
+            try await MeridianConnection.with(try ServerAddress(parsing: "127.0.0.1:\(port)")) { connection in
+                // Each transaction undoes the one before (insert, delete, insert, … of one row): out of order, one
+                // fails with `alreadyExists` or `notFound`.
+                let transactions: [[WriteOperation]] = (0..<300).map { i in
+                    [
+                        i % 2 == 0
+                            ? .insert("Point", id: "x", ["title": .string("t\(i)"), "category": 1])
+                            : .delete("Point", id: "x")
+                    ]
+                }
+                let answers = try await connection.applyPipelined(transactions, window: 64)
+                #expect(answers.count == 300)
+                let failures = answers.enumerated().compactMap { i, answer -> String? in
+                    guard case .failure(let error) = answer else { return nil }
+                    return "\(i): \(error.code)"
+                }
+                #expect(failures.isEmpty, "out of order: \(failures.prefix(5))")
+                let seqs = answers.compactMap { try? $0.get().seq }
+                #expect(seqs == seqs.sorted(), "answers out of commit order")
+                let (_, rows) = try await connection.query(try FetchRequest(entity: "Point", where: "category == 1"))
+                #expect(rows.isEmpty)
+            }
+        }
+    }
+
     @Test("a connection: the schema, a transaction and its retry, a typed rejection, queries")
     func connection() async throws {
         try await TestServer.with { port in

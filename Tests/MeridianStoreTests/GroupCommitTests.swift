@@ -54,6 +54,43 @@ import Testing
         }
     }
 
+    @Test(
+        "submitted transactions commit in submission order, grouped, each with its own outcome",
+        .timeLimit(.minutes(2)), arguments: StoreVariant.allCases)
+    func submissionOrder(variant: StoreVariant) async throws {
+        try await withStore(variant) { store in
+            // Each transaction depends on the one before: inserting a row the previous one deleted, deleting the
+            // row the previous one inserted. Out of order, they fail with `alreadyExists` or `notFound`.
+            var pending: [PendingCommit] = []
+            for i in 0..<200 {
+                pending.append(
+                    try store.submit([
+                        i % 2 == 0
+                            ? .insert("Item", id: "x", ["title": .string("t\(i)")]) : .delete("Item", id: "x")
+                    ]))
+            }
+            // One that fails among them fails alone, and the next goes on from the state before it.
+            pending.append(try store.submit([.delete("Item", id: "x")]))
+            pending.append(try store.submit([.insert("Item", id: "x", ["title": "last"])]))
+            var seqs: [Int64] = []
+            for (i, commit) in pending.enumerated() {
+                do {
+                    seqs.append(try await commit.committed().seq)
+                    #expect(i != 200, "deleting a deleted row committed")
+                } catch let error as StoreError {
+                    #expect(i == 200 && error.code == .notFound, "transaction \(i): \(error)")
+                }
+            }
+            #expect(seqs == seqs.sorted(), "answers out of commit order: \(seqs)")
+            #expect(try await tableState(store, "Item")["x"]?.0["title"] == .string("last"))
+            // The log holds the writes in submission order.
+            let kinds = try await allChanges(store).changes.map { $0.kind == .delete ? "d" : "i" }
+            #expect(kinds == (0..<200).map { $0 % 2 == 0 ? "i" : "d" } + ["i"])
+            // Validation runs at submission: an invalid transaction queues nothing.
+            #expect(throws: StoreError.self) { try store.submit([.insert("Nope", id: "y", ["title": "t"])]) }
+        }
+    }
+
     @Test("with group commit disabled every transaction commits alone")
     func groupCommitDisabled() async throws {
         var configuration = Store.Configuration()

@@ -103,6 +103,20 @@ struct MeridianService: RegistrableRPCService {
 
     /// One transaction: its commit, or the typed reason it was rejected (never a non-OK status).
     func apply(_ request: Meridian_V1_ApplyRequest, caller: Caller?) async -> Meridian_V1_ApplyResponse {
+        await self.answer(self.submit(request, caller: caller))
+    }
+
+    /// A transaction checked and queued for the store's next group commit (or already answered: refused before it
+    /// reached the store). Queued transactions commit in the order they were submitted.
+    enum Submitted: Sendable {
+        case answered(Meridian_V1_ApplyResponse)
+        case queued(
+            PendingCommit, operations: [WriteOperation], clientTag: String, caller: Caller?,
+            start: ContinuousClock.Instant)
+    }
+
+    /// Checks a transaction (size, quota, ids, decoding, shape) and queues it without waiting for its commit.
+    func submit(_ request: Meridian_V1_ApplyRequest, caller: Caller?) -> Submitted {
         var response = Meridian_V1_ApplyResponse()
         response.clientTag = request.clientTag
         let limit = self.configuration.maxOperationsPerTransaction
@@ -112,7 +126,7 @@ struct MeridianService: RegistrableRPCService {
                 .limitExceeded,
                 "the transaction has \(request.operations.count) operations; at most \(limit) are allowed "
                     + "(--max-operations)")
-            return response
+            return .answered(response)
         }
         if let subject = caller?.identity.principal.subject,
             let wait = self.accessControl.quotas.takeTransaction(subject)
@@ -122,7 +136,7 @@ struct MeridianService: RegistrableRPCService {
                 .limitExceeded,
                 "\(subject) commits more than \(self.configuration.applyRatePerPrincipal) transactions a second, "
                     + "the most one principal may (--apply-rate-per-principal); retry after \(wait.spoken)")
-            return response
+            return .answered(response)
         }
         let operations: [WriteOperation]
         let policy: ConflictPolicy
@@ -134,25 +148,54 @@ struct MeridianService: RegistrableRPCService {
         } catch {
             response.error = error.detail
             self.metrics.rejected(code: response.error.code.metricLabel)
-            return response
+            return .answered(response)
         }
         do {
             let start = ContinuousClock.now
-            let committed = try await self.store.apply(
+            let pending = try self.store.submit(
                 operations, policy: policy, idempotencyKey: request.idempotencyKey, authorizer: caller?.access,
                 author: caller?.identity.principal.subject)
-            self.metrics.commitDuration.recordNanoseconds(Int64((ContinuousClock.now - start).nanoseconds))
-            var result = Meridian_V1_ApplyResult()
-            result.seq = committed.seq
-            result.rows = committed.rows.map(Meridian_V1_WrittenRow.init)
-            response.result = result
-            self.metrics.applyCommitted.increment()
-            self.metrics.commits.increment()
-            self.metrics.rowChanges.increment(by: Int64(committed.rows.count))
-            self.accessControl.audit?.record(
-                "apply",
-                ["sub": caller?.identity.principal.subject, "seq": committed.seq, "operations": operations.count])
-        } catch let error as StoreError {
+            return .queued(pending, operations: operations, clientTag: request.clientTag, caller: caller, start: start)
+        } catch {
+            return .answered(
+                self.rejection(error, operations: operations, caller: caller, clientTag: request.clientTag))
+        }
+    }
+
+    /// Waits for a submitted transaction's commit and answers it.
+    func answer(_ submitted: Submitted) async -> Meridian_V1_ApplyResponse {
+        guard case .queued(let pending, let operations, let clientTag, let caller, let start) = submitted else {
+            guard case .answered(let response) = submitted else { preconditionFailure() }
+            return response
+        }
+        let committed: CommitResult
+        do {
+            committed = try await pending.committed()
+        } catch {
+            return self.rejection(error, operations: operations, caller: caller, clientTag: clientTag)
+        }
+        self.metrics.commitDuration.recordNanoseconds(Int64((ContinuousClock.now - start).nanoseconds))
+        var response = Meridian_V1_ApplyResponse()
+        response.clientTag = clientTag
+        var result = Meridian_V1_ApplyResult()
+        result.seq = committed.seq
+        result.rows = committed.rows.map(Meridian_V1_WrittenRow.init)
+        response.result = result
+        self.metrics.applyCommitted.increment()
+        self.metrics.commits.increment()
+        self.metrics.rowChanges.increment(by: Int64(committed.rows.count))
+        self.accessControl.audit?.record(
+            "apply", ["sub": caller?.identity.principal.subject, "seq": committed.seq, "operations": operations.count])
+        return response
+    }
+
+    /// The answer to a transaction the store refused (counted, and audited when the rules denied it).
+    func rejection(
+        _ error: any Error, operations: [WriteOperation], caller: Caller?, clientTag: String
+    ) -> Meridian_V1_ApplyResponse {
+        var response = Meridian_V1_ApplyResponse()
+        response.clientTag = clientTag
+        if let error = error as? StoreError {
             response.error = RequestDecoding.detail(error, operations: operations)
             self.metrics.rejected(code: response.error.code.metricLabel)
             if error.code == .permissionDenied {
@@ -163,14 +206,15 @@ struct MeridianService: RegistrableRPCService {
                         "message": error.message,
                     ])
             }
-        } catch {
+        } else {
             self.metrics.rejected(code: "internal")
             response.error = Meridian_V1_ErrorDetail(.internal, "the transaction failed: \(error)")
         }
         return response
     }
 
-    /// Pipelined transactions: up to 64 in flight (so concurrent ones share group commits), answered in order.
+    /// Pipelined transactions: up to 64 in flight (so that they share group commits), queued for commit as they
+    /// arrive — so they commit in request order — and answered in order.
     func applyStream(
         _ requests: RPCAsyncSequence<Meridian_V1_ApplyRequest, any Error>,
         caller: Caller?,
@@ -202,7 +246,10 @@ struct MeridianService: RegistrableRPCService {
                         let i = index
                         index += 1
                         running += 1
-                        inFlight.addTask { continuation.yield((i, await self.apply(request, caller: caller))) }
+                        // Queued here, in the order the requests arrive; only the wait for the commit runs beside
+                        // the others.
+                        let submitted = self.submit(request, caller: caller)
+                        inFlight.addTask { continuation.yield((i, await self.answer(submitted))) }
                     }
                     try await inFlight.waitForAll()
                 }

@@ -21,7 +21,8 @@ final class GroupCommitter: Sendable {
         var authorizer: (any WriteAuthorizer)?
         /// Who writes the transaction, recorded in `meridian_authors` with its log entries; `nil`: nobody recorded.
         var author: String?
-        var continuation: CheckedContinuation<CommitResult, any Error>
+        /// Where the committer puts the transaction's outcome.
+        var continuation: CommitAnswer
     }
 
     struct State {
@@ -56,30 +57,34 @@ final class GroupCommitter: Sendable {
         self.onCommit = onCommit
     }
 
+    /// Queues a transaction and returns at once: transactions queued one after another commit in that order (in one
+    /// group commit, or in consecutive ones).
+    ///
+    /// - Returns: Its outcome, to wait for.
     func submit(
         _ operations: [PreparedOperation],
         policy: ConflictPolicy,
         idempotencyKey: (key: String, digest: [UInt8])?,
         authorizer: (any WriteAuthorizer)? = nil,
         author: String? = nil
-    ) async throws -> CommitResult {
-        try await withCheckedThrowingContinuation { continuation in
-            let (start, wake) = self.state.withLock { state -> (Bool, Bool) in
-                state.queue.append(
-                    Pending(
-                        operations: operations, policy: policy, idempotencyKey: idempotencyKey,
-                        authorizer: authorizer, author: author, continuation: continuation))
-                if let target = state.lingerTarget, state.queue.count >= target {
-                    state.lingerTarget = nil
-                    return (false, true)
-                }
-                if state.running { return (false, false) }
-                state.running = true
-                return (true, false)
+    ) -> CommitAnswer {
+        let answer = CommitAnswer()
+        let (start, wake) = self.state.withLock { state -> (Bool, Bool) in
+            state.queue.append(
+                Pending(
+                    operations: operations, policy: policy, idempotencyKey: idempotencyKey,
+                    authorizer: authorizer, author: author, continuation: answer))
+            if let target = state.lingerTarget, state.queue.count >= target {
+                state.lingerTarget = nil
+                return (false, true)
             }
-            if wake { self.lingerSignal.signal() }
-            if start { self.schedule() }
+            if state.running { return (false, false) }
+            state.running = true
+            return (true, false)
         }
+        if wake { self.lingerSignal.signal() }
+        if start { self.schedule() }
+        return answer
     }
 
     /// Puts one drain job on the writer queue. Each job commits one batch and reschedules itself if more arrived,
@@ -238,5 +243,44 @@ final class GroupCommitter: Sendable {
             }
         }
         if committed { self.onCommit(seq) }
+    }
+}
+
+/// A queued transaction's outcome: set once by the committer, awaited by whoever queued it, before or after it is set.
+final class CommitAnswer: Sendable {
+    private struct State {
+        var outcome: Result<CommitResult, any Error>?
+        var waiter: CheckedContinuation<CommitResult, any Error>?
+    }
+
+    private let state = Mutex(State())
+
+    /// The transaction committed.
+    func resume(returning result: CommitResult) { self.settle(.success(result)) }
+
+    /// The transaction failed.
+    func resume(throwing error: any Error) { self.settle(.failure(error)) }
+
+    /// Waits for the outcome.
+    var value: CommitResult {
+        get async throws {
+            try await withCheckedThrowingContinuation { continuation in
+                let outcome = self.state.withLock { state -> Result<CommitResult, any Error>? in
+                    if state.outcome == nil { state.waiter = continuation }
+                    return state.outcome
+                }
+                if let outcome { continuation.resume(with: outcome) }
+            }
+        }
+    }
+
+    private func settle(_ outcome: Result<CommitResult, any Error>) {
+        let waiter = self.state.withLock { state -> CheckedContinuation<CommitResult, any Error>? in
+            precondition(state.outcome == nil, "a transaction is answered once")
+            state.outcome = outcome
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(with: outcome)
     }
 }
