@@ -196,6 +196,49 @@ struct ServerTests {
         }
     }
 
+    @Test("a burst of saves is pipelined and committed in save order; a rejected one among them is reverted alone")
+    func burstOfSaves() async throws {
+        try await TestServer.with { port in
+            try await withConnectedContainer(port: port) { client in
+                let points = try await client.controller(for: FetchRequest(entity: "Point", sortedBy: "title"))
+                try await points.waitUntilLoaded()
+                // 200 transactions saved without waiting, each depending on the one before: insert, delete, insert…
+                // of one row; out of order, one would fail with `alreadyExists` or `notFound`. One more, saved after
+                // the 101st, expects a version the row never has: rejected, and the next ones go on.
+                var saved: [PendingTransaction] = []
+                for i in 0..<200 {
+                    if i % 2 == 0 {
+                        try await client.context.insert(
+                            into: "Point", id: "x", values: ["title": .string("t\(i)"), "category": 1])
+                    } else {
+                        try await client.context.delete("Point", id: "x")
+                    }
+                    saved.append(await client.context.save())
+                    if i == 100 {
+                        try await client.context.update(
+                            "Point", id: "x", values: ["note": "stale"], expectedVersion: 999)
+                        saved.append(await client.context.save())
+                    }
+                }
+                var failures: [String] = []
+                var seqs: [Int64] = []
+                for (i, transaction) in saved.enumerated() {
+                    do throws(ClientError) {
+                        seqs.append(try await transaction.confirmed())
+                    } catch {
+                        failures.append("\(i): \(error.code)")
+                    }
+                }
+                #expect(failures == ["101: conflict"])
+                #expect(seqs == seqs.sorted(), "confirmed out of save order")
+                // The last one (199) deleted the row; 198 inserted it: the table ends empty.
+                try await self.expectMatchesQuery(points, client)
+                #expect(points.rows.isEmpty)
+                #expect(await client.context.pendingTransactionCount == 0)
+            }
+        }
+    }
+
     @Test("a restart from a persisted cache shows the cached state at once, then resumes")
     func restartFromCache() async throws {
         let directory = try temporaryDirectory()

@@ -177,11 +177,14 @@ extension CacheContext {
 
     // MARK: - The connection's side
 
-    /// The oldest queued transaction, marked as being sent, or `nil` when none is queued or one is in flight
-    /// (transactions are sent one at a time, in save order).
-    package func nextTransactionToSend() -> (id: Int64, request: Meridian_V1_ApplyRequest)? {
-        self.writes.nextToSend().map { ($0.id, Meridian_V1_ApplyRequest($0)) }
+    /// The oldest queued transaction, marked as being sent, or `nil` when none is queued or `inFlightLimit` are in
+    /// flight (transactions are sent in save order).
+    package func nextTransactionToSend(inFlightLimit: Int = 1) -> (id: Int64, request: Meridian_V1_ApplyRequest)? {
+        self.writes.nextToSend(inFlightLimit: inFlightLimit).map { ($0.id, Meridian_V1_ApplyRequest($0)) }
     }
+
+    /// Whether a saved transaction waits to be sent.
+    var hasTransactionToSend: Bool { self.writes.transactions.contains { $0.phase == .queued } }
 
     /// Installs the signal the connection's writer waits on.
     func setWriteSignal(_ signal: AsyncStream<Void>.Continuation?) {

@@ -1,7 +1,8 @@
 // MARK: - SyncConnection
 //
 // The network side of a container: one gRPC HTTP/2 connection at a time, and on it the Sync stream (fed to the
-// context, message by message, in order), the writer (one Apply at a time from the context's queue) and a watchdog
+// context, message by message, in order), the writer (one Apply at a time from the context's queue, or a burst of
+// them pipelined over one ApplyStream) and a watchdog
 // (no message for three heartbeat intervals means the connection is lost). Any of the three ending ends the session;
 // the loop then waits (exponential backoff with jitter) and reconnects, resuming from the applied seq.
 
@@ -62,6 +63,66 @@ struct SyncConnection: Sendable {
         return options
     }
 
+    /// Transactions a burst sends ahead of their answers.
+    static let burstWindow = 16
+
+    /// Sends `first` and the transactions queued behind it over one `ApplyStream`, up to ``burstWindow`` ahead of their
+    /// answers, until none is queued or in flight. The server commits them in the order they are sent, so each one
+    /// sees the ones saved before it, as when they are sent one at a time; a rejected one is reverted alone.
+    ///
+    /// - Throws: The call's failure when it is transient (the transactions in flight are queued again, to be sent
+    ///   with their idempotency keys on the next connection); other failures reject the transactions in flight.
+    static func sendBurst(
+        first: (id: Int64, request: Meridian_V1_ApplyRequest),
+        meridian: Meridian_V1_Meridian.Client<some ClientTransport>,
+        context: CacheContext
+    ) async throws {
+        // Sent and not yet answered, oldest first: the answers come in this order.
+        let inFlight = Mutex<[Int64]>([first.id])
+        let (answers, answered) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        do {
+            try await meridian.applyStream(
+                requestProducer: { writer in
+                    try await writer.write(first.request)
+                    var answer = answers.makeAsyncIterator()
+                    while true {
+                        if let (id, request) = await context.nextTransactionToSend(inFlightLimit: Self.burstWindow) {
+                            inFlight.withLock { $0.append(id) }
+                            try await writer.write(request)
+                            continue
+                        }
+                        // Nothing more to send now: end the requests once everything sent is answered, or send
+                        // what was saved meanwhile once an answer frees the window.
+                        if inFlight.withLock({ $0.isEmpty }) { return }
+                        guard await answer.next() != nil else { return }
+                    }
+                },
+                onResponse: { response in
+                    defer { answered.finish() }
+                    for try await message in response.messages {
+                        guard let id = inFlight.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else {
+                            throw ClientError(.internal, "the server answered a transaction that was not sent")
+                        }
+                        await context.transactionAnswered(id, outcome: ApplyOutcome(message))
+                        answered.yield()
+                    }
+                })
+        } catch {
+            let failure = ClientError(calling: error)
+            for id in inFlight.withLock({ $0 }) { await context.transactionFailed(id, error: failure) }
+            if failure.isTransient { throw failure }
+            return
+        }
+        // The call ended without answering everything sent: those go back to the queue.
+        let unanswered = inFlight.withLock { $0 }
+        guard unanswered.isEmpty else {
+            let failure = ClientError(
+                .unavailable, "ApplyStream ended with \(unanswered.count) transactions unanswered")
+            for id in unanswered { await context.transactionFailed(id, error: failure) }
+            throw failure
+        }
+    }
+
     private func setStatus(_ status: ConnectionStatus) {
         self.status.set(status)
     }
@@ -117,6 +178,11 @@ struct SyncConnection: Sendable {
                     await context.setWriteSignal(signalContinuation)
                     for await _ in signal {
                         while let (id, request) = await context.nextTransactionToSend() {
+                            // A burst (more saved behind this one) is pipelined over one ApplyStream.
+                            if await context.hasTransactionToSend {
+                                try await Self.sendBurst(first: (id, request), meridian: meridian, context: context)
+                                continue
+                            }
                             do {
                                 let response = try await meridian.apply(request)
                                 await context.transactionAnswered(id, outcome: ApplyOutcome(response))
