@@ -1,14 +1,9 @@
 // MARK: - ServerMetrics
 
 internal import CoreMetrics
+internal import struct Foundation.Date
 internal import MeridianProto
 internal import Synchronization
-
-#if canImport(Glibc)
-    internal import Glibc
-#elseif canImport(Darwin)
-    internal import Darwin
-#endif
 
 /// The server's metrics, created once per server (bounded dimensions only: never a client or subscription id).
 ///
@@ -104,7 +99,5 @@ extension Meridian_V1_ErrorDetail.Code {
 
 /// Microseconds since 1970 on the wall clock (the clock the log's `committed_at` is read from).
 func wallClockMicroseconds() -> Int64 {
-    var time = timespec()
-    clock_gettime(CLOCK_REALTIME, &time)
-    return Int64(time.tv_sec) * 1_000_000 + Int64(time.tv_nsec) / 1000
+    Int64((Date().timeIntervalSince1970 * 1_000_000).rounded())
 }
