@@ -14,8 +14,9 @@
 //   visible to every principal, so both deliver the same rows.
 // - Throughput: the writer commits as fast as it can (2 s, 1-row or 100-row transactions); clients count rows until
 //   they have them all; changes/s = rows × clients / time until the last client has everything. One sequential
-//   writer waits for each commit (and its flush) before the next; the last column runs the same transactions from
-//   `concurrentWriters` tasks at once.
+//   writer waits for each commit (and its flush) before the next; the next column runs the same transactions from
+//   `concurrentWriters` tasks at once; the last one sends them through the server, pipelined over one `ApplyStream`
+//   call with `pipelineWindow` unanswered (as a context sends a burst of saves, and `meridian import` its chunks).
 
 import Dispatch
 import Foundation
@@ -96,8 +97,9 @@ enum ServerBenchmark {
     }
 
     /// `MERIDIAN_BENCH_ONLY=meridian:CLIENTS:ROWS[:RATE[:WRITERS[:RULES]]]` (or `raw:…`; an empty RATE is as fast
-    /// as possible; RULES is `off`, `distinct` or `on`, the rules table's cases) runs one case once, for profiling;
-    /// `rules` runs the rules table; `writers[:N]` the many-small-writers case (8 writers, or N);
+    /// as possible; WRITERS `pN` is one writer pipelining through the server with N unanswered; RULES is `off`,
+    /// `distinct` or `on`, the rules table's cases) runs one case once, for profiling; `rules` runs the rules table;
+    /// `writers[:N[:pW]]` the many-small-writers case (8 writers, or N; each pipelining W unanswered with `pW`);
     /// `writer:ROWS` runs the writer alone (same store, same transactions, no server): the bound on the
     /// throughput cases with a single sequential writer.
     static func runOnly(_ spec: String) async throws {
@@ -105,7 +107,8 @@ enum ServerBenchmark {
         if parts.count == 2, parts[0] == "writer", let rows = Int(parts[1]) { return try await self.writerOnly(rows) }
         if parts[0] == "writers" {
             let writers = parts.count > 1 ? Int(parts[1]) ?? StoreBenchmark.writers : StoreBenchmark.writers
-            let (figure, alone) = try await self.smallWriters(writers: writers)
+            let window = parts.count > 2 && parts[2].hasPrefix("p") ? Int(parts[2].dropFirst()) : nil
+            let (figure, alone) = try await self.smallWriters(writers: writers, pipelineWindow: window)
             print(
                 "writers: delivered tx/s", count(figure.changesPerSecond), "store alone", count(alone),
                 "writer done s", String(format: "%.2f", figure.writerSeconds), "last row s",
@@ -119,6 +122,7 @@ enum ServerBenchmark {
         guard parts.count >= 3, let clients = Int(parts[1]), let rows = Int(parts[2]) else { return }
         let rate = parts.count > 3 ? Int(parts[3]) : nil
         let writers = parts.count > 4 ? Int(parts[4]) ?? 1 : 1
+        let window = parts.count > 4 && parts[4].hasPrefix("p") ? Int(parts[4].dropFirst()) : nil
         let rules: Rules =
             switch parts.count > 5 ? parts[5] : "" {
             case "off": .off
@@ -132,7 +136,8 @@ enum ServerBenchmark {
             parts[0] == "raw"
             ? try await self.raw(clients: clients, rowsPerCommit: rows, rate: rate)
             : try await self.meridian(
-                clients: clients, rowsPerCommit: rows, rate: rate, writers: writers, rules: rules)
+                clients: clients, rowsPerCommit: rows, rate: rate, writers: writers, rules: rules,
+                pipelineWindow: window)
         cpu.stop()
         let delivered = Double(self.commits(rowsPerCommit: rows, rate: rate) * rows * clients)
         print(
@@ -184,6 +189,10 @@ enum ServerBenchmark {
     /// columns have one writer that waits for each commit before the next.
     static let concurrentWriters = 4
 
+    /// Transactions the pipelining writer sends before it waits for an answer: as many as a client context sends
+    /// ahead in a burst of saves (`SyncConnection.burstWindow`).
+    static let pipelineWindow = 16
+
     static func run(arguments: [String]) async throws {
         if let only = ProcessInfo.processInfo.environment["MERIDIAN_BENCH_ONLY"] { return try await runOnly(only) }
         if arguments.first == "--case", arguments.count > 1, arguments[1] == "regions" {
@@ -231,17 +240,19 @@ enum ServerBenchmark {
             )
             printer.note(
                 pad("clients", 8) + pad("meridian", 14) + pad("raw gRPC", 14) + pad("per client", 12)
-                    + pad("meridian, \(concurrentWriters) writers", 22))
+                    + pad("meridian, \(concurrentWriters) writers", 22) + pad("meridian, pipelined", 20))
             for clients in [1, 10, 100] {
                 let meridian = try await self.meridian(clients: clients, rowsPerCommit: rows, rate: nil)
                 let raw = try await self.raw(clients: clients, rowsPerCommit: rows, rate: nil)
                 let concurrent = try await self.meridian(
                     clients: clients, rowsPerCommit: rows, rate: nil, writers: concurrentWriters)
+                let pipelined = try await self.meridian(
+                    clients: clients, rowsPerCommit: rows, rate: nil, pipelineWindow: pipelineWindow)
                 printer.note(
                     pad("\(clients)", 8) + pad(count(meridian.changesPerSecond), 14)
                         + pad(count(raw.changesPerSecond), 14)
                         + pad(count(meridian.changesPerSecond / Double(clients)), 12)
-                        + pad(count(concurrent.changesPerSecond), 22))
+                        + pad(count(concurrent.changesPerSecond), 22) + pad(count(pipelined.changesPerSecond), 20))
                 let name = "row changes/s delivered, \(rows)-row transactions, \(clients) clients"
                 figures.append(
                     BenchFigure(
@@ -251,20 +262,32 @@ enum ServerBenchmark {
                     BenchFigure(
                         bench: "server", name: name + ", \(concurrentWriters) writers",
                         value: concurrent.changesPerSecond, unit: "rows/s", ceiling: raw.changesPerSecond))
+                figures.append(
+                    BenchFigure(
+                        bench: "server", name: name + ", one writer pipelining over ApplyStream",
+                        value: pipelined.changesPerSecond, unit: "rows/s", ceiling: raw.changesPerSecond))
             }
         }
         printer.note("")
         let (writers, alone) = try await self.smallWriters()
+        let (pipelinedWriters, pipelinedAlone) = try await self.smallWriters(pipelineWindow: pipelineWindow)
         printer.note(
             "8 clients writing 1-row transactions through the server, delivered to a subscriber: "
-                + "\(count(writers.changesPerSecond)) transactions/s; the store's group commit alone, 8 writers: "
-                + "\(count(alone))")
+                + "\(count(writers.changesPerSecond)) transactions/s (each waiting for its answer), "
+                + "\(count(pipelinedWriters.changesPerSecond)) (each pipelining \(pipelineWindow) over ApplyStream); "
+                + "the store's group commit alone, 8 writers: \(count(alone)), \(count(pipelinedAlone))")
         figures.append(
             BenchFigure(
                 bench: "server",
                 name:
                     "transactions/s delivered, 8 clients writing 1-row transactions (ceiling: the store's group commit alone)",
                 value: writers.changesPerSecond, unit: "tx/s", ceiling: alone))
+        figures.append(
+            BenchFigure(
+                bench: "server",
+                name:
+                    "transactions/s delivered, 8 clients pipelining 1-row transactions over ApplyStream (ceiling: the store's group commit alone)",
+                value: pipelinedWriters.changesPerSecond, unit: "tx/s", ceiling: pipelinedAlone))
         printer.note("")
         figures += try await self.rulesTable(printer: printer)
         printer.note("")
@@ -317,9 +340,15 @@ enum ServerBenchmark {
 
     // MARK: - Meridian
 
+    /// One case through a server on loopback: `clients` subscribed clients; commits by `writers` in-process tasks
+    /// calling `Store.apply`, or, with `pipelineWindow`, by one gRPC client pipelining them over `ApplyStream`.
     static func meridian(
-        clients: Int, rowsPerCommit: Int, rate: Int?, writers: Int = 1, rules: Rules = .plain
+        clients: Int, rowsPerCommit: Int, rate: Int?, writers: Int = 1, rules: Rules = .plain,
+        pipelineWindow: Int? = nil
     ) async throws -> Figure {
+        precondition(
+            pipelineWindow == nil || (rules == .plain && rate == nil),
+            "the pipelining writer runs plain, as fast as it can")
         let store = try Store.temporary(
             schema: rules == .plain ? schema() : rulesSchema(on: rules == .on), logger: logger)
         var configuration = ServerConfiguration(host: "127.0.0.1", port: 0)
@@ -351,6 +380,16 @@ enum ServerBenchmark {
             group.addTask { try await server.run() }
             defer { server.beginGracefulShutdown() }
             let port = try await server.listeningAddress.port
+            let writerConnection = try pipelineWindow.map { _ in try self.connection(port: port) }
+            if let writerConnection { group.addTask { try await writerConnection.runConnections() } }
+            defer { writerConnection?.beginGracefulShutdown() }
+            var writeAll: (@Sendable (Int) async throws -> Void)? = nil
+            if let writerConnection, let pipelineWindow {
+                writeAll = { commits in
+                    try await self.pipeline(
+                        writerConnection, indices: Array(0..<commits), window: pipelineWindow, rows: rowsPerCommit)
+                }
+            }
             let results = try await self.drive(
                 clients: clients, rowsPerCommit: rowsPerCommit, rate: rate, writers: writers,
                 connect: { [tokens] collector, ready, expected in
@@ -362,7 +401,9 @@ enum ServerBenchmark {
                 },
                 write: { index, stamp in
                     try await self.write(store, index: index, stamp: stamp, rows: rowsPerCommit, rules: rules)
-                })
+                },
+                writeAll: writeAll)
+            writerConnection?.beginGracefulShutdown()
             server.beginGracefulShutdown()
             try await group.waitForAll()
             return results
@@ -370,10 +411,13 @@ enum ServerBenchmark {
     }
 
     /// Many small writers: `writers` gRPC clients commit 1-row transactions through the server's Apply as fast as
-    /// they can (each waits for its answer), one subscribed client receives them; and, as the ceiling, the store's own
-    /// group commit with as many concurrent writers and no server (`meridian-bench store`'s case, durable commits on
-    /// both sides). Returns the run, and the ceiling in transactions/s.
-    static func smallWriters(writers: Int = StoreBenchmark.writers) async throws -> (Figure, Double) {
+    /// they can (each waits for its answer, or, with `pipelineWindow`, sends its share over one `ApplyStream` with that
+    /// many unanswered), one subscribed client receives them; and, as the ceiling, the store's own group commit with as
+    /// many concurrent writers and no server (`meridian-bench store`'s case, durable commits on both sides). Returns
+    /// the run, and the ceiling in transactions/s.
+    static func smallWriters(
+        writers: Int = StoreBenchmark.writers, pipelineWindow: Int? = nil
+    ) async throws -> (Figure, Double) {
         let (wall, _) = try await StoreBenchmark.timed {
             try await StoreBenchmark.storeConcurrent($0, $1, groupCommit: true)
         }
@@ -389,37 +433,95 @@ enum ServerBenchmark {
             let port = try await server.listeningAddress.port
             var connections: [GRPCClient<HTTP2ClientTransport.Posix>] = []
             for _ in 0..<writers {
-                let client = GRPCClient(
-                    transport: try HTTP2ClientTransport.Posix(
-                        target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext))
+                let client = try self.connection(port: port)
                 connections.append(client)
                 group.addTask { try await client.runConnections() }
             }
             let clients = connections
+            var writeAll: (@Sendable (Int) async throws -> Void)? = nil
+            if let pipelineWindow {
+                writeAll = { commits in
+                    // Each client sends every `writers`-th transaction, as the waiting writers do.
+                    try await withThrowingTaskGroup(of: Void.self) { writing in
+                        for (w, client) in clients.enumerated() {
+                            writing.addTask {
+                                try await self.pipeline(
+                                    client, indices: Array(stride(from: w, to: commits, by: writers)),
+                                    window: pipelineWindow, rows: 1)
+                            }
+                        }
+                        try await writing.waitForAll()
+                    }
+                }
+            }
             let results = try await self.drive(
                 clients: 1, rowsPerCommit: 1, rate: nil, writers: writers,
                 connect: { collector, ready, expected in
                     try await self.meridianClient(port: port, collector: collector, ready: ready, expected: expected)
                 },
                 write: { index, stamp in
-                    var request = Meridian_V1_ApplyRequest()
-                    request.operations = [
-                        Meridian_V1_Operation(
-                            kind: .insert, entity: "Bench", id: "\(index)-0",
-                            values: ["title": .string("row \(index)"), "stamp": .int(stamp), "qty": .int(0)])
-                    ]
                     let response = try await Meridian_V1_Meridian.Client(wrapping: clients[index % writers]).apply(
-                        request)
+                        self.request(index: index, stamp: stamp, rows: 1))
                     if case .error(let detail) = response.outcome {
                         throw BulkBenchmark.BenchError(description: "an Apply failed: \(detail.message)")
                     }
-                })
+                },
+                writeAll: writeAll)
             for client in clients { client.beginGracefulShutdown() }
             server.beginGracefulShutdown()
             try await group.waitForAll()
             return results
         }
         return (figure, alone)
+    }
+
+    /// A plaintext gRPC client of the server on loopback `port` (the caller runs its connections).
+    static func connection(port: Int) throws -> GRPCClient<HTTP2ClientTransport.Posix> {
+        GRPCClient(
+            transport: try HTTP2ClientTransport.Posix(
+                target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext))
+    }
+
+    /// One benchmark commit as an `Apply` request: `rows` inserts, the same rows as `write(_:index:stamp:rows:)`.
+    static func request(index: Int, stamp: Int64, rows: Int) -> Meridian_V1_ApplyRequest {
+        var request = Meridian_V1_ApplyRequest()
+        request.operations = (0..<rows).map { r in
+            Meridian_V1_Operation(
+                kind: .insert, entity: "Bench", id: "\(index)-\(r)",
+                values: ["title": .string("row \(index)"), "stamp": .int(stamp), "qty": .int(Int64(r))])
+        }
+        return request
+    }
+
+    /// Sends the transactions `indices` over one `ApplyStream` call, at most `window` unanswered, each stamped as it is
+    /// sent; throws at the first rejection.
+    static func pipeline(
+        _ client: GRPCClient<HTTP2ClientTransport.Posix>, indices: [Int], window: Int, rows: Int
+    ) async throws {
+        guard !indices.isEmpty else { return }
+        let (credits, grant) = AsyncStream<Void>.makeStream()
+        for _ in 0..<window { grant.yield() }
+        try await Meridian_V1_Meridian.Client(wrapping: client).applyStream(
+            requestProducer: { writer in
+                var credit = credits.makeAsyncIterator()
+                for index in indices {
+                    guard await credit.next() != nil else { return }
+                    try await writer.write(self.request(index: index, stamp: self.now(), rows: rows))
+                }
+            },
+            onResponse: { response in
+                defer { grant.finish() }
+                var answered = 0
+                for try await message in response.messages {
+                    if case .error(let detail) = message.outcome {
+                        throw BulkBenchmark.BenchError(description: "an Apply failed: \(detail.message)")
+                    }
+                    answered += 1
+                    if answered == indices.count { return }
+                    grant.yield()
+                }
+                throw BulkBenchmark.BenchError(description: "ApplyStream ended after \(answered) answers")
+            })
     }
 
     /// A client that subscribes to every Bench row (or those matching `predicate`), decodes each batch, and reports
@@ -571,7 +673,8 @@ enum ServerBenchmark {
         clients: Int, rowsPerCommit: Int, rate: Int?,
         writers: Int = 1,
         connect: @escaping @Sendable (Collector, @escaping @Sendable () -> Void, Int) async throws -> Void,
-        write: @escaping @Sendable (Int, Int64) async throws -> Void
+        write: @escaping @Sendable (Int, Int64) async throws -> Void,
+        writeAll: (@Sendable (Int) async throws -> Void)? = nil
     ) async throws -> Figure {
         let commits = self.commits(rowsPerCommit: rowsPerCommit, rate: rate)
         let expected = commits * rowsPerCommit
@@ -589,7 +692,10 @@ enum ServerBenchmark {
             let start = self.now()
             let interval = rate.map { Duration.seconds(1) / $0 }
             var deadline = ContinuousClock.now
-            if rate == nil, writers > 1 {
+            if let writeAll {
+                // The writer takes every commit at once (and stamps each as it sends it).
+                try await writeAll(commits)
+            } else if rate == nil, writers > 1 {
                 // Concurrent writers, each committing every `writers`-th transaction as fast as it can.
                 try await StoreBenchmark.concurrently(commits, writers: writers) { index in
                     try await write(index, self.now())
