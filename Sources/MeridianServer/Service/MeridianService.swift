@@ -110,9 +110,16 @@ struct MeridianService: RegistrableRPCService {
     /// reached the store). Queued transactions commit in the order they were submitted.
     enum Submitted: Sendable {
         case answered(Meridian_V1_ApplyResponse)
-        case queued(
-            PendingCommit, operations: [WriteOperation], clientTag: String, caller: Caller?,
-            start: ContinuousClock.Instant)
+        case queued(QueuedApply)
+    }
+
+    /// A transaction in the store's queue, with what its answer needs.
+    struct QueuedApply: Sendable {
+        let pending: PendingCommit
+        let operations: [WriteOperation]
+        let clientTag: String
+        let caller: Caller?
+        let start: ContinuousClock.Instant
     }
 
     /// Checks a transaction (size, quota, ids, decoding, shape) and queues it without waiting for its commit.
@@ -155,7 +162,10 @@ struct MeridianService: RegistrableRPCService {
             let pending = try self.store.submit(
                 operations, policy: policy, idempotencyKey: request.idempotencyKey, authorizer: caller?.access,
                 author: caller?.identity.principal.subject)
-            return .queued(pending, operations: operations, clientTag: request.clientTag, caller: caller, start: start)
+            return .queued(
+                QueuedApply(
+                    pending: pending, operations: operations, clientTag: request.clientTag, caller: caller,
+                    start: start))
         } catch {
             return .answered(
                 self.rejection(error, operations: operations, caller: caller, clientTag: request.clientTag))
@@ -164,19 +174,23 @@ struct MeridianService: RegistrableRPCService {
 
     /// Waits for a submitted transaction's commit and answers it.
     func answer(_ submitted: Submitted) async -> Meridian_V1_ApplyResponse {
-        guard case .queued(let pending, let operations, let clientTag, let caller, let start) = submitted else {
-            guard case .answered(let response) = submitted else { preconditionFailure() }
-            return response
+        switch submitted {
+        case .answered(let response): response
+        case .queued(let queued): await self.answer(queued)
         }
+    }
+
+    private func answer(_ queued: QueuedApply) async -> Meridian_V1_ApplyResponse {
+        let (operations, caller) = (queued.operations, queued.caller)
         let committed: CommitResult
         do {
-            committed = try await pending.committed()
+            committed = try await queued.pending.committed()
         } catch {
-            return self.rejection(error, operations: operations, caller: caller, clientTag: clientTag)
+            return self.rejection(error, operations: operations, caller: caller, clientTag: queued.clientTag)
         }
-        self.metrics.commitDuration.recordNanoseconds(Int64((ContinuousClock.now - start).nanoseconds))
+        self.metrics.commitDuration.recordNanoseconds(Int64((ContinuousClock.now - queued.start).nanoseconds))
         var response = Meridian_V1_ApplyResponse()
-        response.clientTag = clientTag
+        response.clientTag = queued.clientTag
         var result = Meridian_V1_ApplyResult()
         result.seq = committed.seq
         result.rows = committed.rows.map(Meridian_V1_WrittenRow.init)

@@ -70,8 +70,9 @@ struct SyncConnection: Sendable {
     /// answers, until none is queued or in flight. The server commits them in the order they are sent, so each one
     /// sees the ones saved before it, as when they are sent one at a time; a rejected one is reverted alone.
     ///
-    /// - Throws: The call's failure when it is transient (the transactions in flight are queued again, to be sent
-    ///   with their idempotency keys on the next connection); other failures reject the transactions in flight.
+    /// - Throws: The call's failure when it is transient or a cancellation (the transactions in flight are queued
+    ///   again, to be sent with their idempotency keys on the next connection); other failures reject the
+    ///   transactions in flight.
     static func sendBurst(
         first: (id: Int64, request: Meridian_V1_ApplyRequest),
         meridian: Meridian_V1_Meridian.Client<some ClientTransport>,
@@ -110,7 +111,8 @@ struct SyncConnection: Sendable {
         } catch {
             let failure = ClientError(calling: error)
             for id in inFlight.withLock({ $0 }) { await context.transactionFailed(id, error: failure) }
-            if failure.isTransient { throw failure }
+            // Cancelled (the session is ending): they were queued again; the writer stops with the session.
+            if failure.isTransient || failure.code == .cancelled { throw failure }
             return
         }
         // The call ended without answering everything sent: those go back to the queue.
@@ -189,7 +191,8 @@ struct SyncConnection: Sendable {
                             } catch {
                                 let failure = ClientError(calling: error)
                                 await context.transactionFailed(id, error: failure)
-                                if failure.isTransient { throw failure }
+                                // Cancelled, it was queued again: sending it again at once would fail the same way.
+                                if failure.isTransient || failure.code == .cancelled { throw failure }
                             }
                         }
                     }
