@@ -5,6 +5,10 @@
 /// the wire and in the store, and the same whatever the layer that measures it.
 public enum RowSize {
     /// The size of a row with these attributes.
+    ///
+    /// Inlinable so that callers in other modules get it specialized for their sequences: the generic form, walking
+    /// its sequences through witness tables, was 5% of `meridian-server`'s CPU during a `meridian import`.
+    @inlinable
     public static func of(id: String, names: some Sequence<String>, values: some Sequence<Value>) -> Int {
         var size = id.utf8.count
         for name in names { size += name.utf8.count }
@@ -21,6 +25,7 @@ public enum RowSize {
 extension Value {
     /// What the value counts for in a row's size: a string's UTF-8 bytes, a blob's bytes, 8 for a number or a
     /// timestamp, 1 for a Boolean, 0 for null.
+    @inlinable
     public var sizeInRow: Int {
         switch self {
         case .null: 0
