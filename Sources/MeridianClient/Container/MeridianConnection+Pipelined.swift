@@ -35,7 +35,7 @@ extension MeridianConnection {
         guard !transactions.isEmpty else { return [] }
         let credits = SendWindow(size: max(1, window))
         do {
-            return try await self.stub.applyStream(
+            return try await self.stub.applyStreamEncodingByHand(
                 requestProducer: { writer in
                     for operations in transactions {
                         guard await credits.acquire() else { return }

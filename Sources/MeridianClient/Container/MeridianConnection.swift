@@ -115,7 +115,7 @@ public struct MeridianConnection: Sendable {
         let request = Meridian_V1_ApplyRequest(operations, policy: policy, idempotencyKey: idempotencyKey ?? "")
         let response: Meridian_V1_ApplyResponse
         do {
-            response = try await self.stub.apply(request, options: self.unaryOptions)
+            response = try await self.stub.applyEncodingByHand(request, options: self.unaryOptions)
         } catch {
             throw ClientError(calling: error)
         }

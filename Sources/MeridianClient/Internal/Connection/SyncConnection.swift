@@ -82,7 +82,7 @@ struct SyncConnection: Sendable {
         let inFlight = Mutex<[Int64]>([first.id])
         let (answers, answered) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         do {
-            try await meridian.applyStream(
+            try await meridian.applyStreamEncodingByHand(
                 requestProducer: { writer in
                     try await writer.write(first.request)
                     var answer = answers.makeAsyncIterator()
@@ -186,7 +186,7 @@ struct SyncConnection: Sendable {
                                 continue
                             }
                             do {
-                                let response = try await meridian.apply(request)
+                                let response = try await meridian.applyEncodingByHand(request)
                                 await context.transactionAnswered(id, outcome: ApplyOutcome(response))
                             } catch {
                                 let failure = ClientError(calling: error)

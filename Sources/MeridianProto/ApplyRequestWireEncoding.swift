@@ -1,0 +1,182 @@
+// MARK: - Apply requests, encoded by hand
+
+package import GRPCCore
+internal import GRPCProtobuf
+internal import SwiftProtobuf
+
+/// Writes `ApplyRequest`s' protobuf bytes by hand, as ``DeltaWireEncoding`` does for the rows the server sends.
+///
+/// `meridian import` spent more than a quarter of its CPU serializing its requests through swift-protobuf's generic
+/// visitor (each operation's `map<string, Value>` looked up through generic metadata, entry by entry; perf of a
+/// 300,000-row import). This writes the same fields directly, with every length computed before its message is
+/// written, so nothing is copied. The bytes decode to exactly the message encoded (`ApplyRequestWireEncodingTests`
+/// pins it on random requests); a message carrying unknown fields — never one this library builds — is left to
+/// swift-protobuf, which keeps them.
+package enum ApplyRequestWireEncoding {
+    /// The request's bytes.
+    package static func encode(_ request: Meridian_V1_ApplyRequest) throws -> [UInt8] {
+        guard self.isPlain(request) else { return try request.serializedBytes() }
+        var out: [UInt8] = []
+        out.reserveCapacity(self.requestSize(request))
+        for operation in request.operations {
+            out.append(0x0A)
+            DeltaWireEncoding.appendVarint(UInt64(self.operationSize(operation)), to: &out)
+            self.appendOperation(operation, to: &out)
+        }
+        if request.conflictPolicy.rawValue != 0 {
+            out.append(0x10)
+            DeltaWireEncoding.appendVarint(UInt64(bitPattern: Int64(request.conflictPolicy.rawValue)), to: &out)
+        }
+        DeltaWireEncoding.appendString(field: 3, request.clientTag, to: &out)
+        DeltaWireEncoding.appendString(field: 4, request.idempotencyKey, to: &out)
+        return out
+    }
+
+    /// Whether the request holds only the fields this encoder writes (no unknown fields anywhere).
+    static func isPlain(_ request: Meridian_V1_ApplyRequest) -> Bool {
+        guard request.unknownFields.data.isEmpty else { return false }
+        for operation in request.operations {
+            guard operation.unknownFields.data.isEmpty else { return false }
+            for value in operation.values.values where !value.unknownFields.data.isEmpty { return false }
+        }
+        return true
+    }
+
+    static func requestSize(_ request: Meridian_V1_ApplyRequest) -> Int {
+        var size = 0
+        for operation in request.operations { size += DeltaWireEncoding.fieldSize(self.operationSize(operation)) }
+        if request.conflictPolicy.rawValue != 0 {
+            size += 1 + DeltaWireEncoding.varintSize(UInt64(bitPattern: Int64(request.conflictPolicy.rawValue)))
+        }
+        if !request.clientTag.isEmpty { size += DeltaWireEncoding.fieldSize(request.clientTag.utf8.count) }
+        if !request.idempotencyKey.isEmpty { size += DeltaWireEncoding.fieldSize(request.idempotencyKey.utf8.count) }
+        return size
+    }
+
+    // MARK: - Operation
+
+    /// The fields of an `Operation` (proto3: `kind` omitted when 0, `entity` when empty; the optional `id` and
+    /// `expected_version` written whenever set; every map entry's key and value written).
+    static func appendOperation(_ operation: Meridian_V1_Operation, to out: inout [UInt8]) {
+        if operation.kind.rawValue != 0 {
+            out.append(0x08)
+            DeltaWireEncoding.appendVarint(UInt64(bitPattern: Int64(operation.kind.rawValue)), to: &out)
+        }
+        DeltaWireEncoding.appendString(field: 2, operation.entity, to: &out)
+        if operation.hasID { DeltaWireEncoding.appendString(field: 3, operation.id, to: &out, always: true) }
+        for (name, value) in operation.values {
+            let valueBytes = self.valueSize(value)
+            out.append(0x22)
+            DeltaWireEncoding.appendVarint(
+                UInt64(DeltaWireEncoding.fieldSize(name.utf8.count) + DeltaWireEncoding.fieldSize(valueBytes)),
+                to: &out)
+            DeltaWireEncoding.appendString(field: 1, name, to: &out, always: true)
+            out.append(0x12)
+            DeltaWireEncoding.appendVarint(UInt64(valueBytes), to: &out)
+            self.appendValue(value, to: &out)
+        }
+        if operation.hasExpectedVersion {
+            out.append(0x28)
+            DeltaWireEncoding.appendVarint(UInt64(bitPattern: operation.expectedVersion), to: &out)
+        }
+    }
+
+    static func operationSize(_ operation: Meridian_V1_Operation) -> Int {
+        var size = 0
+        if operation.kind.rawValue != 0 {
+            size += 1 + DeltaWireEncoding.varintSize(UInt64(bitPattern: Int64(operation.kind.rawValue)))
+        }
+        if !operation.entity.isEmpty { size += DeltaWireEncoding.fieldSize(operation.entity.utf8.count) }
+        if operation.hasID { size += DeltaWireEncoding.fieldSize(operation.id.utf8.count) }
+        for (name, value) in operation.values {
+            size += DeltaWireEncoding.fieldSize(
+                DeltaWireEncoding.fieldSize(name.utf8.count) + DeltaWireEncoding.fieldSize(self.valueSize(value)))
+        }
+        if operation.hasExpectedVersion {
+            size += 1 + DeltaWireEncoding.varintSize(UInt64(bitPattern: operation.expectedVersion))
+        }
+        return size
+    }
+
+    // MARK: - Value
+
+    /// The fields of a wire `Value`: its oneof case, always written when set; nothing when unset.
+    static func appendValue(_ value: Meridian_V1_Value, to out: inout [UInt8]) {
+        switch value.kind {
+        case nil:
+            break
+        case .nullValue(let null):
+            out.append(0x08)
+            DeltaWireEncoding.appendVarint(UInt64(bitPattern: Int64(null.rawValue)), to: &out)
+        case .intValue(let i):
+            out.append(0x10)
+            DeltaWireEncoding.appendVarint(UInt64(bitPattern: i), to: &out)
+        case .doubleValue(let d):
+            out.append(0x19)
+            withUnsafeBytes(of: d.bitPattern.littleEndian) { out.append(contentsOf: $0) }
+        case .stringValue(let s):
+            DeltaWireEncoding.appendString(field: 4, s, to: &out, always: true)
+        case .boolValue(let b):
+            out.append(contentsOf: [0x28, b ? 0x01 : 0x00])
+        case .bytesValue(let b):
+            out.append(0x32)
+            DeltaWireEncoding.appendVarint(UInt64(b.count), to: &out)
+            out.append(contentsOf: b)
+        case .timestampMicros(let t):
+            out.append(0x38)
+            DeltaWireEncoding.appendVarint(UInt64(bitPattern: t), to: &out)
+        }
+    }
+
+    static func valueSize(_ value: Meridian_V1_Value) -> Int {
+        switch value.kind {
+        case nil: 0
+        case .nullValue(let null): 1 + DeltaWireEncoding.varintSize(UInt64(bitPattern: Int64(null.rawValue)))
+        case .intValue(let i): 1 + DeltaWireEncoding.varintSize(UInt64(bitPattern: i))
+        case .doubleValue: 9
+        case .stringValue(let s): DeltaWireEncoding.fieldSize(s.utf8.count)
+        case .boolValue: 2
+        case .bytesValue(let b): DeltaWireEncoding.fieldSize(b.count)
+        case .timestampMicros(let t): 1 + DeltaWireEncoding.varintSize(UInt64(bitPattern: t))
+        }
+    }
+}
+
+/// A `MessageSerializer` for `Apply` and `ApplyStream` requests that encodes them by hand
+/// (``ApplyRequestWireEncoding``).
+package struct ApplyRequestSerializer: MessageSerializer {
+    package init() {}
+
+    package func serialize<Bytes: GRPCContiguousBytes>(_ message: Meridian_V1_ApplyRequest) throws -> Bytes {
+        do {
+            return Bytes(try ApplyRequestWireEncoding.encode(message))
+        } catch {
+            throw RPCError(code: .invalidArgument, message: "can't serialize an ApplyRequest", cause: error)
+        }
+    }
+}
+
+extension Meridian_V1_Meridian.ClientProtocol {
+    /// The `Apply` call, its request encoded by hand (``ApplyRequestSerializer``).
+    package func applyEncodingByHand(
+        _ request: Meridian_V1_ApplyRequest, options: CallOptions = .defaults
+    ) async throws -> Meridian_V1_ApplyResponse {
+        try await self.apply(
+            request: ClientRequest(message: request), serializer: ApplyRequestSerializer(),
+            deserializer: ProtobufDeserializer<Meridian_V1_ApplyResponse>(), options: options
+        ) { response in try response.message }
+    }
+
+    /// The `ApplyStream` call, its requests encoded by hand (``ApplyRequestSerializer``).
+    package func applyStreamEncodingByHand<Result: Sendable>(
+        options: CallOptions = .defaults,
+        requestProducer producer: @Sendable @escaping (RPCWriter<Meridian_V1_ApplyRequest>) async throws -> Void,
+        onResponse handleResponse:
+            @Sendable @escaping (StreamingClientResponse<Meridian_V1_ApplyResponse>) async throws -> Result
+    ) async throws -> Result {
+        try await self.applyStream(
+            request: StreamingClientRequest(producer: producer), serializer: ApplyRequestSerializer(),
+            deserializer: ProtobufDeserializer<Meridian_V1_ApplyResponse>(), options: options,
+            onResponse: handleResponse)
+    }
+}
