@@ -68,7 +68,7 @@ final class ChildProcess: Sendable {
         Thread.detachNewThread {
             var buffer: [UInt8] = []
             while true {
-                let data = reading.availableData
+                let data = reading.nextChunk()
                 if data.isEmpty { break }
                 buffer.append(contentsOf: data)
                 while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
@@ -138,6 +138,23 @@ public enum ChildRegistry {
         for pid in self.pids.withLock({ $0 }) {
             kill(pid, SIGCONT)
             kill(pid, SIGKILL)
+        }
+    }
+}
+
+extension FileHandle {
+    /// The next bytes of a pipe: empty at its end. `availableData` stops the process with a fatal error when a read is
+    /// interrupted by a signal (EINTR) — seen here when children exiting interrupted a test's reads — so this reads
+    /// with the throwing API and reads again after an interruption; any other failure ends the stream.
+    func nextChunk() -> Data {
+        while true {
+            do {
+                return try self.read(upToCount: 1 << 16) ?? Data()
+            } catch {
+                let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
+                if (error as NSError).code == Int(EINTR) || underlying?.code == Int(EINTR) { continue }
+                return Data()
+            }
         }
     }
 }

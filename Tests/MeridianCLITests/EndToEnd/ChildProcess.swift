@@ -91,7 +91,7 @@ final class ChildProcess: Sendable {
         Thread.detachNewThread {
             var buffer = Data()
             while true {
-                let data = outHandle.availableData
+                let data = outHandle.nextChunk()
                 if data.isEmpty { break }
                 buffer.append(data)
                 var lines: [String] = []
@@ -112,7 +112,7 @@ final class ChildProcess: Sendable {
         let errorsEnded = self.errorsEnded
         Thread.detachNewThread {
             while true {
-                let data = errHandle.availableData
+                let data = errHandle.nextChunk()
                 if data.isEmpty { break }
                 errors.withLock { $0.append(data) }
             }
@@ -205,5 +205,22 @@ final class Locked<Value: Sendable>: Sendable {
 
     func withLock<R: Sendable>(_ body: (inout sending Value) throws -> sending R) rethrows -> R {
         try self.mutex.withLock(body)
+    }
+}
+
+extension FileHandle {
+    /// The next bytes of a pipe: empty at its end. `availableData` stops the process with a fatal error when a read is
+    /// interrupted by a signal (EINTR) — seen here when children exiting interrupted a test's reads — so this reads
+    /// with the throwing API and reads again after an interruption; any other failure ends the stream.
+    func nextChunk() -> Data {
+        while true {
+            do {
+                return try self.read(upToCount: 1 << 16) ?? Data()
+            } catch {
+                let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
+                if (error as NSError).code == Int(EINTR) || underlying?.code == Int(EINTR) { continue }
+                return Data()
+            }
+        }
     }
 }
