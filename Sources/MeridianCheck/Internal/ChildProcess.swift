@@ -143,18 +143,16 @@ public enum ChildRegistry {
 }
 
 extension FileHandle {
-    /// The next bytes of a pipe: empty at its end. `availableData` stops the process with a fatal error when a read is
-    /// interrupted by a signal (EINTR) — seen here when children exiting interrupted a test's reads — so this reads
-    /// with the throwing API and reads again after an interruption; any other failure ends the stream.
+    /// The next bytes of a pipe, as soon as any are there: empty at its end. `availableData` stops the process with a
+    /// fatal error when a read is interrupted by a signal (EINTR) — seen here when children exiting interrupted a
+    /// test's reads — and `read(upToCount:)` waits for the whole count; this is one `read(2)`, again after EINTR.
     func nextChunk() -> Data {
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
         while true {
-            do {
-                return try self.read(upToCount: 1 << 16) ?? Data()
-            } catch {
-                let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
-                if (error as NSError).code == Int(EINTR) || underlying?.code == Int(EINTR) { continue }
-                return Data()
-            }
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(self.fileDescriptor, $0.baseAddress, $0.count) }
+            if count > 0 { return Data(buffer[..<count]) }
+            if count < 0, errno == EINTR { continue }
+            return Data()
         }
     }
 }
