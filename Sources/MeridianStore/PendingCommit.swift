@@ -7,7 +7,7 @@ public import MeridianCore
 public struct PendingCommit: Sendable {
     let answer: CommitAnswer
 
-    /// Waits for the transaction's outcome.
+    /// Waits for the transaction's outcome (any number of times, from any number of tasks).
     ///
     /// - Returns: The commit's `seq` and the written rows' ids and versions.
     /// - Throws: What ``Store/apply(_:policy:idempotencyKey:authorizer:author:)`` throws for a transaction it queued.

@@ -72,6 +72,9 @@ import Testing
             // One that fails among them fails alone, and the next goes on from the state before it.
             pending.append(try store.submit([.delete("Item", id: "x")]))
             pending.append(try store.submit([.insert("Item", id: "x", ["title": "last"])]))
+            // An answer may be awaited by several tasks, before and after it is set.
+            async let early = pending[199].committed().seq
+            async let alsoEarly = pending[199].committed().seq
             var seqs: [Int64] = []
             for (i, commit) in pending.enumerated() {
                 do {
@@ -82,6 +85,8 @@ import Testing
                 }
             }
             #expect(seqs == seqs.sorted(), "answers out of commit order: \(seqs)")
+            let (first, second) = try await (early, alsoEarly)
+            #expect(first == seqs[199] && second == seqs[199])
             #expect(try await tableState(store, "Item")["x"]?.0["title"] == .string("last"))
             // The log holds the writes in submission order.
             let kinds = try await allChanges(store).changes.map { $0.kind == .delete ? "d" : "i" }

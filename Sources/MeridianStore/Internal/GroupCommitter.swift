@@ -8,8 +8,8 @@ internal import Synchronization
 /// Queues concurrent transactions and commits those that arrive while a commit is in progress together, in one
 /// SQLite transaction, each inside its own savepoint.
 ///
-/// The hot path is one hop in (the caller's continuation is queued and, if no commit is running, a job is put on
-/// GRDB's writer queue) and one hop out (the continuation is resumed). A failing transaction rolls back only itself
+/// The hot path is one hop in (the transaction and its ``CommitAnswer`` are queued and, if no commit is running, a job
+/// is put on GRDB's writer queue) and one hop out (the answer's waiting caller is resumed). A failing transaction rolls back only itself
 /// and gets its own error; every successful one gets the commit's final `seq`.
 final class GroupCommitter: Sendable {
     struct Pending: Sendable {
@@ -22,7 +22,7 @@ final class GroupCommitter: Sendable {
         /// Who writes the transaction, recorded in `meridian_authors` with its log entries; `nil`: nobody recorded.
         var author: String?
         /// Where the committer puts the transaction's outcome.
-        var continuation: CommitAnswer
+        var answer: CommitAnswer
     }
 
     struct State {
@@ -73,7 +73,7 @@ final class GroupCommitter: Sendable {
             state.queue.append(
                 Pending(
                     operations: operations, policy: policy, idempotencyKey: idempotencyKey,
-                    authorizer: authorizer, author: author, continuation: answer))
+                    authorizer: authorizer, author: author, answer: answer))
             if let target = state.lingerTarget, state.queue.count >= target {
                 state.lingerTarget = nil
                 return (false, true)
@@ -159,18 +159,18 @@ final class GroupCommitter: Sendable {
             }
             if firstFailure == nil {
                 for (pending, outcome) in zip(batch, rows) {
-                    pending.continuation.resume(
+                    pending.answer.resume(
                         returning: CommitResult(seq: outcome.replayedSeq ?? seq, rows: outcome.rows))
                 }
                 self.onCommit(seq)
                 return
             }
         } catch {
-            for pending in batch { pending.continuation.resume(throwing: StoreError.wrap(error, "the commit failed")) }
+            for pending in batch { pending.answer.resume(throwing: StoreError.wrap(error, "the commit failed")) }
             return
         }
         if batch.count == 1, let firstFailure {
-            batch[0].continuation.resume(throwing: StoreError.wrap(firstFailure, "the transaction failed"))
+            batch[0].answer.resume(throwing: StoreError.wrap(firstFailure, "the transaction failed"))
             return
         }
         self.commitWithSavepoints(batch, db)
@@ -236,21 +236,22 @@ final class GroupCommitter: Sendable {
             switch outcome {
             case .success(let outcome):
                 committed = true
-                pending.continuation.resume(
+                pending.answer.resume(
                     returning: CommitResult(seq: outcome.replayedSeq ?? seq, rows: outcome.rows))
             case .failure(let error):
-                pending.continuation.resume(throwing: StoreError.wrap(error, "the transaction failed"))
+                pending.answer.resume(throwing: StoreError.wrap(error, "the transaction failed"))
             }
         }
         if committed { self.onCommit(seq) }
     }
 }
 
-/// A queued transaction's outcome: set once by the committer, awaited by whoever queued it, before or after it is set.
+/// A queued transaction's outcome: set once by the committer, awaited by whoever queued it (by any number of tasks),
+/// before or after it is set.
 final class CommitAnswer: Sendable {
     private struct State {
         var outcome: Result<CommitResult, any Error>?
-        var waiter: CheckedContinuation<CommitResult, any Error>?
+        var waiters: [CheckedContinuation<CommitResult, any Error>] = []
     }
 
     private let state = Mutex(State())
@@ -266,7 +267,7 @@ final class CommitAnswer: Sendable {
         get async throws {
             try await withCheckedThrowingContinuation { continuation in
                 let outcome = self.state.withLock { state -> Result<CommitResult, any Error>? in
-                    if state.outcome == nil { state.waiter = continuation }
+                    if state.outcome == nil { state.waiters.append(continuation) }
                     return state.outcome
                 }
                 if let outcome { continuation.resume(with: outcome) }
@@ -275,12 +276,12 @@ final class CommitAnswer: Sendable {
     }
 
     private func settle(_ outcome: Result<CommitResult, any Error>) {
-        let waiter = self.state.withLock { state -> CheckedContinuation<CommitResult, any Error>? in
+        let waiters = self.state.withLock { state -> [CheckedContinuation<CommitResult, any Error>] in
             precondition(state.outcome == nil, "a transaction is answered once")
             state.outcome = outcome
-            defer { state.waiter = nil }
-            return state.waiter
+            defer { state.waiters = [] }
+            return state.waiters
         }
-        waiter?.resume(with: outcome)
+        for waiter in waiters { waiter.resume(with: outcome) }
     }
 }
