@@ -89,7 +89,8 @@ struct ImportCommand: AsyncParsableCommand {
                 let imported = done.withLock { $0 }
                 throw CLIError(
                     error.status,
-                    error.message + "; \(imported) rows were imported before the connection failed (later ones may "
+                    error.message
+                        + "; \(Self.rows(imported, were: true)) imported before the connection failed (later ones may "
                         + "have been too: check with meridian query)", cause: error.cause)
             }
             progress.finish()
@@ -101,12 +102,17 @@ struct ImportCommand: AsyncParsableCommand {
             }
             let lastSeq = answers.last.flatMap { try? $0.get().seq } ?? 0
             let transactionCount = answers.count
-            let rows = items.count == 1 ? "row" : "rows"
             let seqText = transactionCount == 0 ? "" : " (last seq \(lastSeq))"
             Terminal.printLine(
-                "imported \(items.count) \(rows) into \(entity.name) in \(transactionCount) "
+                "imported \(Self.rows(items.count)) into \(entity.name) in \(transactionCount) "
                     + "\(transactionCount == 1 ? "transaction" : "transactions")\(seqText)")
         }
+    }
+
+    /// "1 row", "2 rows" (with `were`: "1 row was", "2 rows were").
+    static func rows(_ count: Int, were: Bool = false) -> String {
+        let noun = count == 1 ? "\(count) row" : "\(count) rows"
+        return were ? noun + (count == 1 ? " was" : " were") : noun
     }
 
     /// The error of a rejected transaction: the row's line, and exactly what was imported — the transactions before
@@ -124,7 +130,8 @@ struct ImportCommand: AsyncParsableCommand {
         var parts: [String] = []
         if before > 0 {
             let seq = answers[..<failed].last.flatMap { try? $0.get().seq } ?? 0
-            parts.append("the \(before) rows before its transaction were imported (seq \(seq))")
+            parts.append(
+                "the \(Self.rows(before)) before its transaction \(before == 1 ? "was" : "were") imported (seq \(seq))")
         }
         let later = answers.indices.dropFirst(failed + 1).filter { (try? answers[$0].get()) != nil }
         if !later.isEmpty {
@@ -134,9 +141,9 @@ struct ImportCommand: AsyncParsableCommand {
                 return first == last ? "\(first)" : "\(first)–\(last)"
             }
             parts.append(
-                "the \(rows) rows of \(lines.count == 1 && later.allSatisfy { chunks[$0].count == 1 } ? "line" : "lines") "
+                "the \(Self.rows(rows)) of \(lines.count == 1 && later.allSatisfy { chunks[$0].count == 1 } ? "line" : "lines") "
                     + "\(lines.joined(separator: ", ")), sent before the rejection was known, "
-                    + "were imported")
+                    + "\(rows == 1 ? "was" : "were") imported")
         }
         let message = located.message + "; " + (parts.isEmpty ? "nothing was imported" : parts.joined(separator: "; "))
         return CLIError(located.status, message, cause: located.cause)

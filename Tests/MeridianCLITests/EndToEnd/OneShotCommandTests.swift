@@ -209,7 +209,7 @@ struct OneShotCommandTests {
             r = try await runMeridian(["import", "Point", bad, "--batch-size", "1"], server: s)
             #expect(r.status == 4, "\(r)")
             #expect(r.stderr.hasPrefix("error: line 3: "), "\(r)")
-            #expect(r.stderr.hasSuffix("; the 1 rows before its transaction were imported (seq 4)\n"), "\(r)")
+            #expect(r.stderr.hasSuffix("; the 1 row before its transaction was imported (seq 4)\n"), "\(r)")
 
             // Pipelined: transactions sent before the rejection was known may commit after it; the message names
             // them, and the store holds exactly what it says. One at a time (--in-flight 1), nothing after it.
@@ -234,7 +234,8 @@ struct OneShotCommandTests {
             r = try await runMeridian(["import", "Point", single, "--batch-size", "1", "--in-flight", "1"], server: s)
             #expect(r.status == 4, "\(r)")
             #expect(
-                r.stderr.hasSuffix(" rows before its transaction were imported (seq \(4 + 1 + stored.count))\n"), "\(r)"
+                r.stderr.hasSuffix("; the 1 row before its transaction was imported (seq \(4 + 1 + stored.count))\n"),
+                "\(r)"
             )
             r = try await runMeridian(
                 ["query", "Point", "--where", #"id BEGINSWITH "s""#, "--format", "jsonl"], server: s)
