@@ -57,6 +57,7 @@ let package = Package(
         .testTarget(
             name: "MeridianCoreTests",
             dependencies: [
+                "MeridianProcessIO",
                 "MeridianCore",
                 "MeridianStore",
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -85,7 +86,9 @@ let package = Package(
         // Store tests against in-memory and on-disk databases, raw SQLite writers and crash recovery.
         .testTarget(
             name: "MeridianStoreTests",
-            dependencies: ["MeridianStore", "MeridianCore", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "MeridianProcessIO", "MeridianStore", "MeridianCore", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
 
@@ -152,6 +155,7 @@ let package = Package(
         .testTarget(
             name: "MeridianServerTests",
             dependencies: [
+                "MeridianProcessIO",
                 "MeridianServer",
                 "MeridianAdmin",
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -209,6 +213,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
+            swiftSettings: swiftSettings
+        ),
+
+        // Reading child processes' pipes without the fatal error Foundation raises when a read meets EINTR.
+        .target(
+            name: "MeridianProcessIO",
             swiftSettings: swiftSettings
         ),
 
@@ -298,6 +308,7 @@ let package = Package(
         .executableTarget(
             name: "meridian-bench",
             dependencies: [
+                "MeridianProcessIO",
                 "MeridianAuth",
                 "MeridianClient",
                 "MeridianStore",
@@ -318,6 +329,7 @@ let package = Package(
         .target(
             name: "MeridianCLI",
             dependencies: [
+                "MeridianProcessIO",
                 "MeridianClient",
                 "MeridianAuth",
                 "MeridianCore",
@@ -332,6 +344,7 @@ let package = Package(
         .testTarget(
             name: "MeridianCLITests",
             dependencies: [
+                "MeridianProcessIO",
                 "MeridianCLI",
                 "MeridianClient",
                 "MeridianCore",
@@ -349,6 +362,7 @@ let package = Package(
         .target(
             name: "MeridianCheck",
             dependencies: [
+                "MeridianProcessIO",
                 "MeridianAuth",
                 "MeridianClient",
                 "MeridianFuzz",
@@ -362,6 +376,7 @@ let package = Package(
         .testTarget(
             name: "MeridianCheckTests",
             dependencies: [
+                "MeridianProcessIO",
                 "MeridianCheck",
                 "MeridianCore",
                 "meridian-check",
@@ -393,6 +408,7 @@ let package = Package(
         .target(
             name: "MeridianFuzz",
             dependencies: [
+                "MeridianProcessIO",
                 "MeridianAuth",
                 "MeridianCore",
                 "MeridianProto",

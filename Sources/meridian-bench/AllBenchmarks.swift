@@ -8,6 +8,7 @@
 // benchmark contract's JSON lines instead (the table still goes to `--output`).
 
 import Foundation
+import MeridianProcessIO
 
 enum AllBenchmarks {
     static let usage = "usage: meridian-bench all [--json] [--output FILE]"
@@ -89,7 +90,7 @@ enum AllBenchmarks {
             process.standardOutput = out
             process.standardError = FileHandle(forWritingAtPath: "/dev/null")
             guard (try? process.run()) != nil else { return nil }
-            let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            let text = String(decoding: out.fileHandleForReading.remainingData(), as: UTF8.self)
             process.waitUntilExit()
             return process.terminationStatus == 0 ? text.trimmingCharacters(in: .whitespacesAndNewlines) : nil
         }

@@ -11,6 +11,7 @@
 
 import Foundation
 import MeridianCore
+import MeridianProcessIO
 
 /// One benchmark figure: what every case prints, and with `--json` one JSON object on standard output.
 struct BenchFigure {
@@ -186,7 +187,7 @@ enum BulkBenchmark {
         let errors = Pipe()
         importer.standardError = errors
         try importer.run()
-        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let message = String(decoding: errors.fileHandleForReading.remainingData(), as: UTF8.self)
         importer.waitUntilExit()
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         guard importer.terminationStatus == 0 else {
@@ -248,7 +249,7 @@ enum BulkBenchmark {
         var seen = 0
         var carry: [UInt8] = []
         while seen < rows {
-            let data = watchOut.availableData
+            let data = watchOut.nextChunk()
             if data.isEmpty { throw BenchError(description: "meridian watch ended after \(seen) of \(rows) rows") }
             var bytes = carry
             bytes.append(contentsOf: data)
@@ -267,7 +268,7 @@ enum BulkBenchmark {
         let total = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         apply.waitUntilExit()
         guard apply.terminationStatus == 0 else {
-            let message = String(decoding: applyErrors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            let message = String(decoding: applyErrors.fileHandleForReading.remainingData(), as: UTF8.self)
             throw BenchError(description: "meridian apply failed: \(message)")
         }
         return (total, applied.value ?? total)
@@ -318,7 +319,7 @@ enum BulkBenchmark {
         let out = Pipe()
         python.standardOutput = out
         try python.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let text = String(decoding: out.fileHandleForReading.remainingData(), as: UTF8.self)
         python.waitUntilExit()
         guard python.terminationStatus == 0, let seconds = Double(text.trimmingCharacters(in: .whitespacesAndNewlines))
         else {
@@ -350,9 +351,8 @@ enum BulkBenchmark {
     static func readLine(_ handle: FileHandle) -> String {
         var bytes: [UInt8] = []
         while true {
-            let data = handle.readData(ofLength: 1)
-            if data.isEmpty || data.first == UInt8(ascii: "\n") { break }
-            bytes.append(data.first!)
+            guard let byte = handle.nextByte(), byte != UInt8(ascii: "\n") else { break }
+            bytes.append(byte)
         }
         return String(decoding: bytes, as: UTF8.self)
     }

@@ -1,6 +1,7 @@
 // MARK: - The built meridian-check, run as CI runs it: short seeded soaks
 
 import Foundation
+import MeridianProcessIO
 import Testing
 
 #if canImport(Glibc)
@@ -63,8 +64,8 @@ func runChecker(_ arguments: [String]) async throws -> CheckRun {
     process.standardError = errors
     try process.run()
     // Read both pipes to the end on their own threads, so that neither fills up.
-    async let out = Task.detached { output.fileHandleForReading.readDataToEndOfFile() }.value
-    async let err = Task.detached { errors.fileHandleForReading.readDataToEndOfFile() }.value
+    async let out = Task.detached { output.fileHandleForReading.remainingData() }.value
+    async let err = Task.detached { errors.fileHandleForReading.remainingData() }.value
     let (stdout, stderr) = await (out, err)
     // Polled, not `waitUntilExit()`: on Linux, Foundation can miss a child's exit and spin forever inside it, on a
     // thread of the cooperative pool. The checker ends its own children; one that outlives 10 minutes is killed.

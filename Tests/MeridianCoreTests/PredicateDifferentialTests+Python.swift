@@ -1,5 +1,6 @@
 import Foundation
 import MeridianCore
+import MeridianProcessIO
 import Testing
 
 // MARK: - An oracle that is not our code
@@ -106,10 +107,10 @@ extension PredicateDifferentialTests {
         try process.run()
         // Read the answer on its own thread while the cases are written, so that neither pipe fills up.
         let answer = OracleOutput()
-        Thread.detachNewThread { answer.set(output.fileHandleForReading.readDataToEndOfFile()) }
+        Thread.detachNewThread { answer.set(output.fileHandleForReading.remainingData()) }
         input.fileHandleForWriting.write(try JSONEncoder().encode(["values": values, "patterns": patterns]))
         try input.fileHandleForWriting.close()
-        let stderr = errors.fileHandleForReading.readDataToEndOfFile()
+        let stderr = errors.fileHandleForReading.remainingData()
         process.waitUntilExit()
         try #require(
             process.terminationStatus == 0,

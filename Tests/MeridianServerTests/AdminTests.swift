@@ -5,6 +5,7 @@ import Foundation
 import GRPCCore
 import MeridianAdmin
 import MeridianCore
+import MeridianProcessIO
 import MeridianProto
 import MeridianServer
 import MeridianStore
@@ -243,7 +244,7 @@ struct AdminTests {
         let handle = stdout.fileHandleForReading
         return await withCheckedContinuation { continuation in
             Thread.detachNewThread {
-                let data = handle.readDataToEndOfFile()
+                let data = handle.remainingData()
                 process.waitUntilExit()
                 continuation.resume(returning: String(decoding: data, as: UTF8.self))
             }

@@ -3,6 +3,7 @@
 import Foundation
 import GRPCCore
 import MeridianCore
+import MeridianProcessIO
 import MeridianProto
 import MeridianStore
 import MeridianTestSupport
@@ -61,7 +62,7 @@ final class ServerProcess: Sendable {
         let process = self.process
         return await withCheckedContinuation { continuation in
             Thread.detachNewThread {
-                let text = String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
+                let text = String(decoding: handle.remainingData(), as: UTF8.self)
                 process.waitUntilExit()
                 continuation.resume(returning: (process.terminationStatus, text))
             }
@@ -74,7 +75,7 @@ final class ServerProcess: Sendable {
         let out = server.stdout.fileHandleForReading
         let stdoutText = await withCheckedContinuation { continuation in
             Thread.detachNewThread {
-                continuation.resume(returning: String(decoding: out.readDataToEndOfFile(), as: UTF8.self))
+                continuation.resume(returning: String(decoding: out.remainingData(), as: UTF8.self))
             }
         }
         let (status, stderr) = await server.wait()
@@ -88,11 +89,10 @@ func readLine(_ handle: FileHandle) async -> String? {
         Thread.detachNewThread {
             var line = Data()
             while true {
-                let byte = handle.readData(ofLength: 1)
-                if byte.isEmpty {
+                guard let byte = handle.nextByte() else {
                     return continuation.resume(returning: line.isEmpty ? nil : String(decoding: line, as: UTF8.self))
                 }
-                if byte.first == 0x0A { return continuation.resume(returning: String(decoding: line, as: UTF8.self)) }
+                if byte == 0x0A { return continuation.resume(returning: String(decoding: line, as: UTF8.self)) }
                 line.append(byte)
             }
         }
@@ -112,7 +112,7 @@ func runPython(_ script: String, _ arguments: [String], errors: Bool = false) as
     try python.run()
     let text = await withCheckedContinuation { continuation in
         Thread.detachNewThread {
-            let data = output.fileHandleForReading.readDataToEndOfFile()
+            let data = output.fileHandleForReading.remainingData()
             python.waitUntilExit()
             continuation.resume(returning: String(decoding: data, as: UTF8.self))
         }

@@ -1,5 +1,6 @@
 import Foundation
 import MeridianCore
+import MeridianProcessIO
 import MeridianStore
 import Testing
 
@@ -33,7 +34,7 @@ import Testing
             var highest: Int64 = 0
             var pending = ""
             while seen < count {
-                let data = handle.availableData
+                let data = handle.nextChunk()
                 if data.isEmpty { break }
                 pending += String(decoding: data, as: UTF8.self)
                 while let newline = pending.firstIndex(of: "\n") {

@@ -3,6 +3,7 @@
 
 import Foundation
 import MeridianCore
+import MeridianProcessIO
 import MeridianStore
 import Testing
 
@@ -137,7 +138,7 @@ enum ChildProcess {
             input.fileHandleForWriting.write(stdin.data(using: .utf8)!)
             try input.fileHandleForWriting.close()
         }
-        let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let errorText = String(decoding: errors.fileHandleForReading.remainingData(), as: UTF8.self)
         process.waitUntilExit()
         return (process.terminationStatus, errorText)
     }
@@ -156,7 +157,7 @@ enum ChildProcess {
         let output = Pipe()
         process.standardOutput = output
         try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let text = String(decoding: output.fileHandleForReading.remainingData(), as: UTF8.self)
         process.waitUntilExit()
         #expect(process.terminationStatus == 0, "sqlite3 failed on \(sql)")
         return text.hasSuffix("\n") ? String(text.dropLast()) : text

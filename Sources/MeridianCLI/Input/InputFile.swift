@@ -1,6 +1,7 @@
 // MARK: - Reading input files
 
 internal import Foundation
+internal import MeridianProcessIO
 
 /// Reads a command's input: a file path, or `-` for standard input.
 enum InputFile {
@@ -10,7 +11,7 @@ enum InputFile {
     static func read(_ path: String) throws(CLIError) -> String {
         let data: Data
         if path == "-" {
-            data = FileHandle.standardInput.readDataToEndOfFile()
+            data = FileHandle.standardInput.remainingData()
         } else {
             do {
                 data = try Data(contentsOf: URL(fileURLWithPath: path))

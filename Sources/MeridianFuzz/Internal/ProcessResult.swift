@@ -1,6 +1,7 @@
 // MARK: - Running a child process with a deadline
 
 internal import Foundation
+internal import MeridianProcessIO
 
 /// How a child process ended and what it printed.
 struct ProcessResult: Sendable {
@@ -37,10 +38,10 @@ struct ProcessResult: Sendable {
         let io = DispatchGroup()
         let collected = Collected()
         DispatchQueue.global().async(group: io) {
-            collected.stdout = output.fileHandleForReading.readDataToEndOfFile()
+            collected.stdout = output.fileHandleForReading.remainingData()
         }
         DispatchQueue.global().async(group: io) {
-            collected.stderr = errors.fileHandleForReading.readDataToEndOfFile()
+            collected.stderr = errors.fileHandleForReading.remainingData()
         }
         DispatchQueue.global().async(group: io) {
             try? input.fileHandleForWriting.write(contentsOf: stdin)

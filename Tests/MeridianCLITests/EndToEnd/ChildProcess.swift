@@ -1,6 +1,7 @@
 // MARK: - Child processes for end-to-end tests
 
 import Foundation
+import MeridianProcessIO
 import Synchronization
 
 #if canImport(Glibc)
@@ -205,20 +206,5 @@ final class Locked<Value: Sendable>: Sendable {
 
     func withLock<R: Sendable>(_ body: (inout sending Value) throws -> sending R) rethrows -> R {
         try self.mutex.withLock(body)
-    }
-}
-
-extension FileHandle {
-    /// The next bytes of a pipe, as soon as any are there: empty at its end. `availableData` stops the process with a
-    /// fatal error when a read is interrupted by a signal (EINTR) — seen here when children exiting interrupted a
-    /// test's reads — and `read(upToCount:)` waits for the whole count; this is one `read(2)`, again after EINTR.
-    func nextChunk() -> Data {
-        var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { Glibc.read(self.fileDescriptor, $0.baseAddress, $0.count) }
-            if count > 0 { return Data(buffer[..<count]) }
-            if count < 0, errno == EINTR { continue }
-            return Data()
-        }
     }
 }

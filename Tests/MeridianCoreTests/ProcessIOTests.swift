@@ -1,0 +1,79 @@
+import Foundation
+import MeridianProcessIO
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+// MARK: - Pipe reads that a signal interrupts
+
+/// How many SIGUSR2 the handler below has seen.
+private let interruptions = Atomic<Int>(0)
+
+/// Foundation's `availableData` and `readDataToEndOfFile()` stop the process when a signal interrupts their `read(2)`
+/// (EINTR) — a test run died of it when a child's exit interrupted a read. Here a reader blocked on an empty pipe is
+/// interrupted many times by a signal whose handler does not ask for restarted calls, then the data arrives: each of
+/// MeridianProcessIO's readers must return the data, not an early end of file and not a crash.
+@Suite("MeridianProcessIO", .serialized)
+struct ProcessIOTests {
+    enum Reader: String, CaseIterable, Sendable { case nextChunk, remainingData, nextByte }
+
+    @Test(
+        "a read interrupted by signals is retried and returns the bytes that come after", .timeLimit(.minutes(1)),
+        arguments: Reader.allCases)
+    func interruptedRead(reader: Reader) async throws {
+        var action = sigaction()
+        action.__sigaction_handler.sa_handler = { _ in interruptions.add(1, ordering: .relaxed) }
+        sigemptyset(&action.sa_mask)
+        action.sa_flags = 0  // no SA_RESTART: a blocked read(2) returns EINTR
+        var previous = sigaction()
+        #expect(sigaction(SIGUSR2, &action, &previous) == 0)
+        defer { sigaction(SIGUSR2, &previous, nil) }
+
+        let pipe = Pipe()
+        let thread = Mutex<pthread_t?>(nil)
+        let result = Mutex<Data?>(nil)
+        let handle = pipe.fileHandleForReading
+        Thread.detachNewThread {
+            // Threads started from the test's threads inherit a mask that blocks most signals: let this one in.
+            var usr2 = sigset_t()
+            sigemptyset(&usr2)
+            sigaddset(&usr2, SIGUSR2)
+            pthread_sigmask(SIG_UNBLOCK, &usr2, nil)
+            thread.withLock { $0 = pthread_self() }
+            let data: Data =
+                switch reader {
+                case .nextChunk: handle.nextChunk()
+                case .remainingData: handle.remainingData()
+                case .nextByte: handle.nextByte().map { Data([$0]) } ?? Data()
+                }
+            result.withLock { $0 = data }
+        }
+        try await Self.waitUntil("the reader thread starts") { thread.withLock { $0 } != nil }
+        let reading = try #require(thread.withLock { $0 })
+        let before = interruptions.load(ordering: .relaxed)
+        for _ in 0..<20 {
+            try await Task.sleep(for: .milliseconds(10))
+            try #require(result.withLock { $0 } == nil, "the reader returned before any data was written")
+            #expect(pthread_kill(reading, SIGUSR2) == 0)
+        }
+        try await Self.waitUntil("20 signals are handled") { interruptions.load(ordering: .relaxed) >= before + 20 }
+        #expect(result.withLock { $0 } == nil, "the reader waits for data through the interruptions")
+
+        try pipe.fileHandleForWriting.write(contentsOf: Data("x".utf8))
+        try pipe.fileHandleForWriting.close()
+        try await Self.waitUntil("the reader returns") { result.withLock { $0 } != nil }
+        #expect(result.withLock { $0 } == Data("x".utf8))
+    }
+
+    /// Polls `condition` every 5 ms; fails the test after 10 s.
+    private static func waitUntil(_ what: Comment, _ condition: () -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !condition() {
+            try #require(ContinuousClock.now < deadline, "waited 10 s until \(what)")
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+}
