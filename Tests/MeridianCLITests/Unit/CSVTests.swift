@@ -109,3 +109,110 @@ import Testing
         #expect(ImportReader.Format.detect(path: "-", text: "title\nx") == .csv)
     }
 }
+
+// MARK: - The byte-level parser against a scalar-level one
+
+extension CSVTests {
+    @Test("CSV.parse reads 5,000 random texts exactly as a plain scalar-by-scalar reading does (records or error)")
+    func differential() {
+        var random = SplitMix64(seed: 0xC5F)
+        let pieces = ["a", "é", "日本", "x y", ",", ",", "\"", "\"\"", "\n", "\n", "\r", "\r\n", " ", "1"]
+        for _ in 0..<5_000 {
+            let text = (0..<Int.random(in: 0...24, using: &random))
+                .map { _ in pieces.randomElement(using: &random)! }.joined()
+            let parsed = Result { () throws(CSV.SyntaxError) in try CSV.parse(text) }
+            let expected = Result { () throws(CSV.SyntaxError) in try ScalarCSV.parse(text) }
+            #expect(parsed == expected, "\(text.debugDescription)")
+        }
+    }
+
+    @Test("after a closing quote, a carriage return must start a line break")
+    func carriageReturnAfterQuote() throws {
+        #expect(try CSV.parse("\"a\"\r\nb").map(\.fields) == [[CSV.Field("a", quoted: true)], [CSV.Field("b")]])
+        #expect(throws: CSV.SyntaxError(message: "unexpected text after a closing quote", line: 1)) {
+            try CSV.parse("\"a\"\rb")
+        }
+    }
+}
+
+/// CSV read one Unicode scalar at a time, the way the CLI read it before it read bytes: the differential test's
+/// reference. (One change: a carriage return after a closing quote that does not start a line break is refused as
+/// text after the quote; the scalar reader appended it to the quoted field.)
+private enum ScalarCSV {
+    static func parse(_ text: String) throws(CSV.SyntaxError) -> [CSV.Record] {
+        var records: [CSV.Record] = []
+        var fields: [CSV.Field] = []
+        var field = String.UnicodeScalarView()
+        var quoted = false
+        var line = 1
+        var recordLine = 1
+        var atFieldStart = true
+        let scalars = Array(text.unicodeScalars)
+        var i = 0
+
+        func endField() {
+            fields.append(CSV.Field(String(field), quoted: quoted))
+            field.removeAll()
+            quoted = false
+            atFieldStart = true
+        }
+        func endRecord() {
+            endField()
+            if !(fields.count == 1 && fields[0].text.isEmpty && !fields[0].quoted) {
+                records.append(CSV.Record(fields: fields, line: recordLine))
+            }
+            fields.removeAll()
+        }
+
+        while i < scalars.count {
+            let c = scalars[i]
+            if atFieldStart, c == "\"" {
+                quoted = true
+                atFieldStart = false
+                i += 1
+                var closed = false
+                while i < scalars.count {
+                    let q = scalars[i]
+                    if q == "\"" {
+                        if i + 1 < scalars.count, scalars[i + 1] == "\"" {
+                            field.append("\"")
+                            i += 2
+                            continue
+                        }
+                        i += 1
+                        closed = true
+                        break
+                    }
+                    if q == "\n" { line += 1 }
+                    field.append(q)
+                    i += 1
+                }
+                guard closed else { throw CSV.SyntaxError(message: "unterminated quoted field", line: recordLine) }
+                let lineBreak = i + 1 < scalars.count && scalars[i] == "\r" && scalars[i + 1] == "\n"
+                if i < scalars.count, scalars[i] != ",", scalars[i] != "\n", !lineBreak {
+                    throw CSV.SyntaxError(message: "unexpected text after a closing quote", line: line)
+                }
+                continue
+            }
+            atFieldStart = false
+            switch c {
+            case ",":
+                endField()
+            case "\r" where i + 1 < scalars.count && scalars[i + 1] == "\n":
+                break
+            case "\n":
+                endRecord()
+                line += 1
+                recordLine = line
+            default:
+                if c == "\"" { throw CSV.SyntaxError(message: "a double quote inside an unquoted field", line: line) }
+                field.append(c)
+            }
+            i += 1
+        }
+        if !atFieldStart || !fields.isEmpty || !field.isEmpty || quoted {
+            endRecord()
+        }
+        return records
+    }
+}
