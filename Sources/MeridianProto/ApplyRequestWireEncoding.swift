@@ -157,17 +157,19 @@ package struct ApplyRequestSerializer: MessageSerializer {
 }
 
 extension Meridian_V1_Meridian.ClientProtocol {
-    /// The `Apply` call, its request encoded by hand (``ApplyRequestSerializer``).
+    /// The `Apply` call, its request encoded and its response decoded by hand (``ApplyRequestSerializer``,
+    /// ``ApplyResponseDeserializer``).
     package func applyEncodingByHand(
         _ request: Meridian_V1_ApplyRequest, options: CallOptions = .defaults
     ) async throws -> Meridian_V1_ApplyResponse {
         try await self.apply(
             request: ClientRequest(message: request), serializer: ApplyRequestSerializer(),
-            deserializer: ProtobufDeserializer<Meridian_V1_ApplyResponse>(), options: options
+            deserializer: ApplyResponseDeserializer(), options: options
         ) { response in try response.message }
     }
 
-    /// The `ApplyStream` call, its requests encoded by hand (``ApplyRequestSerializer``).
+    /// The `ApplyStream` call, its requests encoded and its responses decoded by hand (``ApplyRequestSerializer``,
+    /// ``ApplyResponseDeserializer``).
     package func applyStreamEncodingByHand<Result: Sendable>(
         options: CallOptions = .defaults,
         requestProducer producer: @Sendable @escaping (RPCWriter<Meridian_V1_ApplyRequest>) async throws -> Void,
@@ -176,7 +178,7 @@ extension Meridian_V1_Meridian.ClientProtocol {
     ) async throws -> Result {
         try await self.applyStream(
             request: StreamingClientRequest(producer: producer), serializer: ApplyRequestSerializer(),
-            deserializer: ProtobufDeserializer<Meridian_V1_ApplyResponse>(), options: options,
+            deserializer: ApplyResponseDeserializer(), options: options,
             onResponse: handleResponse)
     }
 }

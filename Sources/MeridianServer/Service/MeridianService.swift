@@ -53,7 +53,7 @@ struct MeridianService: RegistrableRPCService {
         router.registerHandler(
             forMethod: Meridian_V1_Meridian.Method.Apply.descriptor,
             deserializer: LimitedDeserializer(limit: limit, decode: ApplyRequestWireDecoding.decode),
-            serializer: ProtobufSerializer<Meridian_V1_ApplyResponse>(),
+            serializer: ApplyResponseSerializer(),
             handler: { request, context in
                 let caller = try await self.accessControl.caller(
                     request.metadata, method: "Apply", peer: context.remotePeer)
@@ -65,7 +65,7 @@ struct MeridianService: RegistrableRPCService {
         router.registerHandler(
             forMethod: Meridian_V1_Meridian.Method.ApplyStream.descriptor,
             deserializer: LimitedDeserializer(limit: limit, decode: ApplyRequestWireDecoding.decode),
-            serializer: ProtobufSerializer<Meridian_V1_ApplyResponse>(),
+            serializer: ApplyResponseSerializer(),
             handler: { request, context in
                 let caller = try await self.accessControl.caller(
                     request.metadata, method: "ApplyStream", peer: context.remotePeer)
