@@ -25,17 +25,26 @@ struct SyncOutboundSerializer: MessageSerializer {
 
 /// Reads a protobuf request, refusing messages over the configured size (`MESSAGE_TOO_LARGE`, RESOURCE_EXHAUSTED)
 /// and bytes that do not decode (`MALFORMED_REQUEST`, INVALID_ARGUMENT), each with its `ErrorDetail` in the
-/// trailers. The bytes are decoded by swift-protobuf, or by `decode` (Apply requests: ``ApplyRequestWireDecoding``).
-struct LimitedDeserializer<Message: SwiftProtobuf.Message>: MessageDeserializer {
+/// trailers. The bytes are decoded by swift-protobuf, or by `decode` (Apply requests: straight into an
+/// ``ApplyTransaction``).
+struct LimitedDeserializer<Message: Sendable>: MessageDeserializer {
     let limit: Int
-    var decode: @Sendable (UnsafeRawBufferPointer) throws -> Message = { try Message(serializedBytes: Array($0)) }
+    /// The message's protobuf name, for errors.
+    let name: String
+    let decode: @Sendable (UnsafeRawBufferPointer) throws -> Message
+
+    init(limit: Int, name: String, decode: @escaping @Sendable (UnsafeRawBufferPointer) throws -> Message) {
+        self.limit = limit
+        self.name = name
+        self.decode = decode
+    }
 
     func deserialize<Bytes: GRPCContiguousBytes>(_ bytes: Bytes) throws -> Message {
         if self.limit > 0, bytes.count > self.limit {
             throw RPCError(
                 Meridian_V1_ErrorDetail(
                     .messageTooLarge,
-                    "a \(Message.protoMessageName) of \(bytes.count) bytes is over the server's limit of \(self.limit) bytes"
+                    "a \(self.name) of \(bytes.count) bytes is over the server's limit of \(self.limit) bytes"
                 ))
         }
         do {
@@ -43,8 +52,15 @@ struct LimitedDeserializer<Message: SwiftProtobuf.Message>: MessageDeserializer 
         } catch {
             throw RPCError(
                 Meridian_V1_ErrorDetail(
-                    .malformedRequest, "a \(Message.protoMessageName) that does not decode: \(error)"),
+                    .malformedRequest, "a \(self.name) that does not decode: \(error)"),
                 cause: error)
         }
+    }
+}
+
+extension LimitedDeserializer where Message: SwiftProtobuf.Message {
+    /// A deserializer of a protobuf message, by swift-protobuf.
+    init(limit: Int) {
+        self.init(limit: limit, name: Message.protoMessageName) { try Message(serializedBytes: Array($0)) }
     }
 }

@@ -93,10 +93,10 @@ enum RequestDecoding {
     /// - Throws: ``DetailError`` `MALFORMED_REQUEST` (an unknown kind or policy, a missing id, a delete with values)
     ///   or `VALIDATION` (NaN), with the operation's index.
     static func operations(
-        _ request: Meridian_V1_ApplyRequest
+        _ request: ApplyTransaction
     ) throws(DetailError) -> (operations: [WriteOperation], policy: ConflictPolicy) {
         do {
-            return (try request.decodedOperations(), try ConflictPolicy(request.conflictPolicy))
+            return (try request.operations.get(), try request.policy.get())
         } catch {
             throw DetailError(Meridian_V1_ErrorDetail(error))
         }
@@ -104,7 +104,11 @@ enum RequestDecoding {
 
     /// Refuses an id (a subscription's, a row's) longer than `--max-id-bytes`.
     static func checkID(_ id: String, _ what: String, limits: ServerConfiguration) throws(DetailError) {
-        let bytes = id.utf8.count
+        try self.checkID(bytes: id.utf8.count, what, limits: limits)
+    }
+
+    /// Refuses an id of `bytes` bytes when that is more than `--max-id-bytes`.
+    static func checkID(bytes: Int, _ what: String, limits: ServerConfiguration) throws(DetailError) {
         guard bytes <= limits.maxIDBytes else {
             throw DetailError(
                 .limitExceeded,

@@ -52,7 +52,9 @@ struct MeridianService: RegistrableRPCService {
         )
         router.registerHandler(
             forMethod: Meridian_V1_Meridian.Method.Apply.descriptor,
-            deserializer: LimitedDeserializer(limit: limit, decode: ApplyRequestWireDecoding.decode),
+            deserializer: LimitedDeserializer(
+                limit: limit, name: Meridian_V1_ApplyRequest.protoMessageName,
+                decode: ApplyRequestWireDecoding.transaction),
             serializer: ApplyResponseSerializer(),
             handler: { request, context in
                 let caller = try await self.accessControl.caller(
@@ -64,7 +66,9 @@ struct MeridianService: RegistrableRPCService {
         )
         router.registerHandler(
             forMethod: Meridian_V1_Meridian.Method.ApplyStream.descriptor,
-            deserializer: LimitedDeserializer(limit: limit, decode: ApplyRequestWireDecoding.decode),
+            deserializer: LimitedDeserializer(
+                limit: limit, name: Meridian_V1_ApplyRequest.protoMessageName,
+                decode: ApplyRequestWireDecoding.transaction),
             serializer: ApplyResponseSerializer(),
             handler: { request, context in
                 let caller = try await self.accessControl.caller(
@@ -102,7 +106,7 @@ struct MeridianService: RegistrableRPCService {
     // MARK: - Apply
 
     /// One transaction: its commit, or the typed reason it was rejected (never a non-OK status).
-    func apply(_ request: Meridian_V1_ApplyRequest, caller: Caller?) async -> Meridian_V1_ApplyResponse {
+    func apply(_ request: ApplyTransaction, caller: Caller?) async -> Meridian_V1_ApplyResponse {
         await self.answer(self.submit(request, caller: caller))
     }
 
@@ -123,15 +127,15 @@ struct MeridianService: RegistrableRPCService {
     }
 
     /// Checks a transaction (size, quota, ids, decoding, shape) and queues it without waiting for its commit.
-    func submit(_ request: Meridian_V1_ApplyRequest, caller: Caller?) -> Submitted {
+    func submit(_ request: ApplyTransaction, caller: Caller?) -> Submitted {
         var response = Meridian_V1_ApplyResponse()
         response.clientTag = request.clientTag
         let limit = self.configuration.maxOperationsPerTransaction
-        guard request.operations.count <= limit else {
+        guard request.operationCount <= limit else {
             self.metrics.rejected(code: "limit_exceeded")
             response.error = Meridian_V1_ErrorDetail(
                 .limitExceeded,
-                "the transaction has \(request.operations.count) operations; at most \(limit) are allowed "
+                "the transaction has \(request.operationCount) operations; at most \(limit) are allowed "
                     + "(--max-operations)")
             return .answered(response)
         }
@@ -148,8 +152,8 @@ struct MeridianService: RegistrableRPCService {
         let operations: [WriteOperation]
         let policy: ConflictPolicy
         do {
-            for (i, operation) in request.operations.enumerated() {
-                try RequestDecoding.checkID(operation.id, "operation \(i)'s id", limits: self.configuration)
+            for (i, bytes) in request.idByteCounts.enumerated() {
+                try RequestDecoding.checkID(bytes: bytes, "operation \(i)'s id", limits: self.configuration)
             }
             (operations, policy) = try RequestDecoding.operations(request)
         } catch {
@@ -230,7 +234,7 @@ struct MeridianService: RegistrableRPCService {
     /// Pipelined transactions: up to 64 in flight (so that they share group commits), queued for commit as they
     /// arrive — so they commit in request order — and answered in order.
     func applyStream(
-        _ requests: RPCAsyncSequence<Meridian_V1_ApplyRequest, any Error>,
+        _ requests: RPCAsyncSequence<ApplyTransaction, any Error>,
         caller: Caller?,
         writer: RPCWriter<Meridian_V1_ApplyResponse>
     ) async throws {

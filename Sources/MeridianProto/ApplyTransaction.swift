@@ -1,0 +1,223 @@
+// MARK: - An Apply request as the server runs it
+
+package import MeridianCore
+
+/// An `ApplyRequest` as the server runs it: its operations in Core terms, or the error that says which one is not
+/// valid and why; its conflict policy, or why it is not one; the byte length of each operation's id (checked against
+/// `--max-id-bytes` before anything else), its client tag and its idempotency key.
+///
+/// ``ApplyRequestWireDecoding/transaction(_:)`` builds it straight from the request's bytes for the common valid
+/// request, without the generated message in between (its map of wire values was a third of the decoding's cost);
+/// ``init(_:)`` builds it from a decoded message, which gives the errors. Both give the same transaction for the
+/// same bytes (`ApplyTransactionTests` pins it on random and damaged requests).
+package struct ApplyTransaction: Sendable {
+    package var operations: Result<[WriteOperation], ProtoConversionError>
+    package var policy: Result<ConflictPolicy, ProtoConversionError>
+    package var idByteCounts: [Int]
+    package var clientTag: String
+    package var idempotencyKey: String
+
+    /// How many operations the request holds (valid or not).
+    package var operationCount: Int { self.idByteCounts.count }
+
+    package init(
+        operations: Result<[WriteOperation], ProtoConversionError>,
+        policy: Result<ConflictPolicy, ProtoConversionError>,
+        idByteCounts: [Int], clientTag: String, idempotencyKey: String
+    ) {
+        self.operations = operations
+        self.policy = policy
+        self.idByteCounts = idByteCounts
+        self.clientTag = clientTag
+        self.idempotencyKey = idempotencyKey
+    }
+
+    /// The transaction of a decoded message.
+    package init(_ request: Meridian_V1_ApplyRequest) {
+        self.init(
+            operations: Result { () throws(ProtoConversionError) in try request.decodedOperations() },
+            policy: Result { () throws(ProtoConversionError) in try ConflictPolicy(request.conflictPolicy) },
+            idByteCounts: request.operations.map(\.id.utf8.count), clientTag: request.clientTag,
+            idempotencyKey: request.idempotencyKey)
+    }
+}
+
+extension ApplyRequestWireDecoding {
+    /// The transaction of a request's bytes: read straight into Core operations when the request is plain and
+    /// valid, else decoded as a message (by hand or by swift-protobuf) and converted, which says what is wrong.
+    package static func transaction(_ bytes: UnsafeRawBufferPointer) throws -> ApplyTransaction {
+        if let transaction = self.plainTransaction(bytes) { return transaction }
+        return ApplyTransaction(try self.decode(bytes))
+    }
+
+    /// The transaction read straight from the bytes; `nil` for anything unusual or invalid.
+    package static func plainTransaction(_ bytes: UnsafeRawBufferPointer) -> ApplyTransaction? {
+        var reader = SyncResponseWireDecoding.Reader(bytes)
+        var operations: [WriteOperation] = []
+        var idByteCounts: [Int] = []
+        var policy = ConflictPolicy.storeWins
+        var clientTag = ""
+        var idempotencyKey = ""
+        while !reader.atEnd {
+            guard let (field, wireType) = reader.tag() else { return nil }
+            switch (field, wireType) {
+            case (1, 2):
+                guard let body = reader.lengthDelimited(), let (operation, idBytes) = self.coreOperation(body) else {
+                    return nil
+                }
+                if operations.isEmpty {
+                    // A rough count of the operations, from the first one's size.
+                    let estimate = min(bytes.count / (body.count + 2) + 1, 100_000)
+                    operations.reserveCapacity(estimate)
+                    idByteCounts.reserveCapacity(estimate)
+                }
+                operations.append(operation)
+                idByteCounts.append(idBytes)
+            case (2, 0):
+                guard let raw = reader.varint(), raw <= 2 else { return nil }
+                policy = raw == 2 ? .clientWins : .storeWins
+            case (3, 2):
+                guard let tag = reader.string() else { return nil }
+                clientTag = tag
+            case (4, 2):
+                guard let key = reader.string() else { return nil }
+                idempotencyKey = key
+            default:
+                return nil
+            }
+        }
+        return ApplyTransaction(
+            operations: .success(operations), policy: .success(policy), idByteCounts: idByteCounts,
+            clientTag: clientTag, idempotencyKey: idempotencyKey)
+    }
+
+    /// An operation and its id's byte length, as ``Meridian_V1_Operation/decoded()`` converts it; `nil` when that
+    /// would throw or the bytes are unusual.
+    static func coreOperation(_ bytes: UnsafeRawBufferPointer) -> (WriteOperation, Int)? {
+        var reader = SyncResponseWireDecoding.Reader(bytes)
+        var kind: WriteOperation.Kind?
+        var entity = ""
+        var id: String?
+        var idBytes = 0
+        var values: [String: Value] = [:]
+        var expectedVersion: Int64?
+        var entries = 0
+        while !reader.atEnd {
+            guard let (field, wireType) = reader.tag() else { return nil }
+            switch (field, wireType) {
+            case (1, 0):
+                guard let raw = reader.varint() else { return nil }
+                switch raw {
+                case 1: kind = .insert
+                case 2: kind = .update
+                case 3: kind = .upsert
+                case 4: kind = .delete
+                default: return nil  // unset or unknown: the general way says so
+                }
+            case (2, 2):
+                guard let text = reader.string() else { return nil }
+                entity = text
+            case (3, 2):
+                guard let text = reader.string() else { return nil }
+                id = text
+                idBytes = text.utf8.count
+            case (4, 2):
+                guard let body = reader.lengthDelimited(), let (name, value) = self.coreMapEntry(body) else {
+                    return nil
+                }
+                if entries == 0 { values.reserveCapacity(Self.mapEntryCount(bytes)) }
+                entries += 1
+                values[name] = value
+            case (5, 0):
+                guard let raw = reader.varint() else { return nil }
+                expectedVersion = Int64(bitPattern: raw)
+            default:
+                return nil
+            }
+        }
+        guard let kind, kind == .insert || id != nil, kind != .delete || values.isEmpty else { return nil }
+        return (
+            WriteOperation(kind: kind, entity: entity, id: id, values: values, expectedVersion: expectedVersion),
+            idBytes
+        )
+    }
+
+    /// How many map entries (field 4) an operation's bytes hold, read quickly: nothing is decoded.
+    static func mapEntryCount(_ bytes: UnsafeRawBufferPointer) -> Int {
+        var reader = SyncResponseWireDecoding.Reader(bytes)
+        var count = 0
+        while !reader.atEnd, let (field, wireType) = reader.tag() {
+            switch wireType {
+            case 0: guard reader.varint() != nil else { return count }
+            case 2:
+                guard reader.lengthDelimited() != nil else { return count }
+                if field == 4 { count += 1 }
+            default: return count
+            }
+        }
+        return count
+    }
+
+    /// A `values` entry in Core terms; `nil` for a NaN (refused by the general way) or anything unusual.
+    static func coreMapEntry(_ bytes: UnsafeRawBufferPointer) -> (String, Value)? {
+        var reader = SyncResponseWireDecoding.Reader(bytes)
+        var key = ""
+        var value = Value.null
+        var hasValue = false
+        while !reader.atEnd {
+            guard let (field, wireType) = reader.tag() else { return nil }
+            switch (field, wireType) {
+            case (1, 2):
+                guard let name = reader.string() else { return nil }
+                key = name
+            case (2, 2):
+                guard !hasValue, let body = reader.lengthDelimited(), let decoded = self.coreValue(body) else {
+                    return nil
+                }
+                value = decoded
+                hasValue = true
+            default:
+                return nil
+            }
+        }
+        return (key, value)
+    }
+
+    /// A wire `Value` in Core terms (no case set: null, as the protocol says); `nil` for NaN or anything unusual.
+    static func coreValue(_ bytes: UnsafeRawBufferPointer) -> Value? {
+        var reader = SyncResponseWireDecoding.Reader(bytes)
+        var value = Value.null
+        while !reader.atEnd {
+            guard let (field, wireType) = reader.tag() else { return nil }
+            // A oneof: the last case set wins, as in swift-protobuf (every case here is a scalar).
+            switch (field, wireType) {
+            case (1, 0):
+                guard let raw = reader.varint(), raw == 0 else { return nil }
+                value = .null
+            case (2, 0):
+                guard let raw = reader.varint() else { return nil }
+                value = .int(Int64(bitPattern: raw))
+            case (3, 1):
+                guard let raw = reader.fixed64() else { return nil }
+                let double = Double(bitPattern: raw)
+                guard !double.isNaN else { return nil }
+                value = .double(double)
+            case (4, 2):
+                guard let text = reader.string() else { return nil }
+                value = .string(text)
+            case (5, 0):
+                guard let raw = reader.varint() else { return nil }
+                value = .bool(raw != 0)
+            case (6, 2):
+                guard let body = reader.lengthDelimited() else { return nil }
+                value = .bytes([UInt8](body))
+            case (7, 0):
+                guard let raw = reader.varint() else { return nil }
+                value = .timestamp(Timestamp(microseconds: Int64(bitPattern: raw)))
+            default:
+                return nil
+            }
+        }
+        return value
+    }
+}
