@@ -70,12 +70,14 @@ enum ImportReader {
         }
         var items: [Item] = []
         items.reserveCapacity(records.count - 1)
+        // Each row's map made at its size once, not grown entry by entry.
+        let attributeCount = columns.count { $0 != nil }
         for record in records.dropFirst() {
             guard record.fields.count == columns.count else {
                 throw CLIError.badInput(
                     "line \(record.line): \(record.fields.count) fields, but the header has \(columns.count)")
             }
-            var item = Item(line: record.line, id: nil, values: [:])
+            var item = Item(line: record.line, id: nil, values: Dictionary(minimumCapacity: attributeCount))
             for (field, column) in zip(record.fields, columns) {
                 guard let attribute = column else {
                     item.id = field.text.isEmpty ? nil : field.text
