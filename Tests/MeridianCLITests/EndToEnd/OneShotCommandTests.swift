@@ -242,6 +242,16 @@ struct OneShotCommandTests {
             #expect(r.stdout.split(separator: "\n").count == 1, "only s1: \(r)")
             r = try await runMeridian(["import", "Point", single, "--in-flight", "0"], server: s)
             #expect(r.status == 2 && r.stderr.contains("--in-flight must be at least 1"), "\(r)")
+
+            // A malformed line, even the last, stops the import before its first row is sent.
+            let malformed = server.directory + "/malformed.csv"
+            try "id,title\nm1,x\nm2,y\nm3,\"open\n".write(toFile: malformed, atomically: true, encoding: .utf8)
+            r = try await runMeridian(["import", "Point", malformed, "--batch-size", "1"], server: s)
+            #expect(r.status == 2, "\(r)")
+            #expect(r.stderr == "error: line 4: unterminated quoted field\n", "\(r)")
+            r = try await runMeridian(
+                ["query", "Point", "--where", #"id BEGINSWITH "m""#, "--format", "jsonl"], server: s)
+            #expect(r.status == 0 && r.stdout.isEmpty, "nothing imported: \(r)")
         }
     }
 
