@@ -122,7 +122,10 @@ extension ApplyRequestWireDecoding {
                 id = text
                 idBytes = text.utf8.count
             case (4, 2):
-                guard let body = reader.lengthDelimited(), let (name, value) = self.coreMapEntry(body) else {
+                guard let body = reader.lengthDelimited(),
+                    let (name, value) = SyncResponseWireDecoding.mapEntry(
+                        body, missing: Value.null, value: self.coreValue)
+                else {
                     return nil
                 }
                 if entries == 0 { values.reserveCapacity(Self.mapEntryCount(bytes)) }
@@ -156,31 +159,6 @@ extension ApplyRequestWireDecoding {
             }
         }
         return count
-    }
-
-    /// A `values` entry in Core terms; `nil` for a NaN (refused by the general way) or anything unusual.
-    static func coreMapEntry(_ bytes: UnsafeRawBufferPointer) -> (String, Value)? {
-        var reader = SyncResponseWireDecoding.Reader(bytes)
-        var key = ""
-        var value = Value.null
-        var hasValue = false
-        while !reader.atEnd {
-            guard let (field, wireType) = reader.tag() else { return nil }
-            switch (field, wireType) {
-            case (1, 2):
-                guard let name = reader.string() else { return nil }
-                key = name
-            case (2, 2):
-                guard !hasValue, let body = reader.lengthDelimited(), let decoded = self.coreValue(body) else {
-                    return nil
-                }
-                value = decoded
-                hasValue = true
-            default:
-                return nil
-            }
-        }
-        return (key, value)
     }
 
     /// A wire `Value` in Core terms (no case set: null, as the protocol says); `nil` for NaN or anything unusual.

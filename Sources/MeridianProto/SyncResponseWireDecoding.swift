@@ -184,9 +184,18 @@ package enum SyncResponseWireDecoding {
 
     /// One entry of `Row.values`: a missing key is "", a missing value a `Value` with no case (as swift-protobuf has).
     static func mapEntry(_ bytes: UnsafeRawBufferPointer) -> (String, Meridian_V1_Value)? {
+        self.mapEntry(bytes, missing: Meridian_V1_Value(), value: self.value)
+    }
+
+    /// One entry of a `map<string, Value>`, its value read by `decode` (`missing` when absent); `nil` for anything
+    /// unusual, as `decode` says for the value.
+    @inline(__always)
+    static func mapEntry<Decoded>(
+        _ bytes: UnsafeRawBufferPointer, missing: Decoded, value decode: (UnsafeRawBufferPointer) -> Decoded?
+    ) -> (String, Decoded)? {
         var reader = Reader(bytes)
         var key = ""
-        var value = Meridian_V1_Value()
+        var value = missing
         var hasValue = false
         while !reader.atEnd {
             guard let (field, wireType) = reader.tag() else { return nil }
@@ -195,7 +204,7 @@ package enum SyncResponseWireDecoding {
                 guard let name = reader.string() else { return nil }
                 key = name
             case (2, 2):
-                guard !hasValue, let body = reader.lengthDelimited(), let decoded = self.value(body) else { return nil }
+                guard !hasValue, let body = reader.lengthDelimited(), let decoded = decode(body) else { return nil }
                 value = decoded
                 hasValue = true
             default:
