@@ -128,7 +128,7 @@ extension ApplyRequestWireDecoding {
                 else {
                     return nil
                 }
-                if entries == 0 { values.reserveCapacity(Self.mapEntryCount(bytes)) }
+                if entries == 0 { values = Dictionary(minimumCapacity: Self.mapEntryCount(bytes)) }
                 entries += 1
                 values[name] = value
             case (5, 0):
