@@ -1,5 +1,7 @@
 // MARK: - CSV
 
+internal import Dispatch
+
 /// RFC 4180 CSV, as `import` reads it and `export` writes it.
 ///
 /// Fields are separated by commas and records by line breaks (`\n` or `\r\n`). A field that contains a comma, a
@@ -41,15 +43,70 @@ enum CSV {
     /// - Throws: ``SyntaxError`` for an unterminated quoted field or text after a closing quote.
     static func parse(_ text: String) throws(SyntaxError) -> [Record] {
         var text = text
-        return try text.withUTF8 { bytes in Result { () throws(SyntaxError) in try Self.parse(utf8: bytes) } }.get()
+        return try text.withUTF8 { bytes in
+            Result { () throws(SyntaxError) in try Self.parse(utf8: bytes, firstLine: 1) }
+        }.get()
     }
 
-    private static func parse(utf8 bytes: UnsafeBufferPointer<UInt8>) throws(SyntaxError) -> [Record] {
+    /// Parses a whole CSV text in `parts` pieces at once (one per core: `meridian import` reads the whole file before
+    /// it sends its first row, while the server waits), split at line breaks outside quotes: the same records, in
+    /// order, piece by piece, or the same first error, as ``parse(_:)``.
+    ///
+    /// A line break is outside quotes when an even number of double quotes came before it: in text that reads
+    /// without error up to there, every quoted field holds an even number of them (its two and the doubled ones)
+    /// and an unquoted field none. So the first piece reads exactly as one pass would, and each next piece starts
+    /// where one pass would be at the start of a record — or an earlier piece has the first error, which is the one
+    /// reported.
+    static func parse(_ text: String, parts: Int) throws(SyntaxError) -> [[Record]] {
+        var text = text
+        return try text.withUTF8 { bytes in
+            Result { () throws(SyntaxError) in try Self.parse(utf8: bytes, parts: parts) }
+        }.get()
+    }
+
+    private static func parse(utf8 bytes: UnsafeBufferPointer<UInt8>, parts: Int) throws(SyntaxError) -> [[Record]] {
+        // Where each piece starts: its offset and its first line.
+        var starts = [(offset: 0, line: 1)]
+        var quotes = 0
+        var lines = 1
+        var i = 0
+        for part in 1..<max(1, parts) {
+            let target = bytes.count / parts * part
+            while i < bytes.count {
+                let byte = bytes[i]
+                i += 1
+                if byte == 0x22 {
+                    quotes += 1
+                } else if byte == 0x0A {
+                    lines += 1
+                    if i >= target, quotes % 2 == 0 {
+                        starts.append((i, lines))
+                        break
+                    }
+                }
+            }
+        }
+        var pieces = [Result<[Record], SyntaxError>](repeating: .success([]), count: starts.count)
+        pieces.withUnsafeMutableBufferPointer { pieces in
+            // Each piece reads its own bytes and writes its own slot; all are done when concurrentPerform returns.
+            nonisolated(unsafe) let (text, out, starts) = (bytes, pieces, starts)
+            DispatchQueue.concurrentPerform(iterations: starts.count) { piece in
+                let end = piece + 1 < starts.count ? starts[piece + 1].offset : text.count
+                let slice = UnsafeBufferPointer(rebasing: text[starts[piece].offset..<end])
+                out[piece] = Result { () throws(SyntaxError) in
+                    try Self.parse(utf8: slice, firstLine: starts[piece].line)
+                }
+            }
+        }
+        return try pieces.map { piece throws(SyntaxError) in try piece.get() }
+    }
+
+    private static func parse(utf8 bytes: UnsafeBufferPointer<UInt8>, firstLine: Int) throws(SyntaxError) -> [Record] {
         let (comma, quote, newline, carriageReturn): (UInt8, UInt8, UInt8, UInt8) = (0x2C, 0x22, 0x0A, 0x0D)
         var records: [Record] = []
         var fields: [Field] = []
-        var line = 1
-        var recordLine = 1
+        var line = firstLine
+        var recordLine = firstLine
         var unescaped: [UInt8] = []
         let count = bytes.count
         var i = 0

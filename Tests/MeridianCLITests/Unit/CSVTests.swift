@@ -126,6 +126,58 @@ extension CSVTests {
         }
     }
 
+    @Test("CSV read in 2 to 6 pieces at once gives one pass's records, or its first error, for 3,000 random texts")
+    func pieces() {
+        var random = SplitMix64(seed: 0xC60)
+        // Mostly well-formed rows (so that pieces split inside long texts), now and then something malformed.
+        let pieces = [
+            "r1,a\n", "r2,\"x, \"\"y\"\"\"\n", "r3,\"two\nlines\"\r\n", "\n", "r4,é\n", "\"", "a\"b", ",", "\r",
+        ]
+        var split = 0
+        for _ in 0..<3_000 {
+            let text = (0..<Int.random(in: 0...60, using: &random))
+                .map { _ in
+                    Int.random(in: 0..<10, using: &random) == 0
+                        ? pieces[5...].randomElement(using: &random)! : pieces[..<5].randomElement(using: &random)!
+                }
+                .joined()
+            let expected = Result { () throws(CSV.SyntaxError) in try CSV.parse(text) }
+            for parts in 2...6 {
+                let read = Result { () throws(CSV.SyntaxError) in try CSV.parse(text, parts: parts) }
+                if case .success(let pieces) = read, pieces.count(where: { !$0.isEmpty }) > 1 { split += 1 }
+                #expect(read.map { $0.flatMap { $0 } } == expected, "\(parts) pieces: \(text.debugDescription)")
+            }
+        }
+        #expect(split > 1_000, "texts read in more than one piece: \(split)")
+    }
+
+    @Test("import's rows read in pieces: the same rows, or the same first error, as one piece")
+    func importPieces() throws {
+        var random = SplitMix64(seed: 0x1A7)
+        for _ in 0..<300 {
+            var lines = ["id,title,category"]
+            for i in 0..<Int.random(in: 0...40, using: &random) {
+                switch Int.random(in: 0..<40, using: &random) {
+                case 0: lines.append("p\(i),x,notanumber")
+                case 1: lines.append("p\(i),x")
+                case 2: lines.append("p\(i),\"open")
+                default: lines.append("p\(i),\"Café, \"\"\(i)\"\"\n\",\(i)")
+                }
+            }
+            let text = lines.joined(separator: "\n")
+            let expected = Result { () throws(CLIError) in try ImportReader.parseCSV(text, entity: point, parts: 1) }
+            for parts in 2...4 {
+                let read = Result { () throws(CLIError) in try ImportReader.parseCSV(text, entity: point, parts: parts)
+                }
+                switch (read, expected) {
+                case (.success(let rows), .success(let expectedRows)): #expect(rows == expectedRows)
+                case (.failure(let error), .failure(let expectedError)): #expect(error.message == expectedError.message)
+                default: Issue.record("\(parts) pieces: \(read) against \(expected) for \(text.debugDescription)")
+                }
+            }
+        }
+    }
+
     @Test("after a closing quote, a carriage return must start a line break")
     func carriageReturnAfterQuote() throws {
         #expect(try CSV.parse("\"a\"\r\nb").map(\.fields) == [[CSV.Field("a", quoted: true)], [CSV.Field("b")]])
