@@ -2,6 +2,7 @@
 
 package import GRPCCore
 internal import GRPCProtobuf
+package import MeridianCore
 internal import SwiftProtobuf
 
 /// Writes `ApplyRequest`s' protobuf bytes by hand, as ``DeltaWireEncoding`` does for the rows the server sends.
@@ -140,6 +141,120 @@ package enum ApplyRequestWireEncoding {
         case .timestampMicros(let t): 1 + DeltaWireEncoding.varintSize(UInt64(bitPattern: t))
         }
     }
+}
+
+// MARK: - Straight from Core operations
+
+extension ApplyRequestWireEncoding {
+    /// The bytes of the request ``Meridian_V1_ApplyRequest/init(_:policy:idempotencyKey:)`` would build from these
+    /// operations, written straight from them: no generated message, no map of wire values per row in between.
+    /// Byte for byte what ``encode(_:)`` writes for that message (the wire map is made with `mapValues`, so its
+    /// entries come in the Core map's order).
+    package static func encode(
+        _ operations: [WriteOperation], policy: ConflictPolicy, clientTag: String = "", idempotencyKey: String = ""
+    ) -> [UInt8] {
+        let policyValue = UInt64(Meridian_V1_ConflictPolicy(policy).rawValue)
+        var size = 0
+        for operation in operations { size += DeltaWireEncoding.fieldSize(self.operationSize(operation)) }
+        if policyValue != 0 { size += 1 + DeltaWireEncoding.varintSize(policyValue) }
+        if !clientTag.isEmpty { size += DeltaWireEncoding.fieldSize(clientTag.utf8.count) }
+        if !idempotencyKey.isEmpty { size += DeltaWireEncoding.fieldSize(idempotencyKey.utf8.count) }
+        var out: [UInt8] = []
+        out.reserveCapacity(size)
+        for operation in operations {
+            out.append(0x0A)
+            DeltaWireEncoding.appendVarint(UInt64(self.operationSize(operation)), to: &out)
+            self.appendOperation(operation, to: &out)
+        }
+        if policyValue != 0 {
+            out.append(0x10)
+            DeltaWireEncoding.appendVarint(policyValue, to: &out)
+        }
+        DeltaWireEncoding.appendString(field: 3, clientTag, to: &out)
+        DeltaWireEncoding.appendString(field: 4, idempotencyKey, to: &out)
+        return out
+    }
+
+    static func appendOperation(_ operation: WriteOperation, to out: inout [UInt8]) {
+        out.append(0x08)
+        DeltaWireEncoding.appendVarint(UInt64(Meridian_V1_Operation.Kind(operation.kind).rawValue), to: &out)
+        DeltaWireEncoding.appendString(field: 2, operation.entity, to: &out)
+        if let id = operation.id { DeltaWireEncoding.appendString(field: 3, id, to: &out, always: true) }
+        for (name, value) in operation.values {
+            let valueBytes = self.valueSize(value)
+            out.append(0x22)
+            DeltaWireEncoding.appendVarint(
+                UInt64(DeltaWireEncoding.fieldSize(name.utf8.count) + DeltaWireEncoding.fieldSize(valueBytes)),
+                to: &out)
+            DeltaWireEncoding.appendString(field: 1, name, to: &out, always: true)
+            out.append(0x12)
+            DeltaWireEncoding.appendVarint(UInt64(valueBytes), to: &out)
+            self.appendValue(value, to: &out)
+        }
+        if let expectedVersion = operation.expectedVersion {
+            out.append(0x28)
+            DeltaWireEncoding.appendVarint(UInt64(bitPattern: expectedVersion), to: &out)
+        }
+    }
+
+    static func operationSize(_ operation: WriteOperation) -> Int {
+        // The kind is never 0 (unspecified) for a Core operation: always written, one byte of value.
+        var size = 2
+        if !operation.entity.isEmpty { size += DeltaWireEncoding.fieldSize(operation.entity.utf8.count) }
+        if let id = operation.id { size += DeltaWireEncoding.fieldSize(id.utf8.count) }
+        for (name, value) in operation.values {
+            size += DeltaWireEncoding.fieldSize(
+                DeltaWireEncoding.fieldSize(name.utf8.count) + DeltaWireEncoding.fieldSize(self.valueSize(value)))
+        }
+        if let expectedVersion = operation.expectedVersion {
+            size += 1 + DeltaWireEncoding.varintSize(UInt64(bitPattern: expectedVersion))
+        }
+        return size
+    }
+
+    /// A Core value as its wire `Value` (null is `null_value: NULL_VALUE`, written as 0).
+    static func appendValue(_ value: Value, to out: inout [UInt8]) {
+        switch value {
+        case .null:
+            out.append(contentsOf: [0x08, 0x00])
+        case .int(let i):
+            out.append(0x10)
+            DeltaWireEncoding.appendVarint(UInt64(bitPattern: i), to: &out)
+        case .double(let d):
+            out.append(0x19)
+            withUnsafeBytes(of: d.bitPattern.littleEndian) { out.append(contentsOf: $0) }
+        case .string(let s):
+            DeltaWireEncoding.appendString(field: 4, s, to: &out, always: true)
+        case .bool(let b):
+            out.append(contentsOf: [0x28, b ? 0x01 : 0x00])
+        case .bytes(let b):
+            out.append(0x32)
+            DeltaWireEncoding.appendVarint(UInt64(b.count), to: &out)
+            out.append(contentsOf: b)
+        case .timestamp(let t):
+            out.append(0x38)
+            DeltaWireEncoding.appendVarint(UInt64(bitPattern: t.microseconds), to: &out)
+        }
+    }
+
+    static func valueSize(_ value: Value) -> Int {
+        switch value {
+        case .null: 2
+        case .int(let i): 1 + DeltaWireEncoding.varintSize(UInt64(bitPattern: i))
+        case .double: 9
+        case .string(let s): DeltaWireEncoding.fieldSize(s.utf8.count)
+        case .bool: 2
+        case .bytes(let b): DeltaWireEncoding.fieldSize(b.count)
+        case .timestamp(let t): 1 + DeltaWireEncoding.varintSize(UInt64(bitPattern: t.microseconds))
+        }
+    }
+}
+
+/// A `MessageSerializer` for requests already encoded (``ApplyRequestWireEncoding/encode(_:policy:clientTag:idempotencyKey:)``).
+package struct EncodedMessageSerializer: MessageSerializer {
+    package init() {}
+
+    package func serialize<Bytes: GRPCContiguousBytes>(_ message: [UInt8]) throws -> Bytes { Bytes(message) }
 }
 
 /// A `MessageSerializer` for `Apply` and `ApplyStream` requests that encodes them by hand

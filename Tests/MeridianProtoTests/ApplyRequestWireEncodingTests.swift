@@ -38,6 +38,50 @@ import Testing
         }
     }
 
+    @Test("2,000 random transactions of Core operations written straight: the bytes of their generated message")
+    func straightFromCore() throws {
+        var random = SplitMix64(seed: 19)
+        let names = ["title", "qty", "price", "on", "blob", "at", "note", "", "é"]
+        for _ in 0..<2_000 {
+            var operations: [WriteOperation] = []
+            for _ in 0..<Int.random(in: 0...5, using: &random) {
+                var values: [String: Value] = [:]
+                for name in names where Int.random(in: 0..<3, using: &random) == 0 {
+                    values[name] =
+                        switch Int.random(in: 0..<7, using: &random) {
+                        case 0: .null
+                        case 1: .int([0, -1, 1 << 40, .min, .max].randomElement(using: &random)!)
+                        case 2: .double([0, -0.0, 1.5, .infinity, -1e300].randomElement(using: &random)!)
+                        case 3:
+                            .string(
+                                ["", "x", "Café ☕️", String(repeating: "a", count: 200)].randomElement(using: &random)!)
+                        case 4: .bool(Bool.random(using: &random))
+                        case 5: .bytes([[], [0], [255, 1, 2]].randomElement(using: &random)!)
+                        default:
+                            .timestamp(
+                                Timestamp(microseconds: Int64.random(in: -(1 << 50)...(1 << 50), using: &random)))
+                        }
+                }
+                let kind = [WriteOperation.Kind.insert, .update, .upsert, .delete].randomElement(using: &random)!
+                operations.append(
+                    WriteOperation(
+                        kind: kind, entity: ["", "Point", "Café"].randomElement(using: &random)!,
+                        id: [nil, "", "r1", "a-long-identifier-0123456789"].randomElement(using: &random)!,
+                        values: values,
+                        expectedVersion: [nil, 0, -1, 7, .max].randomElement(using: &random)!))
+            }
+            let policy = Bool.random(using: &random) ? ConflictPolicy.storeWins : .clientWins
+            let key = Bool.random(using: &random) ? "" : "key ☕️"
+            let tag = Bool.random(using: &random) ? "" : "tag-1"
+            var message = Meridian_V1_ApplyRequest(operations, policy: policy, idempotencyKey: key)
+            message.clientTag = tag
+            let straight = ApplyRequestWireEncoding.encode(
+                operations, policy: policy, clientTag: tag, idempotencyKey: key)
+            #expect(straight == (try ApplyRequestWireEncoding.encode(message)), "\(operations)")
+            #expect(try Meridian_V1_ApplyRequest(serializedBytes: straight) == message)
+        }
+    }
+
     @Test("a message with unknown fields is left to swift-protobuf, which keeps them")
     func unknownFields() throws {
         var operation = Meridian_V1_Operation()

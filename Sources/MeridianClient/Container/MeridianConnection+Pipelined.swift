@@ -35,13 +35,16 @@ extension MeridianConnection {
         guard !transactions.isEmpty else { return [] }
         let credits = SendWindow(size: max(1, window))
         do {
-            return try await self.stub.applyStreamEncodingByHand(
-                requestProducer: { writer in
+            // Each request is written straight from its operations (no generated message in between).
+            return try await self.client.bidirectionalStreaming(
+                request: StreamingClientRequest<[UInt8]> { writer in
                     for operations in transactions {
                         guard await credits.acquire() else { return }
-                        try await writer.write(Meridian_V1_ApplyRequest(operations, policy: policy))
+                        try await writer.write(ApplyRequestWireEncoding.encode(operations, policy: policy))
                     }
                 },
+                descriptor: Meridian_V1_Meridian.Method.ApplyStream.descriptor,
+                serializer: EncodedMessageSerializer(), deserializer: ApplyResponseDeserializer(), options: .defaults,
                 onResponse: { response in
                     // However the answers end, the sender stops waiting.
                     defer { credits.stop() }

@@ -24,6 +24,8 @@ public struct MeridianConnection: Sendable {
     /// How long a unary call (`GetSchema`, `Apply`) may take before it fails with `unavailable`.
     public let callTimeout: Duration
     let stub: Meridian_V1_Meridian.Client<HTTP2ClientTransport.Posix>
+    /// The client under the stubs, for calls whose requests are written straight from Core operations.
+    let client: GRPCClient<HTTP2ClientTransport.Posix>
     let healthStub: Grpc_Health_V1_Health.Client<HTTP2ClientTransport.Posix>
 
     /// Runs `body` with a connection to `address`, then closes it.
@@ -51,7 +53,7 @@ public struct MeridianConnection: Sendable {
             return try await withGRPCClient(transport: transport, interceptors: credentials.interceptors) { client in
                 let connection = MeridianConnection(
                     address: address, callTimeout: callTimeout, stub: Meridian_V1_Meridian.Client(wrapping: client),
-                    healthStub: Grpc_Health_V1_Health.Client(wrapping: client))
+                    client: client, healthStub: Grpc_Health_V1_Health.Client(wrapping: client))
                 do {
                     return try await body(connection)
                 } catch {
