@@ -38,7 +38,7 @@ enum CSV {
     ///
     /// Read as UTF-8 bytes: every character that delimits is ASCII, and no byte of a multi-byte character is, so an
     /// unquoted field is a slice of the text, made a `String` once (reading scalar by scalar into a copy of the
-    /// whole text as scalars was most of `meridian import`'s CPU).
+    /// whole text as scalars was a third of `meridian import`'s CPU).
     ///
     /// - Throws: ``SyntaxError`` for an unterminated quoted field or text after a closing quote.
     static func parse(_ text: String) throws(SyntaxError) -> [Record] {
