@@ -181,7 +181,7 @@ extension ApplyRequestWireEncoding {
         DeltaWireEncoding.appendString(field: 2, operation.entity, to: &out)
         if let id = operation.id { DeltaWireEncoding.appendString(field: 3, id, to: &out, always: true) }
         for (name, value) in operation.values {
-            let valueBytes = self.valueSize(value)
+            let valueBytes = DeltaWireEncoding.valueSize(value)
             out.append(0x22)
             DeltaWireEncoding.appendVarint(
                 UInt64(DeltaWireEncoding.fieldSize(name.utf8.count) + DeltaWireEncoding.fieldSize(valueBytes)),
@@ -189,7 +189,7 @@ extension ApplyRequestWireEncoding {
             DeltaWireEncoding.appendString(field: 1, name, to: &out, always: true)
             out.append(0x12)
             DeltaWireEncoding.appendVarint(UInt64(valueBytes), to: &out)
-            self.appendValue(value, to: &out)
+            DeltaWireEncoding.appendValue(value, to: &out)
         }
         if let expectedVersion = operation.expectedVersion {
             out.append(0x28)
@@ -204,49 +204,13 @@ extension ApplyRequestWireEncoding {
         if let id = operation.id { size += DeltaWireEncoding.fieldSize(id.utf8.count) }
         for (name, value) in operation.values {
             size += DeltaWireEncoding.fieldSize(
-                DeltaWireEncoding.fieldSize(name.utf8.count) + DeltaWireEncoding.fieldSize(self.valueSize(value)))
+                DeltaWireEncoding.fieldSize(name.utf8.count)
+                    + DeltaWireEncoding.fieldSize(DeltaWireEncoding.valueSize(value)))
         }
         if let expectedVersion = operation.expectedVersion {
             size += 1 + DeltaWireEncoding.varintSize(UInt64(bitPattern: expectedVersion))
         }
         return size
-    }
-
-    /// A Core value as its wire `Value` (null is `null_value: NULL_VALUE`, written as 0).
-    static func appendValue(_ value: Value, to out: inout [UInt8]) {
-        switch value {
-        case .null:
-            out.append(contentsOf: [0x08, 0x00])
-        case .int(let i):
-            out.append(0x10)
-            DeltaWireEncoding.appendVarint(UInt64(bitPattern: i), to: &out)
-        case .double(let d):
-            out.append(0x19)
-            withUnsafeBytes(of: d.bitPattern.littleEndian) { out.append(contentsOf: $0) }
-        case .string(let s):
-            DeltaWireEncoding.appendString(field: 4, s, to: &out, always: true)
-        case .bool(let b):
-            out.append(contentsOf: [0x28, b ? 0x01 : 0x00])
-        case .bytes(let b):
-            out.append(0x32)
-            DeltaWireEncoding.appendVarint(UInt64(b.count), to: &out)
-            out.append(contentsOf: b)
-        case .timestamp(let t):
-            out.append(0x38)
-            DeltaWireEncoding.appendVarint(UInt64(bitPattern: t.microseconds), to: &out)
-        }
-    }
-
-    static func valueSize(_ value: Value) -> Int {
-        switch value {
-        case .null: 2
-        case .int(let i): 1 + DeltaWireEncoding.varintSize(UInt64(bitPattern: i))
-        case .double: 9
-        case .string(let s): DeltaWireEncoding.fieldSize(s.utf8.count)
-        case .bool: 2
-        case .bytes(let b): DeltaWireEncoding.fieldSize(b.count)
-        case .timestamp(let t): 1 + DeltaWireEncoding.varintSize(UInt64(bitPattern: t.microseconds))
-        }
     }
 }
 
