@@ -181,15 +181,7 @@ extension ApplyRequestWireEncoding {
         DeltaWireEncoding.appendString(field: 2, operation.entity, to: &out)
         if let id = operation.id { DeltaWireEncoding.appendString(field: 3, id, to: &out, always: true) }
         for (name, value) in operation.values {
-            let valueBytes = DeltaWireEncoding.valueSize(value)
-            out.append(0x22)
-            DeltaWireEncoding.appendVarint(
-                UInt64(DeltaWireEncoding.fieldSize(name.utf8.count) + DeltaWireEncoding.fieldSize(valueBytes)),
-                to: &out)
-            DeltaWireEncoding.appendString(field: 1, name, to: &out, always: true)
-            out.append(0x12)
-            DeltaWireEncoding.appendVarint(UInt64(valueBytes), to: &out)
-            DeltaWireEncoding.appendValue(value, to: &out)
+            DeltaWireEncoding.appendValueEntry(tag: 0x22, name, value, to: &out)
         }
         if let expectedVersion = operation.expectedVersion {
             out.append(0x28)
@@ -202,11 +194,7 @@ extension ApplyRequestWireEncoding {
         var size = 2
         if !operation.entity.isEmpty { size += DeltaWireEncoding.fieldSize(operation.entity.utf8.count) }
         if let id = operation.id { size += DeltaWireEncoding.fieldSize(id.utf8.count) }
-        for (name, value) in operation.values {
-            size += DeltaWireEncoding.fieldSize(
-                DeltaWireEncoding.fieldSize(name.utf8.count)
-                    + DeltaWireEncoding.fieldSize(DeltaWireEncoding.valueSize(value)))
-        }
+        for (name, value) in operation.values { size += DeltaWireEncoding.valueEntrySize(name, value) }
         if let expectedVersion = operation.expectedVersion {
             size += 1 + DeltaWireEncoding.varintSize(UInt64(bitPattern: expectedVersion))
         }

@@ -109,26 +109,34 @@ package enum DeltaWireEncoding {
             out.append(0x10)
             appendVarint(UInt64(bitPattern: version), to: &out)
         }
-        for (name, value) in row.values {
-            // A map entry (field 3): the key (field 1) and the value (field 2), a Value message holding one oneof
-            // case.
-            let valueBytes = valueSize(value)
-            out.append(0x1A)
-            appendVarint(UInt64(fieldSize(name.utf8.count) + fieldSize(valueBytes)), to: &out)
-            appendString(field: 1, name, to: &out, always: true)
-            out.append(0x12)
-            appendVarint(UInt64(valueBytes), to: &out)
-            appendValue(value, to: &out)
-        }
+        for (name, value) in row.values { appendValueEntry(tag: 0x1A, name, value, to: &out) }
+    }
+
+    /// One entry of a `map<string, Value>` whose field's tag byte is `tag` (a `Row`'s values: field 3, 0x1A; an
+    /// `Operation`'s: field 4, 0x22): the key (field 1) and the value (field 2), a Value message holding one oneof
+    /// case.
+    @inline(__always)
+    static func appendValueEntry(tag: UInt8, _ name: String, _ value: Value, to out: inout [UInt8]) {
+        let valueBytes = valueSize(value)
+        out.append(tag)
+        appendVarint(UInt64(fieldSize(name.utf8.count) + fieldSize(valueBytes)), to: &out)
+        appendString(field: 1, name, to: &out, always: true)
+        out.append(0x12)
+        appendVarint(UInt64(valueBytes), to: &out)
+        appendValue(value, to: &out)
+    }
+
+    /// The size of ``appendValueEntry(tag:_:_:to:)``'s output.
+    @inline(__always)
+    static func valueEntrySize(_ name: String, _ value: Value) -> Int {
+        fieldSize(fieldSize(name.utf8.count) + fieldSize(valueSize(value)))
     }
 
     /// The size of ``appendRow(_:version:to:)``'s output.
     static func rowSize(_ row: Row, version: Int64) -> Int {
         var size = row.id.isEmpty ? 0 : fieldSize(row.id.utf8.count)
         if version != 0 { size += 1 + varintSize(UInt64(bitPattern: version)) }
-        for (name, value) in row.values {
-            size += fieldSize(fieldSize(name.utf8.count) + fieldSize(valueSize(value)))
-        }
+        for (name, value) in row.values { size += valueEntrySize(name, value) }
         return size
     }
 
