@@ -1,7 +1,5 @@
 // MARK: - CSV
 
-internal import Dispatch
-
 /// RFC 4180 CSV, as `import` reads it and `export` writes it.
 ///
 /// Fields are separated by commas and records by line breaks (`\n` or `\r\n`). A field that contains a comma, a
@@ -86,17 +84,11 @@ enum CSV {
                 }
             }
         }
-        var pieces = [Result<[Record], SyntaxError>](repeating: .success([]), count: starts.count)
-        pieces.withUnsafeMutableBufferPointer { pieces in
-            // Each piece reads its own bytes and writes its own slot; all are done when concurrentPerform returns.
-            nonisolated(unsafe) let (text, out, starts) = (bytes, pieces, starts)
-            DispatchQueue.concurrentPerform(iterations: starts.count) { piece in
-                let end = piece + 1 < starts.count ? starts[piece + 1].offset : text.count
-                let slice = UnsafeBufferPointer(rebasing: text[starts[piece].offset..<end])
-                out[piece] = Result { () throws(SyntaxError) in
-                    try Self.parse(utf8: slice, firstLine: starts[piece].line)
-                }
-            }
+        nonisolated(unsafe) let text = bytes  // read, never written, by every piece
+        let pieces = concurrently(starts.count) { [starts] piece throws(SyntaxError) in
+            let end = piece + 1 < starts.count ? starts[piece + 1].offset : text.count
+            return try Self.parse(
+                utf8: UnsafeBufferPointer(rebasing: text[starts[piece].offset..<end]), firstLine: starts[piece].line)
         }
         return try pieces.map { piece throws(SyntaxError) in try piece.get() }
     }

@@ -1,6 +1,5 @@
 // MARK: - import's input
 
-internal import Dispatch
 internal import Foundation
 internal import MeridianCore
 
@@ -76,14 +75,8 @@ enum ImportReader {
             }
         }
         let rows = pieces[first...].enumerated().map { $0.offset == 0 ? $0.element.dropFirst() : $0.element[...] }
-        var converted = [Result<[Item], CLIError>](repeating: .success([]), count: rows.count)
-        converted.withUnsafeMutableBufferPointer { converted in
-            // Each piece writes its own slot; all are done when concurrentPerform returns.
-            nonisolated(unsafe) let out = converted
-            let columns = columns
-            DispatchQueue.concurrentPerform(iterations: rows.count) { piece in
-                out[piece] = Result { () throws(CLIError) in try Self.items(rows[piece], columns: columns) }
-            }
+        let converted = concurrently(rows.count) { [columns] piece throws(CLIError) in
+            try Self.items(rows[piece], columns: columns)
         }
         var items: [Item] = []
         items.reserveCapacity(rows.reduce(0) { $0 + $1.count })
