@@ -65,7 +65,9 @@ package enum ApplyRequestWireDecoding {
             case (4, 2):
                 guard let body = reader.lengthDelimited(), let (name, value) = SyncResponseWireDecoding.mapEntry(body)
                 else { return nil }
-                if values.isEmpty { values.reserveCapacity(8) }
+                if values.isEmpty {
+                    values = Dictionary(minimumCapacity: SyncResponseWireDecoding.count(ofField: 4, in: bytes))
+                }
                 values[name] = value
             case (5, 0):
                 guard let raw = reader.varint() else { return nil }

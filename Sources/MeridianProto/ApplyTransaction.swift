@@ -128,7 +128,9 @@ extension ApplyRequestWireDecoding {
                 else {
                     return nil
                 }
-                if entries == 0 { values = Dictionary(minimumCapacity: Self.mapEntryCount(bytes)) }
+                if entries == 0 {
+                    values = Dictionary(minimumCapacity: SyncResponseWireDecoding.count(ofField: 4, in: bytes))
+                }
                 entries += 1
                 values[name] = value
             case (5, 0):
@@ -143,22 +145,6 @@ extension ApplyRequestWireDecoding {
             WriteOperation(kind: kind, entity: entity, id: id, values: values, expectedVersion: expectedVersion),
             idBytes
         )
-    }
-
-    /// How many map entries (field 4) an operation's bytes hold, read quickly: nothing is decoded.
-    static func mapEntryCount(_ bytes: UnsafeRawBufferPointer) -> Int {
-        var reader = SyncResponseWireDecoding.Reader(bytes)
-        var count = 0
-        while !reader.atEnd, let (field, wireType) = reader.tag() {
-            switch wireType {
-            case 0: guard reader.varint() != nil else { return count }
-            case 2:
-                guard reader.lengthDelimited() != nil else { return count }
-                if field == 4 { count += 1 }
-            default: return count
-            }
-        }
-        return count
     }
 
     /// A wire `Value` in Core terms (no case set: null, as the protocol says); `nil` for NaN or anything unusual.

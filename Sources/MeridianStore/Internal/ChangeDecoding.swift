@@ -33,8 +33,7 @@ enum ChangeDecoding {
         misfits: inout Int
     ) throws -> MeridianCore.Row? {
         guard let text else { return nil }
-        var values: [String: Value] = [:]
-        values.reserveCapacity(entity?.attributes.count ?? 8)
+        var values = [String: Value](minimumCapacity: entity?.attributes.count ?? 8)
         var imageMisfits = 0
         do {
             // Typed as each attribute is parsed: no intermediate dictionary of stored values.
@@ -176,8 +175,9 @@ enum ChangeDecoding {
     static func values(
         of statement: Statement, from offset: Int, as entity: EntitySchema, misfits: inout Int
     ) -> [String: Value] {
-        var values: [String: Value] = [:]
-        values.reserveCapacity(entity.attributes.count)
+        // `init(minimumCapacity:)`, not `reserveCapacity`: the latter runs unspecialized from here (it looked up
+        // the dictionary's type metadata at run time for every row).
+        var values = [String: Value](minimumCapacity: entity.attributes.count)
         let handle = statement.sqliteStatement
         for (i, attribute) in entity.attributes.enumerated() {
             let stored = DatabaseValue(sqliteStatement: handle, index: CInt(i + offset))
