@@ -26,6 +26,29 @@ import Testing
         #expect(Set<Value>([.string(precomposed), .string(decomposed)]).count == 2)
     }
 
+    @Test("string order is the order of the UTF-8 bytes, for small, large and non-ASCII strings")
+    func utf8Order() {
+        var rng = SplitMix64(seed: 7)
+        let pieces = ["", "a", "b", "z", "Z", "0", "é", "e\u{301}", "\u{10FFFF}", "日本", "\u{7F}", "\u{80}", " "]
+        func random() -> String {
+            // Up to 40 pieces: both small strings (15 bytes or fewer, stored inline) and heap-allocated ones, often
+            // sharing a prefix with the other string.
+            (0..<Int.random(in: 0...40, using: &rng)).map { _ in pieces.randomElement(using: &rng)! }.joined()
+        }
+        func expected(_ a: String, _ b: String) -> Int {
+            Array(a.utf8).lexicographicallyPrecedes(Array(b.utf8)) ? -1 : (Array(a.utf8) == Array(b.utf8) ? 0 : 1)
+        }
+        for _ in 0..<5_000 {
+            let a = random()
+            let b = Bool.random(using: &rng) ? a + random() : random()
+            let substring = String(b.dropFirst(0))
+            #expect(a.utf8Compare(b) == expected(a, b), "\(a.debugDescription) vs \(b.debugDescription)")
+            #expect(b.utf8Compare(a) == expected(b, a))
+            #expect(a.utf8Compare(a) == 0 && substring.utf8Compare(b) == 0)
+            #expect(Value.compare(.string(a), .string(b)) == expected(a, b))
+        }
+    }
+
     @Test("storage classes order as SQLite does: null, numbers, text, blobs")
     func storageClasses() {
         let ordered: [Value] = [.null, .int(-5), .bool(true), .double(2.5), .string(""), .string("a"), .bytes([0])]

@@ -25,7 +25,8 @@ extension CacheContext {
         return row
     }
 
-    /// Every row `subscription` shows (server rows and pending ones).
+    /// Every row `subscription` shows (server rows and pending ones), each id once (the members are a set, and the
+    /// pending rows added are those of non-members).
     func effectiveRows(of subscription: SubscriptionState) -> [Row] {
         var result: [Row] = []
         result.reserveCapacity(subscription.members.count)
@@ -103,11 +104,11 @@ extension CacheContext {
                 case .apply(let mutations)?:
                     changeSet = box.results.apply(mutations)
                 case .reset(let rows)?:
-                    changeSet = box.results.reset(rows: rows)
+                    changeSet = box.results.reset(uniqueRows: rows)
                 case .rebuild(let bound, let rows)?:
                     let before = box.results.snapshot
                     if var results = try? LiveResults(bound) {
-                        results.reset(rows: rows)
+                        results.reset(uniqueRows: rows)
                         box.results = results
                         changeSet = (try? ChangeSet.between(old: before, new: results.snapshot)) ?? ChangeSet()
                     }

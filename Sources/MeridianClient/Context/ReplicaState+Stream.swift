@@ -223,11 +223,21 @@ extension ReplicaState {
         self.record(id)
         outcome.cause = Self.stronger(outcome.cause, cause)
 
-        let incoming = Set(buffer.rows.map(\.row.id))
-        let stale = (self.subscriptions[id]?.members ?? []).filter { !incoming.contains($0) }
-        for member in stale { self.dropMember(member, from: id, work: &work) }
-        for row in buffer.rows { self.store(row, in: id, seq: buffer.seq, work: &work) }
+        // Re-read entirely: the rows below need not be named one by one for this subscription (`store` and
+        // `touch` skip subscriptions being reset).
         work.resets.insert(id)
+        if let members = self.subscriptions[id]?.members, !members.isEmpty {
+            let incoming = Set(buffer.rows.map(\.row.id))
+            let stale = members.filter { !incoming.contains($0) }
+            for member in stale { self.dropMember(member, from: id, work: &work) }
+        }
+        // Grown once, not by rehashing every row stored so far as they arrive: the members become the incoming rows
+        // exactly, and the entity's cache holds at least them.
+        if let entity = self.subscriptions[id]?.entity {
+            self.modify(id) { $0.members.reserveCapacity(buffer.rows.count) }
+            self.reserveRows(entity, atLeast: buffer.rows.count)
+        }
+        for row in buffer.rows { self.store(row, in: id, seq: buffer.seq, work: &work) }
     }
 
     /// Which cause names a step that has several: a replacement over a snapshot over the rest.

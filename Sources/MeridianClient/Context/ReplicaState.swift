@@ -52,9 +52,10 @@ struct ReplicaState: Sendable {
     /// The number of cached rows across all entities.
     var rowCount: Int { self.rows.values.reduce(0) { $0 + $1.count } }
 
-    /// Marks a row as changed for every subscription of its entity.
+    /// Marks a row as changed for every subscription of its entity (but those re-read entirely anyway).
     func touch(_ entity: String, _ id: String, work: inout CommitWork) {
-        for (subscriptionID, subscription) in self.subscriptions where subscription.entity == entity {
+        for (subscriptionID, subscription) in self.subscriptions
+        where subscription.entity == entity && !work.resets.contains(subscriptionID) {
             work.affected[subscriptionID, default: []].insert(id)
         }
     }
@@ -113,6 +114,12 @@ struct ReplicaState: Sendable {
 
     // MARK: - Rows
 
+    /// Makes room for at least `count` cached rows of an entity at once (a snapshot's), instead of rehashing as
+    /// they arrive.
+    mutating func reserveRows(_ entity: String, atLeast count: Int) {
+        self.rows[entity, default: [:]].reserveCapacity(max(self.rows[entity]?.count ?? 0, count))
+    }
+
     /// Adds (or refreshes) a server row as a member of a subscription.
     ///
     /// `seq` is the seq the row's image is at: a Batch's for its deltas, a snapshot's own for its rows. A snapshot
@@ -140,7 +147,7 @@ struct ReplicaState: Sendable {
         if isNewMember { cached.references += 1 }
         self.rows[entity, default: [:]][id] = cached
         if changed { self.recordRow(entity, id) }
-        if isNewMember { work.affected[subscriptionID, default: []].insert(id) }
+        if isNewMember, !work.resets.contains(subscriptionID) { work.affected[subscriptionID, default: []].insert(id) }
         if changed { self.touch(entity, id, work: &work) }
     }
 

@@ -77,7 +77,8 @@ extension ChangeSet {
             fromPaths.reserveCapacity(section.elements.count)
             var stayingCandidates: [Int] = []
             for element in section.elements {
-                let from = oldPaths[element.id]
+                // A first load has no old rows: no id to hash and look up.
+                let from = oldPaths.isEmpty ? nil : oldPaths[element.id]
                 fromPaths.append(from)
                 if let from, from.section == pairedOld { stayingCandidates.append(from.row) }
             }

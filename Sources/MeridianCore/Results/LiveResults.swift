@@ -239,14 +239,25 @@ public struct LiveResults: Sendable {
     ///   ``ChangeSet/between(old:new:)``, so a reconnect never looks like "delete everything, insert everything").
     @discardableResult
     public mutating func reset(rows: [Row]) -> ChangeSet<Row> {
-        let before = self.snapshot
-        var latest: [String: Row] = [:]
-        latest.reserveCapacity(rows.count)
+        var latest = [String: Row](minimumCapacity: rows.count)
         for row in rows { latest[row.id] = row }
+        // Every id once: as given (the order of the input does not matter, the results' order is total).
+        return self.reset(uniqueRows: latest.count == rows.count ? rows : Array(latest.values))
+    }
+
+    /// ``reset(rows:)`` for rows whose ids are known to be distinct (a cache's members), without the pass that
+    /// keeps the last row of each id.
+    ///
+    /// - Precondition: No id appears twice in `rows`.
+    @discardableResult
+    package mutating func reset(uniqueRows rows: [Row]) -> ChangeSet<Row> {
+        let before = self.snapshot
         // Sort on extracted key values: no dictionary lookups inside the O(n log n) comparisons.
         let keys = self.sortKeys
-        var matching = latest.values.filter { self.predicate.evaluate($0) }.map { row in
-            (keys: keys.map { row[$0.attribute] }, row: row)
+        var matching: [(keys: [Value], row: Row)] = []
+        matching.reserveCapacity(rows.count)
+        for row in rows where self.predicate.evaluate(row) {
+            matching.append((keys: keys.map { row[$0.attribute] }, row: row))
         }
         matching.sort { a, b in
             for i in keys.indices {
@@ -262,7 +273,9 @@ public struct LiveResults: Sendable {
         self.sectionValues.removeAll()
         self.sectionCounts = [:]
         for (_, row) in matching {
-            self.slots[row.id] = self.tree.append(row)
+            guard self.slots.updateValue(self.tree.append(row), forKey: row.id) == nil else {
+                preconditionFailure("reset(uniqueRows:) was given id \(row.id) twice")
+            }
             self.addToSection(row)
         }
         do {

@@ -13,7 +13,7 @@ extension Value {
         case (.null, .null):
             return 0
         case (.string(let a), .string(let b)):
-            return compareBytes(a.utf8, b.utf8)
+            return a.utf8Compare(b)
         case (.bytes(let a), .bytes(let b)):
             return compareBytes(a, b)
         default:
@@ -128,7 +128,26 @@ extension String {
     /// Compares two strings by their UTF-8 bytes, as SQLite's `BINARY` collation does.
 
     public func utf8Compare(_ other: String) -> Int {
-        Value.compareBytes(self.utf8, other.utf8)
+        // Native strings (and small ones, copied to the stack) are compared as contiguous bytes; walking two
+        // `UTF8View` iterators byte by byte was most of a sort's comparisons (a 200,000-row controller's reset).
+        let contiguous = self.utf8.withContiguousStorageIfAvailable { a in
+            other.utf8.withContiguousStorageIfAvailable { b in Self.compare(a, b) }
+        }
+        if let result = contiguous ?? nil { return result }
+        return Value.compareBytes(self.utf8, other.utf8)
+    }
+
+    /// `memcmp`'s order on two byte buffers, the shorter first when one is a prefix of the other.
+    private static func compare(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Int {
+        let common = Swift.min(a.count, b.count)
+        var i = 0
+        while i < common {
+            let x = a[i]
+            let y = b[i]
+            if x != y { return x < y ? -1 : 1 }
+            i += 1
+        }
+        return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
     }
 
     /// Byte-wise equality: unlike `==`, a precomposed and a decomposed "é" are different strings.
