@@ -130,6 +130,9 @@ extension ChangeSetTests {
     /// Checks every promise of the diff on one transition.
     static func checkDiff(old: SectionedList<Item>, new: SectionedList<Item>) throws {
         let changes = try ChangeSet.between(old: old, new: new)
+        // The same when the caller vouches for distinct new ids (as LiveResults does): the first-load shortcut.
+        let vouched = try ChangeSet.between(old: old, new: new, changedAttributes: { _, _ in [] }, newIsDistinct: true)
+        try ensure(vouched == changes, "with newIsDistinct: \(vouched), without: \(changes)")
         try changes.validate(oldSectionCounts: old.sectionCounts, newSectionCounts: new.sectionCounts)
         try changes.validate(old: old, new: new)
         try ensure(changes == changes.canonicalized(), "the diff is not in canonical order: \(changes)")
@@ -201,7 +204,8 @@ extension ChangeSetTests {
             let change = changes.rowChanges[k]
             let shift = generator.chance(0.5) ? 1 : -1
             func shifted(_ p: ListIndexPath) -> ListIndexPath {
-                generator.chance(0.5) ? ListIndexPath(p.section, p.row + shift) : ListIndexPath(p.section + shift, p.row)
+                generator.chance(0.5)
+                    ? ListIndexPath(p.section, p.row + shift) : ListIndexPath(p.section + shift, p.row)
             }
             switch generator.int(0...3) {
             case 0:

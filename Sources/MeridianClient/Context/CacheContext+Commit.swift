@@ -28,6 +28,8 @@ extension CacheContext {
     /// Every row `subscription` shows (server rows and pending ones), each id once (the members are a set, and the
     /// pending rows added are those of non-members).
     func effectiveRows(of subscription: SubscriptionState) -> [Row] {
+        // Nothing pending: the members' server rows, read from the entity's cache directly.
+        if self.writes.overlay.isEmpty { return self.replica.serverRows(subscription.entity, subscription.members) }
         var result: [Row] = []
         result.reserveCapacity(subscription.members.count)
         for id in subscription.members {

@@ -44,6 +44,17 @@ struct ReplicaState: Sendable {
         self.rows[entity]?[id]?.row
     }
 
+    /// The server's rows of these ids (those cached), in the order of `ids`.
+    func serverRows(_ entity: String, _ ids: Set<String>) -> [Row] {
+        guard let cached = self.rows[entity] else { return [] }
+        var rows: [Row] = []
+        rows.reserveCapacity(ids.count)
+        for id in ids {
+            if let row = cached[id]?.row { rows.append(row) }
+        }
+        return rows
+    }
+
     /// The version of a cached row, if any subscription holds it.
     func version(_ entity: String, _ id: String) -> Int64? {
         self.rows[entity]?[id]?.version
@@ -134,8 +145,21 @@ struct ReplicaState: Sendable {
         if isNewMember, self.recordsChanges {
             self.changes.memberships[MembershipKey(subscription: subscriptionID, id: id)] = true
         }
-        var cached =
-            self.rows[entity]?[id] ?? CachedRow(row: row.row, version: row.version, references: 0, seq: seq)
+        // Updated in place: one lookup of the entity and of the id, where reading a copy and writing it back took two.
+        let changed = Self.refresh(
+            &self.rows[entity, default: [:]][
+                id, default: CachedRow(row: row.row, version: row.version, references: 0, seq: seq)],
+            with: row, seq: seq, isNewMember: isNewMember)
+        if changed { self.recordRow(entity, id) }
+        if isNewMember, !work.resets.contains(subscriptionID) { work.affected[subscriptionID, default: []].insert(id) }
+        if changed { self.touch(entity, id, work: &work) }
+    }
+
+    /// Takes `row` into a cached row (a fresh one when it was not cached) unless the cached image is newer, and
+    /// counts a new member's reference; whether what the subscriptions show of it changed.
+    private static func refresh(_ cached: inout CachedRow, with row: VersionedRow, seq: Int64, isNewMember: Bool)
+        -> Bool
+    {
         let newer = seq >= cached.seq
         let changed =
             newer && (cached.row != row.row || cached.version != row.version) || isNewMember && cached.references == 0
@@ -145,10 +169,7 @@ struct ReplicaState: Sendable {
             cached.seq = seq
         }
         if isNewMember { cached.references += 1 }
-        self.rows[entity, default: [:]][id] = cached
-        if changed { self.recordRow(entity, id) }
-        if isNewMember, !work.resets.contains(subscriptionID) { work.affected[subscriptionID, default: []].insert(id) }
-        if changed { self.touch(entity, id, work: &work) }
+        return changed
     }
 
     /// Removes a row from a subscription's members.

@@ -33,6 +33,17 @@ extension ChangeSet {
         new: SectionedList<Element>,
         changedAttributes: (Element, Element) -> [String] = { _, _ in [] }
     ) throws(ChangeSetError) -> ChangeSet {
+        try Self.between(old: old, new: new, changedAttributes: changedAttributes, newIsDistinct: false)
+    }
+
+    /// ``between(old:new:changedAttributes:)``; with `newIsDistinct`, the caller vouches that `new` repeats no id,
+    /// and a first load (an empty `old`) does not hash every new id to check it.
+    package static func between(
+        old: SectionedList<Element>,
+        new: SectionedList<Element>,
+        changedAttributes: (Element, Element) -> [String],
+        newIsDistinct: Bool
+    ) throws(ChangeSetError) -> ChangeSet {
         let (oldToNewSection, newToOldSection) = try Self.matchSections(old: old, new: new)
 
         var result = ChangeSet()
@@ -53,8 +64,11 @@ extension ChangeSet {
                 throw ChangeSetError(.invalidList, "the old list holds id \(element.id) twice")
             }
         }
-        var newIDs = Set<Element.ID>(minimumCapacity: new.count)
-        for section in new.sections {
+        // The new ids: to tell the old rows that stay (none on a first load), and to refuse a repeated one (unless
+        // vouched for).
+        let needsNewIDs = old.count > 0 || !newIsDistinct
+        var newIDs = Set<Element.ID>(minimumCapacity: needsNewIDs ? new.count : 0)
+        for section in new.sections where needsNewIDs {
             for element in section.elements where !newIDs.insert(element.id).inserted {
                 throw ChangeSetError(.invalidList, "the new list holds id \(element.id) twice")
             }
@@ -166,7 +180,16 @@ extension ChangeSet where Element == Row {
     /// - Returns: The change set, in canonical order.
     /// - Throws: ``ChangeSetError/Code/invalidList`` when either list repeats a row id or a section key.
     public static func between(old: SectionedList<Row>, new: SectionedList<Row>) throws(ChangeSetError) -> ChangeSet {
+        try Self.between(old: old, new: new, newIsDistinct: false)
+    }
+
+    /// ``between(old:new:)``, for a `new` the caller knows repeats no id (see
+    /// ``between(old:new:changedAttributes:newIsDistinct:)``).
+    package static func between(
+        old: SectionedList<Row>, new: SectionedList<Row>, newIsDistinct: Bool
+    ) throws(ChangeSetError) -> ChangeSet {
         try Self.between(
-            old: old, new: new, changedAttributes: { before, after in after.changedAttributes(from: before) })
+            old: old, new: new, changedAttributes: { before, after in after.changedAttributes(from: before) },
+            newIsDistinct: newIsDistinct)
     }
 }

@@ -279,7 +279,8 @@ public struct LiveResults: Sendable {
             self.addToSection(row)
         }
         do {
-            return try ChangeSet.between(old: before, new: self.snapshot)
+            // `slots` just checked that no id repeats.
+            return try ChangeSet.between(old: before, new: self.snapshot, newIsDistinct: true)
         } catch {
             preconditionFailure("results never repeat an id or a section: \(error)")
         }
