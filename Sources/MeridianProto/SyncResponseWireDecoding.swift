@@ -3,6 +3,7 @@
 internal import Foundation
 package import GRPCCore
 internal import GRPCProtobuf
+package import MeridianCore
 internal import SwiftProtobuf
 
 /// Decodes the `SyncResponse`s that carry rows — batches and snapshot chunks — by hand, and every other message
@@ -103,8 +104,21 @@ package enum SyncResponseWireDecoding {
     }
 
     static func snapshotChunk(_ bytes: UnsafeRawBufferPointer) -> Meridian_V1_SnapshotChunk? {
+        guard let (header, rows) = self.snapshotChunk(bytes, row: self.row) else { return nil }
+        var chunk = header
+        chunk.rows = rows
+        return chunk
+    }
+
+    /// A `SnapshotChunk`'s fields (its `rows` left empty) and its rows, each read by `decodeRow`; `nil` for anything
+    /// unusual, as `decodeRow` says for a row.
+    @inline(__always)
+    static func snapshotChunk<Decoded>(
+        _ bytes: UnsafeRawBufferPointer, row decodeRow: (UnsafeRawBufferPointer) -> Decoded?
+    ) -> (Meridian_V1_SnapshotChunk, [Decoded])? {
         var reader = Reader(bytes)
         var chunk = Meridian_V1_SnapshotChunk()
+        var rows: [Decoded] = []
         while !reader.atEnd {
             guard let (field, wireType) = reader.tag() else { return nil }
             switch (field, wireType) {
@@ -115,8 +129,8 @@ package enum SyncResponseWireDecoding {
                 guard let seq = reader.varint() else { return nil }
                 chunk.seq = Int64(bitPattern: seq)
             case (3, 2):
-                guard let body = reader.lengthDelimited(), let row = self.row(body) else { return nil }
-                chunk.rows.append(row)
+                guard let body = reader.lengthDelimited(), let row = decodeRow(body) else { return nil }
+                rows.append(row)
             case (4, 0):
                 guard let flag = reader.varint() else { return nil }
                 chunk.last = flag != 0
@@ -133,7 +147,7 @@ package enum SyncResponseWireDecoding {
                 return nil
             }
         }
-        return chunk
+        return (chunk, rows)
     }
 
     static func rowUpdate(_ bytes: UnsafeRawBufferPointer) -> Meridian_V1_RowUpdate? {
@@ -158,20 +172,39 @@ package enum SyncResponseWireDecoding {
     }
 
     static func row(_ bytes: UnsafeRawBufferPointer) -> Meridian_V1_Row? {
-        var reader = Reader(bytes)
+        guard let (id, version, values) = self.row(bytes, missing: Meridian_V1_Value(), value: self.value) else {
+            return nil
+        }
         var row = Meridian_V1_Row()
-        var values: [String: Meridian_V1_Value] = [:]
+        row.id = id
+        row.version = version
+        row.values = values
+        return row
+    }
+
+    /// A `Row`'s id, version and values, each value read by `decode` (`missing` when an entry has none); `nil` for
+    /// anything unusual, as `decode` says for a value.
+    @inline(__always)
+    static func row<Decoded>(
+        _ bytes: UnsafeRawBufferPointer, missing: Decoded, value decode: (UnsafeRawBufferPointer) -> Decoded?
+    ) -> (id: String, version: Int64, values: [String: Decoded])? {
+        var reader = Reader(bytes)
+        var id = ""
+        var version: Int64 = 0
+        var values: [String: Decoded] = [:]
         while !reader.atEnd {
             guard let (field, wireType) = reader.tag() else { return nil }
             switch (field, wireType) {
             case (1, 2):
-                guard let id = reader.string() else { return nil }
-                row.id = id
+                guard let text = reader.string() else { return nil }
+                id = text
             case (2, 0):
-                guard let version = reader.varint() else { return nil }
-                row.version = Int64(bitPattern: version)
+                guard let raw = reader.varint() else { return nil }
+                version = Int64(bitPattern: raw)
             case (3, 2):
-                guard let body = reader.lengthDelimited(), let (name, value) = self.mapEntry(body) else { return nil }
+                guard let body = reader.lengthDelimited(),
+                    let (name, value) = self.mapEntry(body, missing: missing, value: decode)
+                else { return nil }
                 // Sized at once: `reserveCapacity` runs unspecialized (it looked up the map's type metadata at run
                 // time, 4% of a sync's CPU), and a map grown entry by entry rehashes.
                 if values.isEmpty { values = Dictionary(minimumCapacity: Self.count(ofField: 3, in: bytes)) }
@@ -180,8 +213,26 @@ package enum SyncResponseWireDecoding {
                 return nil
             }
         }
-        row.values = values
-        return row
+        return (id, version, values)
+    }
+
+    /// A snapshot chunk whose rows are read straight into Core rows, each made into the caller's type by `makeRow`
+    /// (with its version): one map per row, where the generated message's map and then Core's took two. `nil` for
+    /// any other message or anything unusual (a NaN double included): the caller then decodes it with ``decode(_:)``
+    /// and converts it, which says what is wrong.
+    package static func coreSnapshotChunk<CoreRow>(
+        _ bytes: UnsafeRawBufferPointer, makeRow: (Row, Int64) -> CoreRow
+    ) -> (chunk: Meridian_V1_SnapshotChunk, rows: [CoreRow])? {
+        var reader = Reader(bytes)
+        // Exactly one field: the chunk (field 2 of the `kind` oneof).
+        guard let (field, wireType) = reader.tag(), field == 2, wireType == 2, let body = reader.lengthDelimited(),
+            reader.atEnd
+        else { return nil }
+        return self.snapshotChunk(body) { rowBytes in
+            self.row(rowBytes, missing: Value.null, value: ApplyRequestWireDecoding.coreValue).map {
+                makeRow(Row(id: $0.id, values: $0.values), $0.version)
+            }
+        }
     }
 
     /// How many length-delimited fields numbered `field` a message's bytes hold (a map's entries), read quickly:
@@ -354,6 +405,16 @@ package struct SyncResponseDeserializer: MessageDeserializer {
         } catch {
             throw RPCError(code: .invalidArgument, message: "can't deserialize a SyncResponse", cause: error)
         }
+    }
+}
+
+/// The `Sync` call's request serializer (swift-protobuf's), for a caller that opens the call with a deserializer of
+/// its own (the client library's, which reads snapshot chunks straight into domain rows).
+package struct SyncRequestSerializer: MessageSerializer {
+    package init() {}
+
+    package func serialize<Bytes: GRPCContiguousBytes>(_ message: Meridian_V1_SyncRequest) throws -> Bytes {
+        try ProtobufSerializer<Meridian_V1_SyncRequest>().serialize(message)
     }
 }
 

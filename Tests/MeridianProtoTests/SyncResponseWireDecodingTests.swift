@@ -112,6 +112,72 @@ import Testing
         #expect(handled > 0)
     }
 
+    /// What a client gets for a message the slow way: swift-protobuf's (or the hand decoder's) message, its chunk's
+    /// rows converted to Core rows; `nil` when it is no snapshot chunk or a row does not convert.
+    static func convertedChunk(_ bytes: [UInt8]) -> (Meridian_V1_SnapshotChunk, [Row], [Int64])? {
+        guard let message = try? Meridian_V1_SyncResponse(serializedBytes: bytes),
+            case .snapshotChunk(var chunk)? = message.kind, let rows = try? chunk.rows.map({ try Row($0) })
+        else { return nil }
+        let versions = chunk.rows.map(\.version)
+        chunk.rows = []
+        return (chunk, rows, versions)
+    }
+
+    @Test("2,000 random snapshot chunks read straight into Core rows give the converted message's rows; batches don't")
+    func coreChunks() throws {
+        var random = SplitMix64(seed: 11)
+        var chunks = 0
+        for _ in 0..<2_000 {
+            let message = Self.response(&random)
+            let bytes: [UInt8] = try message.serializedBytes()
+            let core = bytes.withUnsafeBytes { SyncResponseWireDecoding.coreSnapshotChunk($0) { ($0, $1) } }
+            guard case .snapshotChunk = message.kind else {
+                #expect(core == nil, "a batch read as a chunk: \(message)")
+                continue
+            }
+            chunks += 1
+            let reference = Self.convertedChunk(bytes)
+            #expect(core != nil && reference != nil, "left to the slow path: \(message)")
+            guard let core, let reference else { continue }
+            #expect(core.chunk == reference.0)
+            #expect(core.rows.map(\.0) == reference.1)
+            #expect(core.rows.map(\.1) == reference.2)
+        }
+        #expect(chunks > 500)
+    }
+
+    @Test("a damaged snapshot chunk is read into Core rows as decoding and converting reads it, or left to them")
+    func damagedCoreChunks() throws {
+        var random = SplitMix64(seed: 13)
+        var handled = 0
+        for _ in 0..<3_000 {
+            var message = Self.response(&random)
+            if case .batch = message.kind { continue }
+            if Int.random(in: 0..<10, using: &random) == 0, !message.snapshotChunk.rows.isEmpty {
+                // A NaN: decodes, but does not convert.
+                message.snapshotChunk.rows[0].values["nan"] = .with { $0.doubleValue = .nan }
+            }
+            var bytes: [UInt8] = try message.serializedBytes()
+            guard !bytes.isEmpty else { continue }
+            switch Int.random(in: 0..<5, using: &random) {
+            case 0: bytes.removeLast(Int.random(in: 1...bytes.count, using: &random))
+            case 1: bytes[Int.random(in: 0..<bytes.count, using: &random)] ^= UInt8.random(in: 1...255, using: &random)
+            case 2: bytes += [0x08, 0x01]  // SyncResponse field 1 as a varint: a wire-type mismatch
+            case 3: break  // intact (with its NaN, if any)
+            default:
+                bytes.insert(
+                    UInt8.random(in: 0...255, using: &random), at: Int.random(in: 0..<bytes.count, using: &random))
+            }
+            guard let core = bytes.withUnsafeBytes({ SyncResponseWireDecoding.coreSnapshotChunk($0) { ($0, $1) } })
+            else { continue }
+            handled += 1
+            let reference = Self.convertedChunk(bytes)
+            #expect(reference != nil, "read straight what decoding and converting rejects: \(bytes)")
+            #expect(core.chunk == reference?.0 && core.rows.map(\.0) == reference?.1, "\(bytes)")
+        }
+        #expect(handled > 0)
+    }
+
     @Test("other messages, and the deserializer's answer to garbage")
     func others() throws {
         var welcome = Meridian_V1_SyncResponse()

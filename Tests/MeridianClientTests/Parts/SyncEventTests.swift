@@ -2,6 +2,7 @@
 
 import MeridianCore
 import MeridianProto
+import SwiftProtobuf
 import Testing
 
 @testable import MeridianClient
@@ -92,6 +93,41 @@ struct SyncEventTests {
             Issue.record("an empty message is not unknown")
             return
         }
+    }
+
+    @Test("the stream's deserializer gives a snapshot chunk the event converting its message gives")
+    func deserializedChunk() throws {
+        var chunk = Meridian_V1_SnapshotChunk()
+        chunk.subscriptionID = "s"
+        chunk.epoch = 4
+        chunk.seq = 12
+        chunk.chunkIndex = 2
+        chunk.last = true
+        chunk.resnapshot = true
+        chunk.rows = [
+            Meridian_V1_Row(point("a", "Alpha", 1), version: 3), Meridian_V1_Row(point("b", "", 2), version: 1),
+            Meridian_V1_Row(Row(id: "c"), version: 9),
+        ]
+        let response = self.response(.snapshotChunk(chunk))
+        let message = try SyncMessageDeserializer().deserialize(try response.serializedBytes() as [UInt8])
+        guard case .event(.snapshotChunk(let straight)) = message,
+            case .snapshotChunk(let converted) = try SyncEvent(response)
+        else {
+            Issue.record("not read straight into an event: \(message)")
+            return
+        }
+        #expect(straight == converted)
+        #expect(straight.rows.count == 3)
+
+        // Anything else is the message, converted as before.
+        var welcome = Meridian_V1_SyncResponse()
+        welcome.welcome.seq = 7
+        let other = try SyncMessageDeserializer().deserialize(try welcome.serializedBytes() as [UInt8])
+        guard case .response(let decoded) = other else {
+            Issue.record("a welcome read as an event")
+            return
+        }
+        #expect(decoded == welcome)
     }
 
     @Test("a row that does not decode refuses the whole message")

@@ -148,16 +148,21 @@ struct SyncConnection: Sendable {
 
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
-                    try await meridian.syncDecodingRowsByHand(
-                        options: options,
-                        requestProducer: { writer in
+                    try await client.bidirectionalStreaming(
+                        request: StreamingClientRequest<Meridian_V1_SyncRequest> { writer in
                             for await message in outbound { try await writer.write(message) }
                         },
+                        descriptor: Meridian_V1_Meridian.Method.Sync.descriptor,
+                        serializer: SyncRequestSerializer(),
+                        deserializer: SyncMessageDeserializer(),
+                        options: options,
                         onResponse: { response in
                             var first = true
                             for try await message in response.messages {
                                 lastHeard.set(.now)
-                                if first, case .welcome(let welcome)? = message.kind {
+                                if first, case .response(let response) = message,
+                                    case .welcome(let welcome)? = response.kind
+                                {
                                     first = false
                                     onEstablished()
                                     if let schema = await context.schema,

@@ -1,0 +1,48 @@
+// MARK: - SyncMessage: what the Sync stream's deserializer hands the connection
+//
+// A snapshot chunk is most of the bytes a new client receives: its rows are read straight into Core rows where the
+// message arrives (`SyncResponseWireDecoding.coreSnapshotChunk`), one map per row, instead of the generated message's
+// map and then Core's. Every other message — and a chunk with anything unusual — is the generated message, converted
+// by `SyncEvent.init(_:)` as before, which also says what is wrong with it.
+
+internal import GRPCCore
+internal import MeridianCore
+internal import MeridianProto
+
+/// One message of the Sync stream, decoded.
+enum SyncMessage: Sendable {
+    /// A snapshot chunk already in domain terms.
+    case event(SyncEvent)
+    /// Any other message, to convert.
+    case response(Meridian_V1_SyncResponse)
+}
+
+/// The Sync stream's deserializer: snapshot chunks straight to ``SyncEvent``, the rest as generated messages (batches
+/// by hand, others through swift-protobuf: ``SyncResponseDeserializer``).
+struct SyncMessageDeserializer: MessageDeserializer {
+    func deserialize<Bytes: GRPCContiguousBytes>(_ serializedMessageBytes: Bytes) throws -> SyncMessage {
+        let chunk = serializedMessageBytes.withUnsafeBytes { bytes in
+            SyncResponseWireDecoding.coreSnapshotChunk(bytes, makeRow: VersionedRow.init(row:version:))
+        }
+        if let (chunk, rows) = chunk {
+            return .event(
+                .snapshotChunk(
+                    SyncEvent.SnapshotChunk(
+                        subscriptionID: chunk.subscriptionID, epoch: chunk.epoch, seq: chunk.seq,
+                        index: chunk.chunkIndex, isLast: chunk.last, resnapshot: chunk.resnapshot, rows: rows)))
+        }
+        return .response(try SyncResponseDeserializer().deserialize(serializedMessageBytes))
+    }
+}
+
+extension SyncEvent {
+    /// The event of a decoded message.
+    ///
+    /// - Throws: ``ClientError`` `malformedRequest` when a row does not decode (see ``init(_:)``).
+    init(_ message: SyncMessage) throws(ClientError) {
+        switch message {
+        case .event(let event): self = event
+        case .response(let response): self = try SyncEvent(response)
+        }
+    }
+}
