@@ -48,8 +48,31 @@ package enum SyncResponseWireDecoding {
     }
 
     static func batch(_ bytes: UnsafeRawBufferPointer) -> Meridian_V1_Batch? {
+        guard let (header, deltas) = self.batch(bytes, row: self.row) else { return nil }
+        var batch = header
+        batch.deltas = deltas.map { part in
+            var delta = part.delta
+            delta.entered = part.entered
+            delta.updated = part.updated.map { row, changed in
+                var update = Meridian_V1_RowUpdate()
+                if let row { update.row = row }
+                update.changed = changed
+                return update
+            }
+            return delta
+        }
+        return batch
+    }
+
+    /// A `Batch`'s fields (its `deltas` left empty) and its deltas' parts, each row read by `decodeRow`; `nil` for
+    /// anything unusual, as `decodeRow` says for a row.
+    @inline(__always)
+    static func batch<Decoded>(_ bytes: UnsafeRawBufferPointer, row decodeRow: (UnsafeRawBufferPointer) -> Decoded?)
+        -> (Meridian_V1_Batch, [DeltaParts<Decoded>])?
+    {
         var reader = Reader(bytes)
         var batch = Meridian_V1_Batch()
+        var deltas: [DeltaParts<Decoded>] = []
         while !reader.atEnd {
             guard let (field, wireType) = reader.tag() else { return nil }
             switch (field, wireType) {
@@ -57,8 +80,10 @@ package enum SyncResponseWireDecoding {
                 guard let seq = reader.varint() else { return nil }
                 batch.seq = Int64(bitPattern: seq)
             case (2, 2):
-                guard let body = reader.lengthDelimited(), let delta = self.delta(body) else { return nil }
-                batch.deltas.append(delta)
+                guard let body = reader.lengthDelimited(), let delta = self.delta(body, row: decodeRow) else {
+                    return nil
+                }
+                deltas.append(delta)
             case (3, 0):
                 guard let flag = reader.varint() else { return nil }
                 batch.continued = flag != 0
@@ -66,41 +91,54 @@ package enum SyncResponseWireDecoding {
                 return nil
             }
         }
-        return batch
+        return (batch, deltas)
     }
 
-    static func delta(_ bytes: UnsafeRawBufferPointer) -> Meridian_V1_SubscriptionDelta? {
-        var reader = Reader(bytes)
+    /// A `SubscriptionDelta` read apart: its scalar fields and `left` (in `delta`, whose `entered` and `updated` stay
+    /// empty), its entered rows, and its updates (the row, `nil` when the update carries none, and the changed names).
+    struct DeltaParts<Decoded> {
         var delta = Meridian_V1_SubscriptionDelta()
+        var entered: [Decoded] = []
+        var updated: [(Decoded?, [String])] = []
+    }
+
+    @inline(__always)
+    static func delta<Decoded>(_ bytes: UnsafeRawBufferPointer, row decodeRow: (UnsafeRawBufferPointer) -> Decoded?)
+        -> DeltaParts<Decoded>?
+    {
+        var reader = Reader(bytes)
+        var parts = DeltaParts<Decoded>()
         while !reader.atEnd {
             guard let (field, wireType) = reader.tag() else { return nil }
             switch (field, wireType) {
             case (1, 2):
                 guard let id = reader.string() else { return nil }
-                delta.subscriptionID = id
+                parts.delta.subscriptionID = id
             case (2, 2):
-                guard let body = reader.lengthDelimited(), let row = self.row(body) else { return nil }
-                delta.entered.append(row)
+                guard let body = reader.lengthDelimited(), let row = decodeRow(body) else { return nil }
+                parts.entered.append(row)
             case (3, 2):
                 guard let id = reader.string() else { return nil }
-                delta.left.append(id)
+                parts.delta.left.append(id)
             case (4, 2):
-                guard let body = reader.lengthDelimited(), let update = self.rowUpdate(body) else { return nil }
-                delta.updated.append(update)
+                guard let body = reader.lengthDelimited(), let update = self.rowUpdate(body, row: decodeRow) else {
+                    return nil
+                }
+                parts.updated.append(update)
             case (5, 0):
                 guard let flag = reader.varint() else { return nil }
-                delta.replaced = flag != 0
+                parts.delta.replaced = flag != 0
             case (6, 0):
                 guard let epoch = reader.varint() else { return nil }
-                delta.epoch = UInt32(truncatingIfNeeded: epoch)
+                parts.delta.epoch = UInt32(truncatingIfNeeded: epoch)
             case (7, 0):
                 guard let flag = reader.varint() else { return nil }
-                delta.snapshot = flag != 0
+                parts.delta.snapshot = flag != 0
             default:
                 return nil
             }
         }
-        return delta
+        return parts
     }
 
     static func snapshotChunk(_ bytes: UnsafeRawBufferPointer) -> Meridian_V1_SnapshotChunk? {
@@ -150,25 +188,31 @@ package enum SyncResponseWireDecoding {
         return (chunk, rows)
     }
 
-    static func rowUpdate(_ bytes: UnsafeRawBufferPointer) -> Meridian_V1_RowUpdate? {
+    /// A `RowUpdate`: its row (`nil` when it carries none) read by `decodeRow`, and its changed names.
+    @inline(__always)
+    static func rowUpdate<Decoded>(
+        _ bytes: UnsafeRawBufferPointer, row decodeRow: (UnsafeRawBufferPointer) -> Decoded?
+    ) -> (Decoded?, [String])? {
         var reader = Reader(bytes)
-        var update = Meridian_V1_RowUpdate()
-        var hasRow = false
+        var row: Decoded?
+        var changed: [String] = []
         while !reader.atEnd {
             guard let (field, wireType) = reader.tag() else { return nil }
             switch (field, wireType) {
             case (1, 2):
-                guard !hasRow, let body = reader.lengthDelimited(), let row = self.row(body) else { return nil }
-                update.row = row
-                hasRow = true
+                // Set twice, protobuf would merge the two: left to swift-protobuf.
+                guard row == nil, let body = reader.lengthDelimited(), let decoded = decodeRow(body) else {
+                    return nil
+                }
+                row = decoded
             case (2, 2):
                 guard let name = reader.string() else { return nil }
-                update.changed.append(name)
+                changed.append(name)
             default:
                 return nil
             }
         }
-        return update
+        return (row, changed)
     }
 
     static func row(_ bytes: UnsafeRawBufferPointer) -> Meridian_V1_Row? {
@@ -216,6 +260,44 @@ package enum SyncResponseWireDecoding {
         return (id, version, values)
     }
 
+    /// A batch whose rows are read straight into Core rows, each made into the caller's type by `makeRow` (with its
+    /// version), as ``coreSnapshotChunk(_:makeRow:)`` does for a chunk: the batch's fields (its `deltas` empty) and,
+    /// per delta, its fields (`entered` and `updated` empty), entered rows and updated rows. `nil` for any other
+    /// message or anything unusual, an update without a row included.
+    package static func coreBatch<CoreRow>(
+        _ bytes: UnsafeRawBufferPointer, makeRow: (Row, Int64) -> CoreRow
+    ) -> (
+        batch: Meridian_V1_Batch,
+        deltas: [(delta: Meridian_V1_SubscriptionDelta, entered: [CoreRow], updated: [CoreRow])]
+    )? {
+        var reader = Reader(bytes)
+        // Exactly one field: the batch (field 3 of the `kind` oneof).
+        guard let (field, wireType) = reader.tag(), field == 3, wireType == 2, let body = reader.lengthDelimited(),
+            reader.atEnd,
+            let (batch, parts) = self.batch(body, row: { self.coreRow($0, makeRow: makeRow) })
+        else { return nil }
+        var deltas: [(delta: Meridian_V1_SubscriptionDelta, entered: [CoreRow], updated: [CoreRow])] = []
+        deltas.reserveCapacity(parts.count)
+        for part in parts {
+            var updated: [CoreRow] = []
+            updated.reserveCapacity(part.updated.count)
+            for (row, _) in part.updated {
+                guard let row else { return nil }
+                updated.append(row)
+            }
+            deltas.append((part.delta, part.entered, updated))
+        }
+        return (batch, deltas)
+    }
+
+    /// A `Row` read straight into a Core row and made into the caller's type; `nil` for anything unusual.
+    @inline(__always)
+    static func coreRow<CoreRow>(_ bytes: UnsafeRawBufferPointer, makeRow: (Row, Int64) -> CoreRow) -> CoreRow? {
+        self.row(bytes, missing: Value.null, value: ApplyRequestWireDecoding.coreValue).map {
+            makeRow(Row(id: $0.id, values: $0.values), $0.version)
+        }
+    }
+
     /// A snapshot chunk whose rows are read straight into Core rows, each made into the caller's type by `makeRow`
     /// (with its version): one map per row, where the generated message's map and then Core's took two. `nil` for
     /// any other message or anything unusual (a NaN double included): the caller then decodes it with ``decode(_:)``
@@ -228,11 +310,7 @@ package enum SyncResponseWireDecoding {
         guard let (field, wireType) = reader.tag(), field == 2, wireType == 2, let body = reader.lengthDelimited(),
             reader.atEnd
         else { return nil }
-        return self.snapshotChunk(body) { rowBytes in
-            self.row(rowBytes, missing: Value.null, value: ApplyRequestWireDecoding.coreValue).map {
-                makeRow(Row(id: $0.id, values: $0.values), $0.version)
-            }
-        }
+        return self.snapshotChunk(body) { self.coreRow($0, makeRow: makeRow) }
     }
 
     /// How many length-delimited fields numbered `field` a message's bytes hold (a map's entries), read quickly:

@@ -119,6 +119,29 @@ struct SyncEventTests {
         #expect(straight == converted)
         #expect(straight.rows.count == 3)
 
+        // A batch too.
+        var delta = Meridian_V1_SubscriptionDelta()
+        delta.subscriptionID = "s"
+        delta.epoch = 2
+        delta.snapshot = true
+        delta.left = ["gone"]
+        delta.entered = [Meridian_V1_Row(point("a", "Alpha", 1), version: 3)]
+        delta.updated = [Meridian_V1_RowUpdate(point("b", "Bravo", 2), version: 5, changed: ["title"])]
+        var batch = Meridian_V1_Batch()
+        batch.seq = 9
+        batch.continued = true
+        batch.deltas = [delta, Meridian_V1_SubscriptionDelta()]
+        let batchResponse = self.response(.batch(batch))
+        let batchMessage = try SyncMessageDeserializer().deserialize(try batchResponse.serializedBytes() as [UInt8])
+        guard case .event(.batch(let straightBatch)) = batchMessage,
+            case .batch(let convertedBatch) = try SyncEvent(batchResponse)
+        else {
+            Issue.record("not read straight into an event: \(batchMessage)")
+            return
+        }
+        #expect(straightBatch == convertedBatch)
+        #expect(straightBatch.deltas.count == 2 && straightBatch.continued)
+
         // Anything else is the message, converted as before.
         var welcome = Meridian_V1_SyncResponse()
         welcome.welcome.seq = 7
