@@ -188,6 +188,32 @@ extension LiveResultsTests {
         print("LiveResults random \(configuration): \(seen)")
     }
 
+    @Test("a batch into results that matched nothing gives what inserting its rows one by one gives", arguments: 0..<4)
+    func firstLoadBatches(configurationIndex: Int) throws {
+        let configuration = Self.configurations[configurationIndex]
+        let seed = SplitMix64.seedFromEnvironment() &+ UInt64(configurationIndex)
+        var generator = Generator(seed: seed, idCount: 45)
+        var shortcuts = 0
+        for index in 0..<500 {
+            var results = try Self.results(
+                configuration.predicate, order: configuration.order, sectionKey: configuration.sectionKey,
+                limit: configuration.limit)
+            // Sometimes rows that all fail the predicate first: the results still match nothing.
+            if index % 5 == 0 { _ = results.apply(generator.batch(over: [:])) }
+            let before = results.snapshot
+            var oneByOne = results
+            let batch = (0..<generator.int(1...4)).flatMap { _ in generator.batch(over: [:]) }
+            if results.matchingCount == 0 { shortcuts += 1 }
+            let changes = results.apply(batch)
+            let expected = oneByOne.applyOneByOne(batch)
+            let context = "MERIDIAN_SEED=\(seed &- UInt64(configurationIndex)) \(configuration) case \(index)"
+            try #require(results.snapshot == oneByOne.snapshot, "\(context): results differ")
+            try #require(changes == expected, "\(context): \(changes)\nnot\n\(expected)\nbatch: \(batch)")
+            try changes.validate(old: before, new: results.snapshot)
+        }
+        #expect(shortcuts > 300)
+    }
+
     /// Only rows the batch changed move or update; a batch of no-ops changes nothing.
     static func checkMinimality(
         _ changes: ChangeSet<Row>,
