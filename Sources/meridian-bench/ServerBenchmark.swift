@@ -101,10 +101,14 @@ enum ServerBenchmark {
     /// `distinct` or `on`, the rules table's cases) runs one case once, for profiling; `rules` runs the rules table;
     /// `writers[:N[:pW]]` the many-small-writers case (8 writers, or N; each pipelining W unanswered with `pW`);
     /// `writer:ROWS` runs the writer alone (same store, same transactions, no server): the bound on the
-    /// throughput cases with a single sequential writer.
+    /// throughput cases with a single sequential writer; `commit:RATE` the latency cases' writer alone, with the
+    /// p50 and p99 of its commits.
     static func runOnly(_ spec: String) async throws {
         let parts = spec.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
         if parts.count == 2, parts[0] == "writer", let rows = Int(parts[1]) { return try await self.writerOnly(rows) }
+        if parts.count == 2, parts[0] == "commit", let rate = Int(parts[1]), rate > 0 {
+            return try await self.commitLatency(rate: rate)
+        }
         if parts[0] == "writers" {
             let writers = parts.count > 1 ? Int(parts[1]) ?? StoreBenchmark.writers : StoreBenchmark.writers
             let window = parts.count > 2 && parts[2].hasPrefix("p") ? Int(parts[2].dropFirst()) : nil
@@ -146,6 +150,30 @@ enum ServerBenchmark {
             "last row s", String(format: "%.2f", figure.seconds),
             "process cpu s", String(format: "%.2f", cpu.result.cpu),
             "cpu µs/delivered row", String(format: "%.1f", cpu.result.cpu / delivered * 1e6))
+    }
+
+    /// The latency cases' writer alone: 1-row commits at `rate` commits/s for 2 s into the same kind of store, no
+    /// server, no client; p50 and p99 of each `Store.apply` (a durable commit), in ms — the part of the commit→client
+    /// latency that no transport can take away.
+    static func commitLatency(rate: Int) async throws {
+        let store = try Store.temporary(schema: schema(), logger: logger)
+        let commits = self.commits(rowsPerCommit: 1, rate: rate)
+        var samples: [Double] = []
+        samples.reserveCapacity(commits)
+        let interval = Duration.seconds(1) / rate
+        var deadline = ContinuousClock.now
+        for index in 0..<commits {
+            deadline += interval
+            try await Task.sleep(until: deadline, clock: .continuous)
+            let start = ContinuousClock.now
+            try await self.write(store, index: index, stamp: self.now(), rows: 1)
+            let elapsed = ContinuousClock.now - start
+            samples.append(Double(elapsed.components.seconds) * 1e3 + Double(elapsed.components.attoseconds) / 1e15)
+        }
+        samples.sort()
+        print(
+            "commit:\(rate)", "commits", commits, "p50", ms(samples[samples.count / 2]), "p99",
+            ms(samples[min(samples.count - 1, samples.count * 99 / 100)]), "max", ms(samples.last))
     }
 
     /// The writer of the throughput cases alone: `commits × rows` inserts, one `Store.apply` at a time.
