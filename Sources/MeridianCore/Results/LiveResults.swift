@@ -64,6 +64,8 @@ public struct LiveResults: Sendable {
     let sectionDirection: Int
     /// The attributes compared, most significant first, ending with the id.
     let sortKeys: [SortKey]
+    /// For each sort key, whether it is the id (compared as the rows' ids directly, not as values looked up by name).
+    let sortKeyIsID: [Bool]
 
     /// Every matching row, in order (the window is a prefix of it).
     var tree: OrderStatisticTree<Row>
@@ -111,6 +113,7 @@ public struct LiveResults: Sendable {
 
         let keys = order.effectiveDescriptors
         self.sortKeys = keys
+        self.sortKeyIsID = keys.map { $0.attribute == EntitySchema.idAttribute }
         let compareRows: @Sendable (Row, Row) -> Int = { a, b in
             for key in keys {
                 let c = Value.compare(a[key.attribute], b[key.attribute])
@@ -322,10 +325,15 @@ public struct LiveResults: Sendable {
     /// a search then reads only the other rows' attributes.
     func ordering(of row: Row) -> (Row) -> Int {
         let keys = self.sortKeys
+        let isID = self.sortKeyIsID
         let values = keys.map { row[$0.attribute] }
+        let id = row.id
+        // `other[name]` would compare the name with "id" and wrap the id in a value at every step of a tree descent.
         return { other in
             for i in keys.indices {
-                let c = Value.compare(values[i], other[keys[i].attribute])
+                let c =
+                    isID[i]
+                    ? id.utf8Compare(other.id) : Value.compare(values[i], other.values[keys[i].attribute] ?? .null)
                 if c != 0 { return keys[i].ascending ? c : -c }
             }
             return 0
