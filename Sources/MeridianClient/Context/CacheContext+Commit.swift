@@ -15,7 +15,8 @@ extension CacheContext {
     func effectiveRow(_ id: String, in subscription: SubscriptionState) -> Row? {
         let isMember = subscription.members.contains(id)
         let key = RowKey(entity: subscription.entity, id: id)
-        guard self.writes.isPending(key) else {
+        // Nothing pending at all: no key to hash and look up.
+        guard !self.writes.overlay.isEmpty, self.writes.isPending(key) else {
             return isMember ? self.replica.serverRow(subscription.entity, id) : nil
         }
         let row = self.writes.pendingRow(

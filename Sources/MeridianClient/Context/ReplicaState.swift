@@ -151,7 +151,10 @@ struct ReplicaState: Sendable {
                 id, default: CachedRow(row: row.row, version: row.version, references: 0, seq: seq)],
             with: row, seq: seq, isNewMember: isNewMember)
         if changed { self.recordRow(entity, id) }
-        if isNewMember, !work.resets.contains(subscriptionID) { work.affected[subscriptionID, default: []].insert(id) }
+        // A changed row is touched for every subscription of its entity, this one included.
+        if isNewMember, !changed, !work.resets.contains(subscriptionID) {
+            work.affected[subscriptionID, default: []].insert(id)
+        }
         if changed { self.touch(entity, id, work: &work) }
     }
 
