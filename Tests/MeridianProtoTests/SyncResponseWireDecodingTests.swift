@@ -75,6 +75,19 @@ import Testing
         return response
     }
 
+    /// Damages a message's bytes one way, at random: truncated, a byte flipped, a trailing field of the wrong wire type,
+    /// a byte inserted — or, with `sometimesIntact`, left as they are.
+    static func damage(_ bytes: inout [UInt8], _ random: inout SplitMix64, sometimesIntact: Bool = false) {
+        switch Int.random(in: 0..<(sometimesIntact ? 5 : 4), using: &random) {
+        case 0: bytes.removeLast(Int.random(in: 1...bytes.count, using: &random))
+        case 1: bytes[Int.random(in: 0..<bytes.count, using: &random)] ^= UInt8.random(in: 1...255, using: &random)
+        case 2: bytes += [0x08, 0x01]  // SyncResponse field 1 as a varint: a wire-type mismatch
+        case 3 where sometimesIntact: break
+        default:
+            bytes.insert(UInt8.random(in: 0...255, using: &random), at: Int.random(in: 0..<bytes.count, using: &random))
+        }
+    }
+
     @Test("2,000 random batches and snapshot chunks decode by hand to swift-protobuf's message")
     func wellFormed() throws {
         var random = SplitMix64(seed: 3)
@@ -94,14 +107,7 @@ import Testing
         for _ in 0..<3_000 {
             var bytes: [UInt8] = try Self.response(&random).serializedBytes()
             guard !bytes.isEmpty else { continue }
-            switch Int.random(in: 0..<4, using: &random) {
-            case 0: bytes.removeLast(Int.random(in: 1...bytes.count, using: &random))
-            case 1: bytes[Int.random(in: 0..<bytes.count, using: &random)] ^= UInt8.random(in: 1...255, using: &random)
-            case 2: bytes += [0x08, 0x01]  // SyncResponse field 1 as a varint: a wire-type mismatch
-            default:
-                bytes.insert(
-                    UInt8.random(in: 0...255, using: &random), at: Int.random(in: 0..<bytes.count, using: &random))
-            }
+            Self.damage(&bytes, &random)
             let reference = try? Meridian_V1_SyncResponse(serializedBytes: bytes)
             guard let decoded = bytes.withUnsafeBytes({ SyncResponseWireDecoding.decodeRows($0) }) else { continue }
             handled += 1
@@ -218,14 +224,7 @@ import Testing
             guard case .batch = message.kind else { continue }
             var bytes: [UInt8] = try message.serializedBytes()
             guard !bytes.isEmpty else { continue }
-            switch Int.random(in: 0..<4, using: &random) {
-            case 0: bytes.removeLast(Int.random(in: 1...bytes.count, using: &random))
-            case 1: bytes[Int.random(in: 0..<bytes.count, using: &random)] ^= UInt8.random(in: 1...255, using: &random)
-            case 2: bytes += [0x08, 0x01]  // SyncResponse field 1 as a varint: a wire-type mismatch
-            default:
-                bytes.insert(
-                    UInt8.random(in: 0...255, using: &random), at: Int.random(in: 0..<bytes.count, using: &random))
-            }
+            Self.damage(&bytes, &random)
             guard let core = bytes.withUnsafeBytes({ SyncResponseWireDecoding.coreBatch($0) { ($0, $1) } }) else {
                 continue
             }
@@ -250,15 +249,7 @@ import Testing
             }
             var bytes: [UInt8] = try message.serializedBytes()
             guard !bytes.isEmpty else { continue }
-            switch Int.random(in: 0..<5, using: &random) {
-            case 0: bytes.removeLast(Int.random(in: 1...bytes.count, using: &random))
-            case 1: bytes[Int.random(in: 0..<bytes.count, using: &random)] ^= UInt8.random(in: 1...255, using: &random)
-            case 2: bytes += [0x08, 0x01]  // SyncResponse field 1 as a varint: a wire-type mismatch
-            case 3: break  // intact (with its NaN, if any)
-            default:
-                bytes.insert(
-                    UInt8.random(in: 0...255, using: &random), at: Int.random(in: 0..<bytes.count, using: &random))
-            }
+            Self.damage(&bytes, &random, sometimesIntact: true)  // intact: with its NaN, if any
             guard let core = bytes.withUnsafeBytes({ SyncResponseWireDecoding.coreSnapshotChunk($0) { ($0, $1) } })
             else { continue }
             handled += 1
