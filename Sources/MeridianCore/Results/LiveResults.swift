@@ -255,27 +255,13 @@ public struct LiveResults: Sendable {
     @discardableResult
     package mutating func reset(uniqueRows rows: [Row]) -> ChangeSet<Row> {
         let before = self.snapshot
-        // Sort on extracted key values: no dictionary lookups inside the O(n log n) comparisons.
-        let keys = self.sortKeys
-        var matching: [(keys: [Value], row: Row)] = []
-        matching.reserveCapacity(rows.count)
-        for row in rows where self.predicate.evaluate(row) {
-            matching.append((keys: keys.map { row[$0.attribute] }, row: row))
-        }
-        matching.sort { a, b in
-            for i in keys.indices {
-                let c = Value.compare(a.keys[i], b.keys[i])
-                if c != 0 { return keys[i].ascending ? c < 0 : c > 0 }
-            }
-            return false
-        }
-
+        let ordered = self.sorted(rows.filter { self.predicate.evaluate($0) })
         self.tree.removeAll()
         self.slots = [:]
-        self.slots.reserveCapacity(matching.count)
+        self.slots.reserveCapacity(ordered.count)
         self.sectionValues.removeAll()
         self.sectionCounts = [:]
-        for (_, row) in matching {
+        for row in ordered {
             guard self.slots.updateValue(self.tree.append(row), forKey: row.id) == nil else {
                 preconditionFailure("reset(uniqueRows:) was given id \(row.id) twice")
             }
@@ -287,6 +273,31 @@ public struct LiveResults: Sendable {
         } catch {
             preconditionFailure("results never repeat an id or a section: \(error)")
         }
+    }
+
+    /// Rows in the results' order.
+    private func sorted(_ rows: [Row]) -> [Row] {
+        let keys = self.sortKeys
+        // Ordered by id alone (no sort given): the ids compared directly, no key values to extract.
+        if keys.count == 1, self.sortKeyIsID[0] {
+            let ascending = keys[0].ascending
+            return rows.sorted { a, b in
+                let c = a.id.utf8Compare(b.id)
+                return ascending ? c < 0 : c > 0
+            }
+        }
+        // Sorted on extracted key values: no dictionary lookups inside the O(n log n) comparisons.
+        var keyed: [(keys: [Value], row: Row)] = []
+        keyed.reserveCapacity(rows.count)
+        for row in rows { keyed.append((keys: keys.map { row[$0.attribute] }, row: row)) }
+        keyed.sort { a, b in
+            for i in keys.indices {
+                let c = Value.compare(a.keys[i], b.keys[i])
+                if c != 0 { return keys[i].ascending ? c < 0 : c > 0 }
+            }
+            return false
+        }
+        return keyed.map(\.row)
     }
 
     /// The bytes the engine's own structures hold (tree, id index, sections), by capacity; the rows' ids and
