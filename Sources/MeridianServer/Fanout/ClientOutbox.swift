@@ -18,7 +18,7 @@ internal import Synchronization
 
 /// Part of a client's queue: a message built once, a batch (shared or merged), or a snapshot to cut into chunks.
 enum OutboxItem: Sendable {
-    case message(Meridian_V1_SyncResponse)
+    indirect case message(Meridian_V1_SyncResponse)
     case batch(QueuedBatch)
     case snapshot(QueuedSnapshot)
 }
@@ -576,8 +576,17 @@ final class ClientOutbox: Sendable {
         waiter?.resume(returning: item)
     }
 
+    /// Ends the queue: the writer sends what is queued, then stops.
+    ///
+    /// Not `finish(with: nil)` at the call site: an optional `SyncResponse` (about a kilobyte, its messages inline)
+    /// would take that room in an async caller's frame, which a stream's writer keeps for as long as the stream lives.
+    @inline(never)
+    func finish() {
+        self.finish(with: nil)
+    }
+
     /// Queues a final message and ends the queue: the writer sends what is queued, then the message, then stops.
-    func finish(with message: Meridian_V1_SyncResponse? = nil) {
+    func finish(with message: Meridian_V1_SyncResponse?) {
         let waiter = self.state.withLock { state -> CheckedContinuation<OutboxItem?, Never>? in
             if state.finished { return nil }
             var waiter: CheckedContinuation<OutboxItem?, Never>? = nil
@@ -626,6 +635,7 @@ final class ClientOutbox: Sendable {
     var failure: RPCError? { self.state.withLock { $0.failure } }
 
     /// The next item to write, waiting for one; `nil` once the queue is finished and empty (or the task cancelled).
+    @inline(never)
     func next() async -> OutboxItem? {
         if let item = self.state.withLock({ $0.popFirst() }) { return item }
         return await withTaskCancellationHandler {

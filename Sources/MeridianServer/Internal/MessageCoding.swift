@@ -7,7 +7,7 @@ internal import SwiftProtobuf
 
 /// A message on a `Sync` response stream: built for this client, or bytes encoded once and shared.
 enum SyncOutbound: Sendable {
-    case message(Meridian_V1_SyncResponse)
+    indirect case message(Meridian_V1_SyncResponse)
     case encoded([UInt8])
 }
 

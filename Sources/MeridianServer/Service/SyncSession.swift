@@ -7,10 +7,13 @@ internal import MeridianAuth
 internal import MeridianCore
 internal import MeridianProto
 internal import MeridianStore
+internal import NIOCore
+internal import NIOPosix
 
 /// One `Sync` stream: reads the client's requests, registers its subscriptions with the hub, reads their bases from
-/// the store, and writes its queue to the stream — three child tasks, so a stream that is slow to write never stops
-/// the others, and the hub never waits for any of them.
+/// the store, and writes its queue to the stream — three child tasks (a fourth watches a caller's credential expire),
+/// so a stream that is slow to write never stops the others, and the hub never waits for any of them. What an idle
+/// stream costs is mostly these tasks and their frames: see "The stream's long-lived loops" below.
 struct SyncSession {
     let service: MeridianService
     /// Who opened the stream (`nil`: anonymous, on a server without authentication); a refresh replaces it.
@@ -25,7 +28,7 @@ struct SyncSession {
     }
 
     private enum Ended: Sendable {
-        case writer, reader, jobs, helloTimer, expiry
+        case writer, reader, jobs, expiry
     }
 
     func run(
@@ -48,35 +51,30 @@ struct SyncSession {
             if let id = clientID.value { hub.disconnect(id) }
             self.access.releaseSubscriptions(quotas: self.service.accessControl.quotas)
         }
+        // An open stream that never says Hello costs a socket and its tasks: it fails after `helloTimeout`. A timer on
+        // an event loop, cancelled by the Hello: a task sleeping out the timeout held ~2 KiB per stream that did say
+        // Hello, for the whole timeout.
         let helloTimeout = self.service.configuration.helloTimeout
+        let helloTimer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(
+            in: .nanoseconds(helloTimeout.nanoseconds)
+        ) {
+            guard !helloReceived.value else { return }
+            outbox.fail(
+                with: RPCError(
+                    Meridian_V1_ErrorDetail(
+                        .limitExceeded,
+                        "no Hello within \(helloTimeout.spoken) of opening the stream (--hello-timeout)")))
+        }
+        defer { helloTimer.cancel() }
 
         try await withThrowingTaskGroup(of: Ended.self) { group in
             group.addTask {
-                // However the writer ends (the client gone, the call cancelled), the queue ends with it: a snapshot
-                // streaming into it stops at once instead of waiting for room (and holding a store reader).
-                defer { outbox.finish() }
-                while let item = await outbox.next() {
-                    try await self.write(item, to: writer, chunkBytes: chunkBytes.value, batchBytes: batchBytes.value)
-                }
-                // The hub ended the queue with an error (the fan-out stopped): the stream ends with it.
-                if let failure = outbox.failure { throw failure }
+                try await self.writeLoop(outbox: outbox, to: writer, chunkBytes: chunkBytes, batchBytes: batchBytes)
                 return .writer
             }
             group.addTask {
-                // One at a time, each in a task of its own (see `inChildTask`).
-                for await pending in jobs { try await inChildTask { await hub.read(pending) } }
+                try await Self.runJobs(jobs, hub: hub)
                 return .jobs
-            }
-            group.addTask {
-                // An open stream that never says Hello costs a socket and a task: it ends after `helloTimeout`.
-                try await Task.sleep(for: helloTimeout)
-                guard helloReceived.value else {
-                    throw RPCError(
-                        Meridian_V1_ErrorDetail(
-                            .limitExceeded,
-                            "no Hello within \(helloTimeout.spoken) of opening the stream (--hello-timeout)"))
-                }
-                return .helloTimer
             }
             if self.access.caller != nil {
                 group.addTask {
@@ -85,31 +83,9 @@ struct SyncSession {
                 }
             }
             group.addTask {
-                var client: Int? = nil
-                // The number of Subscribes read per id: the epoch every message about the subscription carries.
-                var epochs = Epochs()
-                // Hello and each later request are handled in a task of their own (see `inChildTask`).
-                for try await request in requests {
-                    if let id = client {
-                        epochs = try await inChildTask { [epochs] in
-                            var epochs = epochs
-                            try await self.handle(request, client: id, outbox: outbox, epochs: &epochs)
-                            return epochs
-                        }
-                    } else {
-                        helloReceived.set(true)
-                        let id: Int
-                        (id, epochs) = try await inChildTask { [epochs] in
-                            var epochs = epochs
-                            let id = try await self.open(
-                                request, outbox: outbox, jobs: jobsContinuation, chunkBytes: chunkBytes,
-                                batchBytes: batchBytes, epochs: &epochs)
-                            return (id, epochs)
-                        }
-                        client = id
-                        clientID.set(id)
-                    }
-                }
+                try await self.readLoop(
+                    requests, outbox: outbox, jobs: jobsContinuation, chunkBytes: chunkBytes, batchBytes: batchBytes,
+                    clientID: clientID, helloReceived: helloReceived, helloTimer: helloTimer)
                 return .reader
             }
             while let ended = try await group.next() {
@@ -118,6 +94,83 @@ struct SyncSession {
                     break
                 }
             }
+        }
+    }
+
+    // MARK: - The stream's long-lived loops
+    //
+    // Each loop lives as long as the stream, in a task that keeps the deepest stack of async frames it ever reached
+    // (see `inChildTask`). Each is a function of its own, not inlined into its task's closure, and calls the work
+    // it waits on through functions of their own, so that what an idle stream keeps is each loop's own small frame.
+
+    /// Writes the queue to the stream until it ends; however it ends (the client gone, the call cancelled), the queue
+    /// ends with it: a snapshot streaming into it stops at once instead of waiting for room (and holding a reader).
+    @inline(never)
+    private func writeLoop(
+        outbox: ClientOutbox, to writer: RPCWriter<SyncOutbound>, chunkBytes: LockedValue<Int>,
+        batchBytes: LockedValue<Int?>
+    ) async throws {
+        defer { outbox.finish() }
+        while let item = await outbox.next() {
+            try await self.write(item, to: writer, chunkBytes: chunkBytes.value, batchBytes: batchBytes.value)
+        }
+        // The hub ended the queue with an error (the fan-out stopped): the stream ends with it.
+        if let failure = outbox.failure { throw failure }
+    }
+
+    /// Reads the subscriptions' bases the hub asks for, one at a time, each in a task of its own.
+    @inline(never)
+    private static func runJobs(_ jobs: AsyncStream<Int>, hub: Hub) async throws {
+        for await pending in jobs { try await inChildTask { await hub.read(pending) } }
+    }
+
+    /// Reads the client's requests: Hello first, then the rest, each handled in a task of its own.
+    @inline(never)
+    private func readLoop(
+        _ requests: RPCAsyncSequence<Meridian_V1_SyncRequest, any Error>, outbox: ClientOutbox,
+        jobs: AsyncStream<Int>.Continuation, chunkBytes: LockedValue<Int>, batchBytes: LockedValue<Int?>,
+        clientID: LockedValue<Int?>, helloReceived: LockedValue<Bool>, helloTimer: Scheduled<Void>
+    ) async throws {
+        var client: Int? = nil
+        // The number of Subscribes read per id: the epoch every message about the subscription carries.
+        var epochs = Epochs()
+        for try await request in requests {
+            if let id = client {
+                epochs = try await self.handleInChildTask(request, client: id, outbox: outbox, epochs: epochs)
+            } else {
+                helloReceived.set(true)
+                helloTimer.cancel()
+                let id: Int
+                (id, epochs) = try await self.openInChildTask(
+                    request, outbox: outbox, jobs: jobs, chunkBytes: chunkBytes, batchBytes: batchBytes,
+                    epochs: epochs)
+                client = id
+                clientID.set(id)
+            }
+        }
+    }
+
+    @inline(never)
+    private func handleInChildTask(
+        _ request: Meridian_V1_SyncRequest, client: Int, outbox: ClientOutbox, epochs: Epochs
+    ) async throws -> Epochs {
+        try await inChildTask {
+            var epochs = epochs
+            try await self.handle(request, client: client, outbox: outbox, epochs: &epochs)
+            return epochs
+        }
+    }
+
+    @inline(never)
+    private func openInChildTask(
+        _ request: Meridian_V1_SyncRequest, outbox: ClientOutbox, jobs: AsyncStream<Int>.Continuation,
+        chunkBytes: LockedValue<Int>, batchBytes: LockedValue<Int?>, epochs: Epochs
+    ) async throws -> (Int, Epochs) {
+        try await inChildTask {
+            var epochs = epochs
+            let id = try await self.open(
+                request, outbox: outbox, jobs: jobs, chunkBytes: chunkBytes, batchBytes: batchBytes, epochs: &epochs)
+            return (id, epochs)
         }
     }
 
@@ -289,6 +342,7 @@ struct SyncSession {
 
     /// Writes one queued item: a batch whole, or in parts of at most `batchBytes` when the client takes parts; a
     /// snapshot in chunks of at most `chunkBytes`.
+    @inline(never)
     private func write(
         _ item: OutboxItem, to writer: RPCWriter<SyncOutbound>, chunkBytes: Int, batchBytes: Int?
     ) async throws {
@@ -296,27 +350,40 @@ struct SyncSession {
         case .message(let message):
             try await writer.write(.message(message))
         case .batch(let batch):
-            if let batchBytes {
-                for part in batch.encoded(maxBytes: batchBytes) { try await writer.write(.encoded(part)) }
-            } else {
-                try await writer.write(.encoded(batch.encoded()))
-            }
-            if let committedAt = batch.committedAt {
-                // Wall clock against the log's committed_at (both this host's): a step of the clock skews one sample.
-                let micros = wallClockMicroseconds() - committedAt
-                self.service.metrics.commitToSend.recordNanoseconds(max(0, micros) * 1000)
-            }
+            try await self.writeBatch(batch, to: writer, batchBytes: batchBytes)
         case .snapshot(let snapshot):
-            // Encoded by hand, straight from the rows (DeltaWireEncoding), one chunk at a time.
-            let chunks = Chunking.ranges(snapshot.rows, maxBytes: chunkBytes)
-            for (i, range) in chunks.enumerated() {
-                let bytes = DeltaWireEncoding.snapshotChunkResponse(
-                    subscriptionID: snapshot.subscriptionID, seq: snapshot.seq,
-                    rows: snapshot.rows[range].lazy.map { ($0.row, $0.version) },
-                    last: snapshot.isLast && i == chunks.count - 1, resnapshot: snapshot.resnapshot,
-                    chunkIndex: snapshot.firstChunk + UInt32(i), epoch: snapshot.epoch)
-                try await writer.write(.encoded(bytes))
-            }
+            try await Self.writeSnapshot(snapshot, to: writer, chunkBytes: chunkBytes)
+        }
+    }
+
+    /// Writes a batch whole, or in parts of at most `batchBytes` when the client takes parts.
+    @inline(never)
+    private func writeBatch(_ batch: QueuedBatch, to writer: RPCWriter<SyncOutbound>, batchBytes: Int?) async throws {
+        if let batchBytes {
+            for part in batch.encoded(maxBytes: batchBytes) { try await writer.write(.encoded(part)) }
+        } else {
+            try await writer.write(.encoded(batch.encoded()))
+        }
+        if let committedAt = batch.committedAt {
+            // Wall clock against the log's committed_at (both this host's): a step of the clock skews one sample.
+            let micros = wallClockMicroseconds() - committedAt
+            self.service.metrics.commitToSend.recordNanoseconds(max(0, micros) * 1000)
+        }
+    }
+
+    /// Writes a snapshot encoded by hand, straight from the rows (DeltaWireEncoding), one chunk at a time.
+    @inline(never)
+    private static func writeSnapshot(
+        _ snapshot: QueuedSnapshot, to writer: RPCWriter<SyncOutbound>, chunkBytes: Int
+    ) async throws {
+        let chunks = Chunking.ranges(snapshot.rows, maxBytes: chunkBytes)
+        for (i, range) in chunks.enumerated() {
+            let bytes = DeltaWireEncoding.snapshotChunkResponse(
+                subscriptionID: snapshot.subscriptionID, seq: snapshot.seq,
+                rows: snapshot.rows[range].lazy.map { ($0.row, $0.version) },
+                last: snapshot.isLast && i == chunks.count - 1, resnapshot: snapshot.resnapshot,
+                chunkIndex: snapshot.firstChunk + UInt32(i), epoch: snapshot.epoch)
+            try await writer.write(.encoded(bytes))
         }
     }
 }

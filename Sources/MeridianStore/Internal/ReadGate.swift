@@ -17,6 +17,11 @@ final class ReadGate: Sendable {
         var available: Int
         var waiters: [Waiter] = []
         var nextID: UInt64 = 0
+        /// The timeout of each waiter that has one, cancelled when it gets its permit: a satisfied wait's timer would
+        /// otherwise sleep out the whole timeout, holding a task (about 2 KiB) per read that ever waited.
+        var timers: [UInt64: Task<Void, Never>] = [:]
+        /// Timer tasks not yet ended, cancelled or not (for tests).
+        var runningTimers = 0
     }
 
     /// How many reads may run at once.
@@ -53,29 +58,46 @@ final class ReadGate: Sendable {
                 return
             }
             if let timeout {
-                Task {
+                self.state.withLock { $0.runningTimers += 1 }
+                let timer = Task {
                     try? await Task.sleep(for: timeout)
                     self.expire(id)
+                    self.state.withLock { $0.runningTimers -= 1 }
                 }
+                let waiting = self.state.withLock { state -> Bool in
+                    guard state.waiters.contains(where: { $0.id == id }) else { return false }
+                    state.timers[id] = timer
+                    return true
+                }
+                if !waiting { timer.cancel() }
             }
         }
     }
 
     /// Gives a permit back: to the first waiter, if any.
     func release() {
-        let waiter = self.state.withLock { state -> Waiter? in
+        let (waiter, timer) = self.state.withLock { state -> (Waiter?, Task<Void, Never>?) in
             if state.waiters.isEmpty {
                 state.available += 1
-                return nil
+                return (nil, nil)
             }
-            return state.waiters.removeFirst()
+            let waiter = state.waiters.removeFirst()
+            return (waiter, state.timers.removeValue(forKey: waiter.id))
         }
+        timer?.cancel()
         waiter?.continuation.resume(returning: true)
     }
+
+    /// How many reads wait for a permit (for tests).
+    var waitingCount: Int { self.state.withLock { $0.waiters.count } }
+
+    /// How many timeouts are running: waiting for their time, or cancelled and not yet ended (for tests).
+    var runningTimerCount: Int { self.state.withLock { $0.runningTimers } }
 
     /// Ends a wait that ran out of time (if it is still waiting).
     private func expire(_ id: UInt64) {
         let waiter = self.state.withLock { state -> Waiter? in
+            state.timers[id] = nil
             guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
             return state.waiters.remove(at: index)
         }
