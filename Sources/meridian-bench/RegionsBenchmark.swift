@@ -78,10 +78,16 @@ enum RegionsBenchmark {
                 + "\(options.seconds) s through a meridian-server process; ceiling: the same with 10 clients")
         let few = try await self.measure(bin: bin, clients: min(10, options.clients), options)
         let many = try await self.measure(bin: bin, clients: options.clients, options)
+        let raw = try await self.measureRawIdle(clients: options.clients)
         printer.note(
             String(
                 format: "  10 clients: p50 %.2f ms, p99 %.2f ms; %d clients: p50 %.2f ms, p99 %.2f ms",
                 few.p50, few.p99, options.clients, many.p50, many.p99))
+        printer.note(
+            String(
+                format: "  server memory per idle client: %.1f KiB; raw gRPC per idle stream (a trivial service, "
+                    + "one stream per connection): %.1f KiB",
+                many.bytesPerClient / 1024, raw / 1024))
         return [
             BenchFigure(
                 bench: "server", name: "p99 commit to client, \(options.clients) clients on own regions",
@@ -89,6 +95,9 @@ enum RegionsBenchmark {
             BenchFigure(
                 bench: "server", name: "server memory per idle client, \(options.clients) clients",
                 value: many.bytesPerClient / 1024, unit: "KiB", ceiling: 64),
+            BenchFigure(
+                bench: "server", name: "server memory per idle client over raw gRPC's, \(options.clients) clients",
+                value: many.bytesPerClient / 1024, unit: "KiB", ceiling: raw / 1024),
         ]
     }
 
@@ -148,6 +157,60 @@ enum RegionsBenchmark {
             return Measured(
                 p50: percentile(0.5), p99: percentile(0.99),
                 bytesPerClient: Double(idle - before) / Double(clients))
+        }
+    }
+
+    /// The transport's own floor: the resident bytes per idle stream of a trivial gRPC server process
+    /// (`meridian-bench raw-server`, the raw service of the server cases), with `clients` connections each holding one
+    /// server-streaming call that has written its first message and waits for more.
+    static func measureRawIdle(clients: Int) async throws -> Double {
+        let (server, output) = try BulkBenchmark.start(CommandLine.arguments[0], ["raw-server"])
+        defer { BulkBenchmark.stop(server) }
+        let line = BulkBenchmark.readLine(output)
+        guard line.hasPrefix("listening on "), let port = Int(line.split(separator: ":").last ?? "") else {
+            throw BulkBenchmark.BenchError(description: "meridian-bench raw-server did not start (said '\(line)')")
+        }
+        let (readyStream, readyContinuation) = AsyncStream<Void>.makeStream()
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            let before = self.residentBytes(of: server.processIdentifier)
+            for _ in 0..<clients {
+                group.addTask {
+                    let transport = try HTTP2ClientTransport.Posix(
+                        target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext)
+                    try await withGRPCClient(transport: transport) { client in
+                        try await client.serverStreaming(
+                            request: ClientRequest(message: [UInt8]()), descriptor: RawService.method,
+                            serializer: BytesCoding(), deserializer: BytesCoding(), options: .defaults
+                        ) { response in
+                            for try await _ in response.messages { readyContinuation.yield() }
+                        }
+                    }
+                }
+            }
+            var ready = 0
+            for await _ in readyStream {
+                ready += 1
+                if ready == clients { break }
+            }
+            try await Task.sleep(for: .seconds(1))
+            let idle = self.residentBytes(of: server.processIdentifier)
+            group.cancelAll()
+            return Double(idle - before) / Double(clients)
+        }
+    }
+
+    /// Serves the raw service (`meridian-bench raw-server`) on 127.0.0.1, a port of the OS's choosing, until killed;
+    /// prints `listening on 127.0.0.1:PORT` first.
+    static func serveRaw() async throws {
+        let transport = HTTP2ServerTransport.Posix(
+            address: .ipv4(host: "127.0.0.1", port: 0), transportSecurity: .plaintext)
+        let server = GRPCServer(transport: transport, services: [RawService(broadcast: Broadcast())])
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await server.serve() }
+            let port = try await transport.listeningAddress.ipv4!.port
+            print("listening on 127.0.0.1:\(port)")
+            fflush(nil)
+            try await group.waitForAll()
         }
     }
 

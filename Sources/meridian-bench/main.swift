@@ -27,6 +27,8 @@ let benchmarks: [String: @Sendable () async throws -> Void] = [
     "bulk": { try await BulkBenchmark.run(arguments: Array(CommandLine.arguments.dropFirst(2))) },
     "all": { try await AllBenchmarks.run(arguments: Array(CommandLine.arguments.dropFirst(2))) },
     "sync": { try await SyncBenchmark.run(arguments: Array(CommandLine.arguments.dropFirst(2))) },
+    // The raw gRPC service alone, for the regions case's memory floor (not a benchmark of its own).
+    "raw-server": { try await RegionsBenchmark.serveRaw() },
 ]
 
 let name = CommandLine.arguments.dropFirst().first ?? ""
