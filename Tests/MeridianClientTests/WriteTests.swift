@@ -39,6 +39,22 @@ struct WriteTests {
         #expect(controller.rows == (try harness.server.evaluate(controller.request)))
     }
 
+    @Test("an optimistic write shows a double −0.0 as 0.0, as the store holds it and every other client reads it")
+    func negativeZeroShownAsStored() async throws {
+        let harness = try await Harness()
+        let controller = try await harness.container.controller(for: FetchRequest(Point.self), as: Point.self)
+        try await harness.connect()
+        let log = ChangeLog(controller)
+        _ = try await log.next()
+
+        try await harness.context.insert(Point(id: "z", title: "Zero", category: 1, latitude: -0.0, longitude: 1.5))
+        _ = await harness.context.save()
+        _ = try await log.next()
+        let latitude = try #require(controller.objects.first?.latitude)
+        #expect(latitude == 0 && latitude.sign == .plus)
+        #expect(controller.rows.first?["longitude"] == .double(1.5))
+    }
+
     @Test("a rejected update is reverted with a change set and the server's typed error")
     func pendingThenReverted() async throws {
         let harness = try await Harness()

@@ -99,4 +99,24 @@ import Testing
         #expect(assigned.values == ["w": .bool(true)])
         #expect(Set([plain, built]).count == 1)
     }
+
+    @Test("a double −0.0 is validated to 0.0, as stored; every other value is itself")
+    func negativeZeroAsStored() throws {
+        #expect(Value.double(-0.0).stored.isPlusZero)
+        #expect(Value.double(0).stored.isPlusZero)
+        for value: Value in [.double(-1.5), .double(-.infinity), .int(0), .string("-0.0"), .null] {
+            #expect(value.stored == value && value.stored.type == value.type)
+        }
+        let schema = try Schema(
+            version: 1,
+            entities: [EntitySchema(name: "P", attributes: [Attribute(name: "x", type: .double, isOptional: true)])])
+        let written = try schema.validate(.insert("P", id: "1", ["x": .double(-0.0)]), index: 0)
+        #expect(written.values.count == 1 && written.values[0].isPlusZero)
+    }
+}
+
+extension Value {
+    fileprivate var isPlusZero: Bool {
+        if case .double(let d) = self { d == 0 && d.sign == .plus } else { false }
+    }
 }

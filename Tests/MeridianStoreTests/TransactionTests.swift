@@ -85,6 +85,32 @@ import Testing
         }
     }
 
+    @Test("a double −0.0 is stored, logged and read as 0.0 (as SQLite would read it back anyway)")
+    func negativeZeroIsStoredAsZero() async throws {
+        func isPlusZero(_ value: Value?) -> Bool {
+            if case .double(let d) = value { d == 0 && d.sign == .plus } else { false }
+        }
+        try await withStore(.file) { store in
+            try await store.apply([
+                .insert(
+                    "Item", id: "a",
+                    [
+                        "title": "a", "price": .double(-0.0), "qty": 1, "active": true, "due": .timestamp(Timestamp(microseconds: 0)),
+                        "data": .bytes([1]), "note": "n",
+                    ]),
+                .insert("Item", id: "b", ["title": "b", "price": .double(-0.0)]),
+            ])
+            try await store.apply([.upsert("Item", id: "c", ["title": "c", "price": .double(-0.0)])])
+            let rows = try await tableState(store, "Item")
+            for id in ["a", "b", "c"] {
+                #expect(isPlusZero(rows[id]?.0["price"]), "\(id): \(String(describing: rows[id]?.0["price"]))")
+            }
+            let changes = try await allChanges(store).changes
+            #expect(changes.count == 3)
+            #expect(changes.allSatisfy { isPlusZero($0.after?["price"]) })
+        }
+    }
+
     static let invalid: [(WriteOperation, String, [String])] = [
         (
             .insert("Nope", id: "x", [:]),

@@ -38,6 +38,14 @@ struct WriteQueue: Sendable {
     ///
     /// - Throws: ``ClientError`` with the code and message the server would give.
     mutating func stage(_ operation: WriteOperation, schema: Schema?) throws(ClientError) {
+        var operation = operation
+        // Shown as the store will hold it (a double −0.0 is 0.0), so that the writer sees what every reader sees.
+        let negativeZero = operation.values.values.contains {
+            if case .double(let d) = $0 { d == 0 && d.sign == .minus } else { false }
+        }
+        if negativeZero {
+            operation.values = operation.values.mapValues(\.stored)
+        }
         if let schema {
             do {
                 _ = try schema.validate(operation, index: self.staged.count)
@@ -246,7 +254,7 @@ struct OverlayOperation: Sendable {
     private static func defaults(of entity: EntitySchema?) -> [String: Value] {
         var values: [String: Value] = [:]
         for attribute in entity?.attributes ?? [] {
-            if let value = attribute.defaultValue, !value.isNull { values[attribute.name] = value }
+            if let value = attribute.defaultValue, !value.isNull { values[attribute.name] = value.stored }
         }
         return values
     }

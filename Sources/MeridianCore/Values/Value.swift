@@ -53,6 +53,14 @@ extension Value {
         return true
     }
 
+    /// The value as the store holds it and every reader reads it: a double −0.0 is 0.0 (SQLite keeps a REAL with no
+    /// fractional part as an integer, which reads back as 0.0), every other value itself. Writes are stored this
+    /// way, and a client shows its own optimistic write this way, so that the writer sees what everyone else does.
+    public var stored: Value {
+        if case .double(let d) = self, d == 0, d.sign == .minus { return .double(0) }
+        return self
+    }
+
     /// The value's kind, or `nil` for `null`.
     public var type: AttributeType? {
         switch self {

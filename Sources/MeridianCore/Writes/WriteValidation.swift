@@ -88,6 +88,7 @@ extension Schema {
     /// - Every attribute named exists (`id` is not an attribute); a delete names none.
     /// - Every value has its attribute's type — an int may be written to a double attribute when the double holds it
     ///   exactly (|i| ≤ 2^53) — is not NaN, holds no NUL in a string, and is null only for an optional attribute.
+    ///   The values returned are as stored (``Value/stored``: a double −0.0 is 0.0).
     /// - An insert gives every attribute that is required and has no default (an update or upsert may not: an
     ///   upsert that turns out to insert is checked by the store, which knows).
     ///
@@ -163,7 +164,7 @@ extension Schema {
                         .validation,
                         "attribute '\(name)' is \(attribute.type.rawValue), got \(value.type!.rawValue) \(value)", [name])
                 }
-                values.append(value)
+                values.append(value.stored)
             }
         }
         // The names are distinct attributes, so every required one is given when as many required ones were counted.

@@ -123,7 +123,7 @@ enum OperationValidation {
                     values.append(value)
                 case (.double(let d), .double):
                     guard !d.isNaN else { return nil }
-                    values.append(value)
+                    values.append(value.stored)
                 case (.int(let i), .double):
                     guard i.magnitude <= 1 << 53 else { return nil }  // not exactly a double: refused in Core
                     values.append(.double(Double(i)))

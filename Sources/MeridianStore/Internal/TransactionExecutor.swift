@@ -207,7 +207,7 @@ enum TransactionExecutor {
         var values: [String: Value] = [:]
         for (name, value) in zip(op.columns, op.values) where !value.isNull { values[name] = value }
         for attribute in op.entity.attributes where !op.columns.contains(attribute.name) {
-            if let value = attribute.defaultValue, !value.isNull { values[attribute.name] = value }
+            if let value = attribute.defaultValue, !value.isNull { values[attribute.name] = value.stored }
         }
         return MeridianCore.Row(id: op.id, values: values)
     }
