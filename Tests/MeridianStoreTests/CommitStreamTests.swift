@@ -50,4 +50,34 @@ import Testing
         try store.close()
         #expect(await iterator.next() == nil)
     }
+
+    @Test("a subscription's poller thread ends when the iteration ends or the store closes", .timeLimit(.minutes(5)))
+    func pollerThreadsEnd() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try Store.open(path: directory.storePath, schema: Fixtures.schema())
+        let task = Task {
+            for await _ in store.commits(pollInterval: .seconds(30)) {}
+        }
+        var iterator = store.commits(pollInterval: .seconds(30)).makeAsyncIterator()
+        #expect(await iterator.next() == 0)
+        try await Self.waitFor(store, pollers: 2)
+        #expect(store.runningCommitPollers == 2)
+        // A poller sleeping its 30 s wakes when stopped: its thread ends at once, not after the interval.
+        task.cancel()
+        await task.value
+        try await Self.waitFor(store, pollers: 1)
+        #expect(store.runningCommitPollers == 1)
+        try store.close()
+        #expect(await iterator.next() == nil)
+        try await Self.waitFor(store, pollers: 0)
+        #expect(store.runningCommitPollers == 0)
+    }
+
+    /// Waits (at most 10 s, far less than the pollers' 30 s interval) until `pollers` poller threads run.
+    static func waitFor(_ store: Store, pollers: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while store.runningCommitPollers != pollers, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(2))
+        }
+    }
 }

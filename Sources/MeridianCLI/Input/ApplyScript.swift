@@ -1,5 +1,6 @@
 // MARK: - apply's JSON lines
 
+internal import Foundation
 package import MeridianCore
 
 /// The input of `meridian apply`: JSON lines, one operation per line, all lines one transaction.
@@ -19,16 +20,47 @@ package enum ApplyScript {
     /// The keys an operation line may have.
     static let keys = ["op", "entity", "id", "values", "version"]
 
+    /// Inputs of fewer lines are parsed on the calling thread: splitting them over the cores costs more than it
+    /// saves.
+    static let linesPerPiece = 2_000
+
     /// Parses every line of `text` against the schema.
     ///
+    /// Long inputs are parsed in one piece of consecutive lines per core, at once (`meridian apply` has nothing
+    /// else to do meanwhile: the server waits for its request): the same operations in the same order, and the same
+    /// error — that of the first bad line — as one pass. (The JSON reading was 38% of `meridian apply`'s CPU for
+    /// 20,000 lines; docs/speed-of-light.md.)
+    ///
+    /// - Parameter pieces: How many pieces to split a long input into (the machine's cores by default).
     /// - Returns: The operations in order, with the line each came from.
     /// - Throws: ``CLIError`` with status `badInput`: `line 3: …`.
-    static func parse(_ text: String, schema: Schema) throws(CLIError) -> [(line: Int, operation: WriteOperation)] {
+    static func parse(
+        _ text: String, schema: Schema, pieces: Int = ProcessInfo.processInfo.activeProcessorCount
+    ) throws(CLIError) -> [(line: Int, operation: WriteOperation)] {
+        let lines = InputLines.split(text)
+        let pieceCount = max(1, min(pieces, lines.count / Self.linesPerPiece))
+        if pieceCount == 1 { return try Self.parse(lines[...], firstLine: 1, schema: schema) }
+        let size = (lines.count + pieceCount - 1) / pieceCount
+        let parsed = concurrently(pieceCount) { piece throws(CLIError) in
+            let start = piece * size
+            return try Self.parse(lines[start..<min(start + size, lines.count)], firstLine: start + 1, schema: schema)
+        }
         var operations: [(line: Int, operation: WriteOperation)] = []
-        var lineNumber = 0
-        for line in InputLines.split(text) {
-            lineNumber += 1
+        operations.reserveCapacity(lines.count)
+        // In piece order: the first piece that failed holds the first bad line (every piece before it parsed whole).
+        for piece in parsed { operations.append(contentsOf: try piece.get()) }
+        return operations
+    }
+
+    /// Parses consecutive lines, the first of which is line `firstLine` (1-based) of the input.
+    private static func parse(
+        _ lines: ArraySlice<String>, firstLine: Int, schema: Schema
+    ) throws(CLIError) -> [(line: Int, operation: WriteOperation)] {
+        var operations: [(line: Int, operation: WriteOperation)] = []
+        operations.reserveCapacity(lines.count)
+        for (offset, line) in lines.enumerated() {
             if line.utf8.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) { continue }
+            let lineNumber = firstLine + offset
             do {
                 operations.append((lineNumber, try Self.parseLine(line, schema: schema)))
             } catch {

@@ -114,10 +114,16 @@ public struct MeridianConnection: Sendable {
     public func apply(
         _ operations: [WriteOperation], policy: ConflictPolicy = .storeWins, idempotencyKey: String? = nil
     ) async throws(ClientError) -> CommitResult {
-        let request = Meridian_V1_ApplyRequest(operations, policy: policy, idempotencyKey: idempotencyKey ?? "")
+        // Written straight from the operations (no generated message in between: 14% of `meridian apply`'s CPU for
+        // 20,000 rows went to building and encoding it), byte for byte that message's encoding.
+        let request = ApplyRequestWireEncoding.encode(operations, policy: policy, idempotencyKey: idempotencyKey ?? "")
         let response: Meridian_V1_ApplyResponse
         do {
-            response = try await self.stub.applyEncodingByHand(request, options: self.unaryOptions)
+            response = try await self.client.unary(
+                request: ClientRequest(message: request), descriptor: Meridian_V1_Meridian.Method.Apply.descriptor,
+                serializer: EncodedMessageSerializer(), deserializer: ApplyResponseDeserializer(),
+                options: self.unaryOptions
+            ) { response in try response.message }
         } catch {
             throw ClientError(calling: error)
         }

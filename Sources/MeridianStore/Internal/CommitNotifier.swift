@@ -15,6 +15,8 @@ final class CommitNotifier: Sendable {
     }
 
     private let state = Mutex(State())
+    /// The subscribers' pollers running (``CommitPoller``).
+    let pollers = PollerCounter()
 
     func add(_ continuation: AsyncStream<Int64>.Continuation) -> Int {
         self.state.withLock { state in

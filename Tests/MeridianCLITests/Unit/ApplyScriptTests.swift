@@ -46,6 +46,46 @@ import Testing
             ])
     }
 
+    /// Long inputs are parsed in pieces at once; the result must be one pass's: the same operations and lines, or
+    /// the error of the first bad line, however many pieces and wherever the bad lines fall.
+    @Test("an input parsed in pieces gives one pass's operations, or its first error")
+    func piecesMatchOnePass() throws {
+        var rng = SplitMix64(seed: 20_261_127)
+        let good = [
+            #"{"op":"insert","entity":"Point","values":{"title":"P","category":2,"latitude":38.71}}"#,
+            #"{"op":"update","entity":"Point","id":"p1","values":{"title":"Q"},"version":3}"#,
+            #"{"op":"delete","entity":"Point","id":"p2"}"#, "", "  ",
+        ]
+        let bad = [#"{"op":"insert","entity":"Pont"}"#, #"{"op":"delete","entity":"Point","id":7}"#, "[1]"]
+        struct Outcome: Equatable {
+            var lines: [Int] = []
+            var operations: [WriteOperation] = []
+            var error: String?
+        }
+        func outcome(_ text: String, pieces: Int) -> Outcome {
+            do {
+                let parsed = try ApplyScript.parse(text, schema: demoSchema, pieces: pieces)
+                return Outcome(lines: parsed.map(\.line), operations: parsed.map(\.operation))
+            } catch {
+                return Outcome(error: error.message)
+            }
+        }
+        var errors = 0
+        for round in 0..<12 {
+            let count = Int.random(in: ApplyScript.linesPerPiece * 2...ApplyScript.linesPerPiece * 6, using: &rng)
+            var lines = (0..<count).map { _ in good.randomElement(using: &rng)! }
+            // No bad line, one, or several (the first must win): anywhere, so also at a piece's edges.
+            for _ in 0..<(round % 3 == 0 ? 0 : Int.random(in: 1...3, using: &rng)) {
+                lines[Int.random(in: 0..<count, using: &rng)] = bad.randomElement(using: &rng)!
+            }
+            let text = lines.joined(separator: "\n")
+            let onePass = outcome(text, pieces: 1)
+            if onePass.error != nil { errors += 1 }
+            for pieces in 2...5 { #expect(outcome(text, pieces: pieces) == onePass, "round \(round), \(pieces) pieces") }
+        }
+        #expect(errors >= 4 && errors < 12)
+    }
+
     @Test(
         "errors name the line and what is wrong",
         arguments: [
