@@ -216,11 +216,15 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
-        // Reading child processes' pipes without the fatal error Foundation raises when a read meets EINTR.
+        // Reading child processes' pipes without the fatal error Foundation raises when a read meets EINTR; and
+        // starting them without the over-read that crashes Foundation's `Process.run()` (CMeridianProcessIO).
         .target(
             name: "MeridianProcessIO",
+            dependencies: ["CMeridianProcessIO"],
             swiftSettings: swiftSettings
         ),
+        // `readdir` handing out whole records, for every executable that links MeridianProcessIO.
+        .target(name: "CMeridianProcessIO"),
 
         // What the server, checker and fuzzer executables share: usage errors exit with status 2.
         .target(

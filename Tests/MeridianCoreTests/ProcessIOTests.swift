@@ -79,3 +79,32 @@ struct ProcessIOTests {
         }
     }
 }
+
+// MARK: - Starting children with many descriptors open
+
+/// Foundation's `Process.run()` lists /proc/self/fd with `readdir` and copies each entry's whole 256-byte name, past
+/// the end of glibc's buffer when the entry is the buffer's last: the test process crashed in `Process.run()` now and
+/// then. CMeridianProcessIO's `readdir` hands out whole records instead; this checks that it is the one this process
+/// uses, and starts children with more descriptors open than one buffer of entries holds.
+@Suite("Starting children", .serialized)
+struct ProcessStartTests {
+    @Test("readdir hands out whole records, and children start with thousands of descriptors open")
+    func wholeRecords() throws {
+        #expect(readdirHandsOutWholeRecords())
+        #expect(readdirHandsOutWholeRecords(in: "/"))
+        // 3,000 more entries in /proc/self/fd: 72 KiB of 24-byte records, more than glibc's 32 KiB buffer.
+        let pipe = Pipe()
+        let descriptors = (0..<3_000).map { _ in dup(pipe.fileHandleForReading.fileDescriptor) }
+        defer { for descriptor in descriptors where descriptor >= 0 { close(descriptor) } }
+        #expect(descriptors.allSatisfy { $0 >= 0 })
+        #expect(readdirHandsOutWholeRecords())
+        #expect(try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count > 3_000)
+        for _ in 0..<20 {
+            let child = Process()
+            child.executableURL = URL(fileURLWithPath: "/bin/true")
+            try child.run()
+            child.waitUntilExit()
+            #expect(child.terminationStatus == 0)
+        }
+    }
+}
