@@ -34,78 +34,80 @@ struct WatchEvents: Sendable {
 
     /// One applied commit batch, as its line's text.
     ///
-    /// Written straight to the text, member by member in the order documented above, without a `JSON` value per row
-    /// (a commit of 20,000 rows built 20,000 trees, each an array of members, only to write them once).
+    /// Written straight to UTF-8 bytes (``JSONBytes``), member by member in the order documented above, without a
+    /// `JSON` value per row (a commit of 20,000 rows built 20,000 trees, each an array of members, only to write them
+    /// once) or a `String` per number.
     func change(seq: Int64, changeSet: ChangeSet<Row>) -> String {
         let changes = changeSet.canonicalized()
-        var out = "{\"event\":\"change\",\"seq\":"
-        out += String(seq)
-        out += ",\"sections\":{\"deleted\":["
+        var out = JSONBytes(capacity: 64 + changes.rowChanges.count * (48 + 24 * self.entity.attributes.count))
+        out.append("{\"event\":\"change\",\"seq\":")
+        out.append(integer: seq)
+        out.append(",\"sections\":{\"deleted\":[")
         if self.sectioned {
             for (i, index) in changes.deletedSections.enumerated() {
-                if i > 0 { out += "," }
-                out += String(index)
+                if i > 0 { out.append(",") }
+                out.append(integer: index)
             }
         }
-        out += "],\"inserted\":["
+        out.append("],\"inserted\":[")
         if self.sectioned {
             for (i, section) in changes.insertedSections.enumerated() {
-                if i > 0 { out += "," }
-                out += "{\"index\":"
-                out += String(section.index)
-                out += ",\"name\":"
-                JSONText.write(section.name, to: &out)
-                out += "}"
+                if i > 0 { out.append(",") }
+                out.append("{\"index\":")
+                out.append(integer: section.index)
+                out.append(",\"name\":")
+                out.append(string: section.name)
+                out.append("}")
             }
         }
-        out += "]},\"rows\":["
+        out.append("]},\"rows\":[")
         for (i, change) in changes.rowChanges.enumerated() {
-            if i > 0 { out += "," }
+            if i > 0 { out.append(",") }
             self.write(change, to: &out)
         }
-        out += "]}"
-        return out
+        out.append("]}")
+        return out.text
     }
 
-    private func write(_ change: ChangeSet<Row>.RowChange, to out: inout String) {
-        out += "{\"op\":"
-        JSONText.write(change.operation, to: &out)
-        out += ",\"id\":"
-        JSONText.write(change.id, to: &out)
+    private func write(_ change: ChangeSet<Row>.RowChange, to out: inout JSONBytes) {
+        out.append("{\"op\":")
+        out.append(string: change.operation)
+        out.append(",\"id\":")
+        out.append(string: change.id)
         if let from = change.oldPath {
-            out += ",\"from\":"
+            out.append(",\"from\":")
             Self.write(from, to: &out)
         }
         if let to = change.newPath {
-            out += ",\"to\":"
+            out.append(",\"to\":")
             Self.write(to, to: &out)
         }
         if let row = change.element {
-            out += ",\"values\":{"
+            out.append(",\"values\":{")
             for (i, attribute) in self.entity.attributes.enumerated() {
-                if i > 0 { out += "," }
-                JSONText.write(attribute.name, to: &out)
-                out += ":"
-                ValueRendering.json(row[attribute.name]).write(to: &out)
+                if i > 0 { out.append(",") }
+                out.append(string: attribute.name)
+                out.append(":")
+                out.append(value: row[attribute.name])
             }
-            out += "}"
+            out.append("}")
         }
         if case .update(_, _, _, _, let changed) = change {
-            out += ",\"changed\":["
+            out.append(",\"changed\":[")
             for (i, name) in changed.enumerated() {
-                if i > 0 { out += "," }
-                JSONText.write(name, to: &out)
+                if i > 0 { out.append(",") }
+                out.append(string: name)
             }
-            out += "]"
+            out.append("]")
         }
-        out += "}"
+        out.append("}")
     }
 
-    private static func write(_ path: ListIndexPath, to out: inout String) {
-        out += "["
-        out += String(path.section)
-        out += ","
-        out += String(path.row)
-        out += "]"
+    private static func write(_ path: ListIndexPath, to out: inout JSONBytes) {
+        out.append("[")
+        out.append(integer: path.section)
+        out.append(",")
+        out.append(integer: path.row)
+        out.append("]")
     }
 }

@@ -67,6 +67,46 @@ import Testing
         )
     }
 
+    /// The change lines are written as bytes (JSONBytes); every value must come out as the JSON tree writes it.
+    @Test("values, strings and integers written as bytes are the JSON tree's text, for random values of every type")
+    func bytesMatchJSONText() {
+        var random = SplitMix(seed: 2_026_112_7)
+        let pieces = [
+            "a", "Z", " ", "\"", "\\", "/", "\n", "\r", "\t", "\u{0}", "\u{1}", "\u{8}", "\u{C}", "\u{1F}", "\u{7F}",
+            "\u{80}", "é", "e\u{301}", "日本", "😀", "\u{2028}", "{}", ":", ",",
+        ]
+        func string() -> String { (0..<random.next(12)).map { _ in pieces[random.next(pieces.count)] }.joined() }
+        let doubles: [Double] = [
+            0, -0.0, 1, -1.5, 0.1, 1e-5, 1e21, 123_456_789.125, .infinity, -.infinity, .greatestFiniteMagnitude,
+            .leastNonzeroMagnitude, -9_007_199_254_740_993,
+        ]
+        let integers: [Int64] = [0, 1, -1, 9, 10, -10, 99, 100, 1_234_567_890, .max, .min, .max - 1, .min + 1]
+        for _ in 0..<3_000 {
+            let value: Value
+            switch random.next(7) {
+            case 0: value = .null
+            case 1:
+                value =
+                    random.next(2) == 0
+                    ? .int(integers[random.next(integers.count)])
+                    : .int(Int64(random.next(1 << 30)) - (1 << 29))
+            case 2: value = .double(doubles[random.next(doubles.count)] * Double(random.next(3) + 1))
+            case 3: value = .string(string())
+            case 4: value = .bool(random.next(2) == 0)
+            case 5: value = .timestamp(Timestamp(microseconds: Int64(random.next(1 << 30)) * 1_000_003))
+            default: value = .bytes((0..<random.next(9)).map { _ in UInt8(random.next(256)) })
+            }
+            var out = JSONBytes(capacity: 0)
+            out.append(value: value)
+            #expect(out.text == ValueRendering.json(value).text, "\(value)")
+        }
+        for integer in integers {
+            var out = JSONBytes(capacity: 0)
+            out.append(integer: integer)
+            #expect(out.text == String(integer))
+        }
+    }
+
     @Test("replaying the lines of random transitions rebuilds each new state", arguments: [false, true])
     func replay(sectioned: Bool) throws {
         var random = SplitMix(seed: sectioned ? 11 : 7)
