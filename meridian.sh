@@ -38,6 +38,9 @@ setup() {
 
 run_tests() {
     local security="AuthenticationTests|RulesServerTests|SecurityCommandTests|TLSCommandTests|CredentialsTests"
+    # Every meridian-server a test starts stops when the test process that started it ends, even if that process
+    # crashed or was killed before its own cleanup ran (docs/server.md).
+    export MERIDIAN_EXIT_WITH_PARENT=1
     setup
     log "building (debug, with tests)"
     swift build --build-tests

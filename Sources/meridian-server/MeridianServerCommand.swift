@@ -279,6 +279,7 @@ struct MeridianServerCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        Self.stopWhenOrphaned()
         let level = Logger.Level(rawValue: self.logLevel) ?? .info
         let json = self.logFormat == "json"
         LoggingSystem.bootstrap { label in
@@ -410,6 +411,23 @@ struct MeridianServerCommand: AsyncParsableCommand {
                 }
             }
             try await tasks.waitForAll()
+        }
+    }
+
+    /// With `MERIDIAN_EXIT_WITH_PARENT` set (to anything but empty or `0`), the server shuts down, as on SIGTERM,
+    /// once the process that started it has ended. `./meridian.sh test` sets it for every process its tests start:
+    /// a test process that crashes, or is killed at a deadline, never runs the cleanup that stops its servers, and
+    /// they ran on after it. (Checked by the parent's pid changing: a parent that ends before this is called is not
+    /// seen.)
+    static func stopWhenOrphaned() {
+        guard let value = ProcessInfo.processInfo.environment["MERIDIAN_EXIT_WITH_PARENT"], !value.isEmpty, value != "0"
+        else { return }
+        let parent = getppid()
+        Thread.detachNewThread {
+            while getppid() == parent { usleep(200_000) }
+            FileHandle.standardError.write(
+                Data("meridian-server: the process that started it ended (MERIDIAN_EXIT_WITH_PARENT); stopping\n".utf8))
+            kill(getpid(), SIGTERM)
         }
     }
 

@@ -350,6 +350,50 @@ struct ProcessTests {
         #expect(stderr.contains(expected), "stderr: \(stderr)")
     }
 
+    @Test(
+        "with MERIDIAN_EXIT_WITH_PARENT a server whose starter ends stops by itself; without it, it runs on",
+        .timeLimit(.minutes(2)), arguments: [true, false])
+    func stopsWhenOrphaned(exitWithParent: Bool) async throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // A shell starts the server, waits until it listens (so that its parent is the shell when it looks), prints
+        // its pid and ends: the server is left without the process that started it, as when a test process crashes.
+        let script = """
+            "$0" --db "$1/store.sqlite" --schema "$2" --listen 127.0.0.1:0 --log-level warning > "$1/out" 2>&1 &
+            pid=$!
+            while ! grep -q listening "$1/out"; do sleep 0.05; done
+            echo $pid
+            """
+        let shell = Process()
+        shell.executableURL = URL(fileURLWithPath: "/bin/sh")
+        shell.arguments = ["-c", script, ServerProcess.binary.path, directory, Fixtures.demoSchemaPath]
+        var environment = ProcessInfo.processInfo.environment
+        environment["MERIDIAN_EXIT_WITH_PARENT"] = exitWithParent ? "1" : nil
+        shell.environment = environment
+        let output = Pipe()
+        shell.standardOutput = output
+        try shell.run()
+        // Read until the shell's end closes the pipe (`waitUntilExit()` was seen to hang here: Foundation's
+        // monitor of the shell never reported its exit).
+        let printed = String(decoding: output.fileHandleForReading.remainingData(), as: UTF8.self)
+        let pid = try #require(pid_t(printed.trimmingCharacters(in: .whitespacesAndNewlines)), "the shell said '\(printed)'")
+        /// Whether the server still runs (an exited one that nobody has reaped yet is a zombie: state `Z`).
+        func running() -> Bool {
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { return false }
+            return !stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("Z")
+        }
+        defer { if running() { kill(pid, SIGKILL) } }
+        let deadline = ContinuousClock.now + .seconds(exitWithParent ? 30 : 3)
+        while running(), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(running() == !exitWithParent)
+        if exitWithParent {
+            let log = try String(contentsOfFile: directory + "/out", encoding: .utf8)
+            #expect(log.contains("the process that started it ended (MERIDIAN_EXIT_WITH_PARENT); stopping"), "\(log)")
+        }
+    }
+
     @Test("listening on HOST:PORT, Goodbye to clients on SIGTERM, exit 0")
     func sigterm() async throws {
         let directory = try Self.temporaryDirectory()
