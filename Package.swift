@@ -224,7 +224,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // `readdir` handing out whole records, for every executable that links MeridianProcessIO.
-        .target(name: "CMeridianProcessIO"),
+        .target(name: "CMeridianProcessIO", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
 
         // What the server, checker and fuzzer executables share: usage errors exit with status 2.
         .target(

@@ -51,7 +51,8 @@ extension Store {
 ///
 /// A thread that sleeps on a condition, not a task: a task's `Task.sleep` woke a dispatch timer thread and then a
 /// thread of the cooperative pool for every poll, and each poll prepared its statement anew — an idle server spent
-/// 38 ms of CPU a second (190 µs a poll) polling every 5 ms. Here a poll is one wake-up and one cached statement.
+/// 32–40 ms of CPU a second, nearly all of it polling every 5 ms; 8–12 ms with this thread (docs/store.md). Here a
+/// poll is one wake-up and one cached statement.
 final class CommitPoller: Sendable {
     private let condition = NSCondition()
     private nonisolated(unsafe) var stopped = false  // guarded by `condition`

@@ -183,8 +183,10 @@ struct SecurityCommandTests {
         ] {
             let child = try ChildProcess(product("meridian-server"), arguments)
             let status = await child.waitForExit()
-            #expect(status == 2, "\(arguments): \(child.errorOutput)")
-            #expect(child.errorOutput.contains(message), "\(arguments): \(child.errorOutput)")
+            // All of it: the exit can be seen before the last message is read from the pipe.
+            let errors = await child.allErrorOutput()
+            #expect(status == 2, "\(arguments): \(errors)")
+            #expect(errors.contains(message), "\(arguments): \(errors)")
         }
     }
 }

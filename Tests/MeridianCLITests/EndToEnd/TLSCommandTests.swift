@@ -181,8 +181,10 @@ struct TLSCommandTests {
                 ["--in-memory", "--schema", repositoryRoot + "/Schemas/demo.yaml", "--listen", "127.0.0.1:0"]
                     + arguments)
             let status = await child.waitForExit()
-            #expect(status == 2, "\(arguments): \(child.errorOutput)")
-            #expect(child.errorOutput.contains(message), "\(arguments): \(child.errorOutput)")
+            // All of it: the exit can be seen before the last message is read from the pipe.
+            let errors = await child.allErrorOutput()
+            #expect(status == 2, "\(arguments): \(errors)")
+            #expect(errors.contains(message), "\(arguments): \(errors)")
         }
     }
 }
