@@ -2,6 +2,7 @@
 
 internal import Foundation
 internal import GRDB
+internal import MeridianCore
 internal import Synchronization
 
 extension Store {
@@ -63,7 +64,7 @@ final class CommitPoller: Sendable {
         found: @escaping @Sendable (Int64) -> Void
     ) {
         counter.value.add(1, ordering: .relaxed)
-        let seconds = max(0, Double(interval.components.seconds) + Double(interval.components.attoseconds) * 1e-18)
+        let seconds = Double(max(0, interval.nanoseconds)) / 1e9
         let thread = Thread { [self] in
             defer {
                 try? queue.close()

@@ -1,6 +1,5 @@
 // MARK: - JSON written as bytes
 
-internal import Foundation
 internal import MeridianCore
 
 /// JSON text written straight into UTF-8 bytes: the same text as ``JSON/write(to:)`` and
@@ -67,22 +66,20 @@ struct JSONBytes {
         self.bytes.append(UInt8(ascii: "\""))
     }
 
-    /// Appends a value as `meridian`'s JSON output shows it: the text of `ValueRendering.json(value)`.
+    /// Appends a value as `meridian`'s JSON output shows it: the text of `ValueRendering.json(value)`, which
+    /// decides how a double, a timestamp and bytes are written (each makes a `String` there anyway).
     mutating func append(value: Value) {
         switch value {
         case .null: self.append("null")
         case .int(let i): self.append(integer: i)
-        case .double(let d):
-            if d.isInfinite {
-                d < 0 ? self.append("-1e999") : self.append("1e999")
-            } else {
-                precondition(!d.isNaN, "NaN is never a valid value")
-                self.bytes.append(contentsOf: d.description.utf8)
-            }
         case .string(let s): self.append(string: s)
         case .bool(let b): b ? self.append("true") : self.append("false")
-        case .timestamp(let t): self.append(string: t.iso8601)
-        case .bytes(let b): self.append(string: "base64:" + Data(b).base64EncodedString())
+        case .double, .timestamp, .bytes:
+            switch ValueRendering.json(value) {
+            case .number(let text): self.bytes.append(contentsOf: text.utf8)
+            case .string(let text): self.append(string: text)
+            case let other: self.bytes.append(contentsOf: other.text.utf8)
+            }
         }
     }
 }

@@ -40,12 +40,7 @@ struct WriteQueue: Sendable {
     mutating func stage(_ operation: WriteOperation, schema: Schema?) throws(ClientError) {
         var operation = operation
         // Shown as the store will hold it (a double −0.0 is 0.0), so that the writer sees what every reader sees.
-        let negativeZero = operation.values.values.contains {
-            if case .double(let d) = $0 { d == 0 && d.sign == .minus } else { false }
-        }
-        if negativeZero {
-            operation.values = operation.values.mapValues(\.stored)
-        }
+        operation.values = operation.values.mapValues(\.stored)
         if let schema {
             do {
                 _ = try schema.validate(operation, index: self.staged.count)
