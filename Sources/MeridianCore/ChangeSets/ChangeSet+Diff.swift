@@ -84,6 +84,18 @@ extension ChangeSet {
         var inserts: [RowChange] = []
         var moves: [RowChange] = []
         var updates: [RowChange] = []
+        // A first load: every row an insert, each appended once into an array of its final size, which becomes the
+        // change set's (a 200,000-row load otherwise grew an array by doubling and then copied it).
+        if oldPaths.isEmpty {
+            inserts.reserveCapacity(new.count)
+            for (j, section) in new.sections.enumerated() {
+                for (r, element) in section.elements.enumerated() {
+                    inserts.append(.insert(id: element.id, to: ListIndexPath(j, r), element: element))
+                }
+            }
+            result.rowChanges = inserts
+            return result
+        }
         for (j, section) in new.sections.enumerated() {
             // Old paths of this section's rows, and the rows that were already in the matching old section.
             let pairedOld = newToOldSection[j]
@@ -91,8 +103,7 @@ extension ChangeSet {
             fromPaths.reserveCapacity(section.elements.count)
             var stayingCandidates: [Int] = []
             for element in section.elements {
-                // A first load has no old rows: no id to hash and look up.
-                let from = oldPaths.isEmpty ? nil : oldPaths[element.id]
+                let from = oldPaths[element.id]
                 fromPaths.append(from)
                 if let from, from.section == pairedOld { stayingCandidates.append(from.row) }
             }

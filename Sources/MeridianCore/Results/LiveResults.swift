@@ -257,6 +257,7 @@ public struct LiveResults: Sendable {
         let before = self.snapshot
         let ordered = self.sorted(rows.filter { self.predicate.evaluate($0) })
         self.tree.removeAll()
+        self.tree.reserveCapacity(ordered.count)
         self.slots = [:]
         self.slots.reserveCapacity(ordered.count)
         self.sectionValues.removeAll()
@@ -276,15 +277,18 @@ public struct LiveResults: Sendable {
     }
 
     /// Rows in the results' order.
-    private func sorted(_ rows: [Row]) -> [Row] {
+    private func sorted(_ rows: consuming [Row]) -> [Row] {
         let keys = self.sortKeys
-        // Ordered by id alone (no sort given): the ids compared directly, no key values to extract.
+        // Ordered by id alone (no sort given): the ids compared directly, no key values to extract; sorted in place
+        // (the caller's filtered array is its own), not into a second array of every row.
         if keys.count == 1, self.sortKeyIsID[0] {
             let ascending = keys[0].ascending
-            return rows.sorted { a, b in
+            var rows = rows
+            rows.sort { a, b in
                 let c = a.id.utf8Compare(b.id)
                 return ascending ? c < 0 : c > 0
             }
+            return rows
         }
         // Sorted on extracted key values: no dictionary lookups inside the O(n log n) comparisons.
         var keyed: [(keys: [Value], row: Row)] = []

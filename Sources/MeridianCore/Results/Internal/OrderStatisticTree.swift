@@ -214,6 +214,18 @@ struct OrderStatisticTree<Element: Sendable>: Sendable {
         return value
     }
 
+    /// Makes room for `count` elements in all, so that appending up to that many grows no storage.
+    mutating func reserveCapacity(_ count: Int) {
+        self.elements.reserveCapacity(count)
+        self.left.reserveCapacity(count)
+        self.right.reserveCapacity(count)
+        self.size.reserveCapacity(count)
+        if self.isWeighted {
+            self.weights.reserveCapacity(count)
+            self.weightSums.reserveCapacity(count)
+        }
+    }
+
     /// Removes every element and releases the storage.
     mutating func removeAll() {
         self.elements = []
