@@ -57,9 +57,10 @@ import Testing
         }
         var expected = Meridian_V1_SyncResponse()
         expected.snapshotChunk = chunk
+        let rows = defaults ? [] : Self.rows
         let bytes = DeltaWireEncoding.snapshotChunkResponse(
-            subscriptionID: chunk.subscriptionID, seq: chunk.seq, rows: defaults ? [] : Self.rows, last: chunk.last,
-            resnapshot: chunk.resnapshot, chunkIndex: chunk.chunkIndex, epoch: chunk.epoch)
+            subscriptionID: chunk.subscriptionID, seq: chunk.seq, rowCount: rows.count, last: chunk.last,
+            resnapshot: chunk.resnapshot, chunkIndex: chunk.chunkIndex, epoch: chunk.epoch, row: { rows[$0] })
         #expect(try Meridian_V1_SyncResponse(serializedBytes: bytes) == expected)
         // The same length as swift-protobuf's own encoding (map entries may come in another order).
         #expect(bytes.count == (try expected.serializedBytes() as [UInt8]).count)

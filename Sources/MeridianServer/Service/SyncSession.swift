@@ -378,11 +378,12 @@ struct SyncSession {
     ) async throws {
         let chunks = Chunking.ranges(snapshot.rows, maxBytes: chunkBytes)
         for (i, range) in chunks.enumerated() {
+            let rows = snapshot.rows
             let bytes = DeltaWireEncoding.snapshotChunkResponse(
-                subscriptionID: snapshot.subscriptionID, seq: snapshot.seq,
-                rows: snapshot.rows[range].lazy.map { ($0.row, $0.version) },
+                subscriptionID: snapshot.subscriptionID, seq: snapshot.seq, rowCount: range.count,
                 last: snapshot.isLast && i == chunks.count - 1, resnapshot: snapshot.resnapshot,
-                chunkIndex: snapshot.firstChunk + UInt32(i), epoch: snapshot.epoch)
+                chunkIndex: snapshot.firstChunk + UInt32(i), epoch: snapshot.epoch,
+                row: { k in (rows[range.lowerBound + k].row, rows[range.lowerBound + k].version) })
             try await writer.write(.encoded(bytes))
         }
     }
