@@ -237,7 +237,7 @@ extension ReplicaState {
             self.modify(id) { $0.members.reserveCapacity(buffer.rows.count) }
             self.reserveRows(entity, atLeast: buffer.rows.count)
         }
-        for row in buffer.rows { self.store(row, in: id, seq: buffer.seq, work: &work) }
+        self.storeSnapshot(buffer.rows, in: id, seq: buffer.seq, work: &work)
     }
 
     /// Which cause names a step that has several: a replacement over a snapshot over the rest.

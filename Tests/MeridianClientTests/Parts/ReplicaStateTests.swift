@@ -372,4 +372,60 @@ struct ReplicaStateTests {
         let unrecordedChanges = unrecorded.takeChanges()
         #expect(unrecordedChanges.rows.isEmpty)
     }
+
+    @Test("a snapshot's rows stored at once equal them stored one by one", arguments: 0..<4)
+    func snapshotStoredAtOnce(recording: Int) throws {
+        // Three subscriptions of one entity (the snapshot's, one reset in the same step or not, one not); cached rows
+        // at older and newer seqs than the snapshot's, shared or not; rows new to the cache. Odd arguments record
+        // changes for a cache file.
+        var generator = SplitMix64(state: 0x5A17 &+ UInt64(recording))
+        func row(_ n: UInt64, _ prefix: String) -> VersionedRow {
+            self.versioned(point("p\(n)", "\(prefix)\(generator.next() % 3)", Int64(n)), Int64(generator.next() % 4))
+        }
+        for _ in 0..<200 {
+            var replica = try self.replica(["s", "t", "u"], recordsChanges: recording % 2 == 1)
+            var seq: Int64 = 1
+            for id in ["s", "t", "u"] where generator.next() % 3 != 0 {
+                let rows = (0..<Int(generator.next() % 12)).map { _ in row(generator.next() % 16, "v") }
+                var unique: [String: VersionedRow] = [:]
+                for row in rows { unique[row.row.id] = row }
+                replica.stage(self.chunk(id, seq: seq, Array(unique.values)))
+                var work = CommitWork()
+                _ = try replica.apply(.init(seq: seq, deltas: [self.delta(id, snapshot: true)]), work: &work)
+                seq += Int64(generator.next() % 3)
+            }
+            _ = replica.takeChanges()
+            var incoming: [String: VersionedRow] = [:]
+            for _ in 0..<Int(generator.next() % 20) {
+                let n = generator.next() % 24
+                incoming["p\(n)"] = row(n, "w")
+            }
+            let rows = Array(incoming.values)
+            let snapshotSeq = Int64(generator.next() % UInt64(seq + 2))
+            var resets: Set<String> = ["s"]
+            if generator.next() % 2 == 0 { resets.insert("t") }
+
+            var atOnce = replica
+            var atOnceWork = CommitWork()
+            atOnceWork.resets = resets
+            atOnce.storeSnapshot(rows, in: "s", seq: snapshotSeq, work: &atOnceWork)
+            var oneByOne = replica
+            var oneByOneWork = CommitWork()
+            oneByOneWork.resets = resets
+            for row in rows { oneByOne.store(row, in: "s", seq: snapshotSeq, work: &oneByOneWork) }
+
+            #expect(atOnceWork.affected == oneByOneWork.affected)
+            #expect(atOnce.subscriptions.mapValues(\.members) == oneByOne.subscriptions.mapValues(\.members))
+            func cached(_ replica: ReplicaState) -> [String: [String: [String]]] {
+                replica.rows.mapValues {
+                    $0.mapValues { ["\($0.row)", "\($0.version)", "\($0.references)", "\($0.seq)"] }
+                }
+            }
+            #expect(cached(atOnce) == cached(oneByOne))
+            let atOnceChanges = atOnce.takeChanges()
+            let oneByOneChanges = oneByOne.takeChanges()
+            #expect(atOnceChanges.memberships == oneByOneChanges.memberships)
+            #expect(atOnceChanges.rows == oneByOneChanges.rows)
+        }
+    }
 }
