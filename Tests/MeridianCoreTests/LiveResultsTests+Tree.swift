@@ -92,6 +92,39 @@ extension LiveResultsTests {
     }
 }
 
+extension LiveResultsTests {
+    @Test("order-statistic tree: appending a run at once builds the tree appending one at a time builds")
+    func treeAppendRun() {
+        let seed = SplitMix64.seedFromEnvironment()
+        var rng = SplitMix64(seed: seed)
+        for round in 0..<300 {
+            let compare: OrderStatisticTree<Int>.Comparator = { $0 < $1 ? -1 : ($0 > $1 ? 1 : 0) }
+            let treeSeed = rng.next()
+            var oneByOne = OrderStatisticTree<Int>(seed: treeSeed, compare: compare)
+            var atOnce = OrderStatisticTree<Int>(seed: treeSeed, compare: compare)
+            // Some elements there already (some removed, so that slots are reused), then a run after them.
+            var next = 0
+            for _ in 0..<Int.random(in: 0..<40, using: &rng) {
+                next += Int.random(in: 1...3, using: &rng)
+                oneByOne.insert(next)
+                atOnce.insert(next)
+            }
+            for _ in 0..<Int.random(in: 0..<5, using: &rng) where !oneByOne.isEmpty {
+                let victim = oneByOne.element(at: Int.random(in: 0..<oneByOne.count, using: &rng))
+                oneByOne.remove(victim)
+                atOnce.remove(victim)
+            }
+            let run = (0..<Int.random(in: 0..<200, using: &rng)).map { next + 1 + $0 * 2 }
+            var slots: [OrderStatisticTree<Int>.Slot] = []
+            for element in run { slots.append(oneByOne.append(element)) }
+            let atOnceSlots = atOnce.append(contentsOf: run)
+            #expect(atOnceSlots == slots, "MERIDIAN_SEED=\(seed) round \(round)")
+            #expect(atOnce.shape == oneByOne.shape, "MERIDIAN_SEED=\(seed) round \(round)")
+            #expect(atOnce.prefix(Int.max) == oneByOne.prefix(Int.max))
+        }
+    }
+}
+
 extension Array {
     /// The first index whose element satisfies `belongsInSecondPartition` (which must be monotone).
     fileprivate func partitionPoint(where belongsInSecondPartition: (Element) -> Bool) -> Int {

@@ -262,8 +262,8 @@ public struct LiveResults: Sendable {
         self.slots.reserveCapacity(ordered.count)
         self.sectionValues.removeAll()
         self.sectionCounts = [:]
-        for row in ordered {
-            guard self.slots.updateValue(self.tree.append(row), forKey: row.id) == nil else {
+        for (row, slot) in zip(ordered, self.tree.append(contentsOf: ordered)) {
+            guard self.slots.updateValue(slot, forKey: row.id) == nil else {
                 preconditionFailure("reset(uniqueRows:) was given id \(row.id) twice")
             }
             self.addToSection(row)

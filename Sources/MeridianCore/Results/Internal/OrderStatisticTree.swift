@@ -195,6 +195,46 @@ struct OrderStatisticTree<Element: Sendable>: Sendable {
         return node
     }
 
+    /// Appends `elements`, which come in order after every stored one, and returns their slots; unweighted trees
+    /// only. The same tree as appending them one at a time (a treap is fixed by its order and its priorities),
+    /// built in O(n) instead of O(n log n): the right spine is kept on a stack, and a new element takes the spine's
+    /// nodes of lower priority as its left subtree (Cartesian-tree construction). A node's size is computed once its
+    /// subtree is final: when a new element takes it off the spine, or at the end.
+    @discardableResult
+    mutating func append(contentsOf elements: some Collection<Element>) -> [Slot] {
+        precondition(!self.isWeighted, "append(contentsOf:) is for unweighted trees")
+        var slots: [Slot] = []
+        slots.reserveCapacity(elements.count)
+        var spine: [Int32] = []
+        var t = self.root
+        while t != Self.none {
+            spine.append(t)
+            t = self.right[Int(t)]
+        }
+        for element in elements {
+            let node = self.allocate(element)
+            let priority = self.priority(node)
+            // `merge` puts the later of two equal priorities above: so does `<=`.
+            var below = Self.none
+            while let top = spine.last, self.priority(top) <= priority {
+                spine.removeLast()
+                self.update(top)
+                below = top
+            }
+            self.left[Int(node)] = below
+            if let top = spine.last { self.right[Int(top)] = node } else { self.root = node }
+            spine.append(node)
+            slots.append(node)
+        }
+        while let top = spine.popLast() { self.update(top) }
+        return slots
+    }
+
+    /// The tree's links and sizes, for tests that compare two trees' shapes.
+    var shape: (root: Int32, left: [Int32], right: [Int32], size: [Int32]) {
+        (self.root, self.left, self.right, self.size)
+    }
+
     /// Removes the stored element that compares equal to `element`, and returns it (`nil` if there is none).
     @discardableResult
     mutating func remove(_ element: Element) -> Element? {
