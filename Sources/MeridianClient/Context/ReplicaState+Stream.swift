@@ -175,8 +175,8 @@ extension ReplicaState {
                 outcome.cause = Self.stronger(outcome.cause, .replaced)
             }
             for left in delta.left { self.dropMember(left, from: id, work: &work) }
-            for row in delta.entered { self.store(row, in: id, seq: batch.seq, work: &work) }
-            for row in delta.updated { self.store(row, in: id, seq: batch.seq, work: &work) }
+            self.store(delta.entered, in: id, seq: batch.seq, work: &work)
+            self.store(delta.updated, in: id, seq: batch.seq, work: &work)
         }
         outcome.moved = self.advance(to: batch.seq)
         return outcome
@@ -237,7 +237,7 @@ extension ReplicaState {
             self.modify(id) { $0.members.reserveCapacity(buffer.rows.count) }
             self.reserveRows(entity, atLeast: buffer.rows.count)
         }
-        self.storeSnapshot(buffer.rows, in: id, seq: buffer.seq, work: &work)
+        self.store(buffer.rows, in: id, seq: buffer.seq, work: &work)
     }
 
     /// Which cause names a step that has several: a replacement over a snapshot over the rest.

@@ -158,22 +158,23 @@ struct ReplicaState: Sendable {
         if changed { self.touch(entity, id, work: &work) }
     }
 
-    /// ``store(_:in:seq:work:)`` for every row of a subscription's completed snapshot, the subscription being reset
-    /// (in `work.resets`): its members, its entity's cache and the other subscriptions a changed row touches are
+    /// ``store(_:in:seq:work:)`` for many rows of one subscription (a completed snapshot's, a Batch's entered or
+    /// updated rows), in order: its members, its entity's cache and the subscriptions a changed row touches are
     /// looked up once, not for every row (a 200,000-row snapshot hashed the subscription's id four times a row and
-    /// copied every subscription's state once a row to find those of the entity).
-    mutating func storeSnapshot(
-        _ rows: [VersionedRow], in subscriptionID: String, seq: Int64, work: inout CommitWork
-    ) {
-        precondition(work.resets.contains(subscriptionID), "storeSnapshot is for a subscription being reset")
-        guard let index = self.subscriptions.index(forKey: subscriptionID) else { return }
+    /// copied every subscription's state once a row to find those of its entity).
+    mutating func store(_ rows: [VersionedRow], in subscriptionID: String, seq: Int64, work: inout CommitWork) {
+        guard !rows.isEmpty, let index = self.subscriptions.index(forKey: subscriptionID) else { return }
         let entity = self.subscriptions.values[index].entity
-        // The subscriptions that a changed row is touched for (`touch`): the entity's, but those being reset.
-        var others: [String] = []
+        // What `store` and `touch` name in `work.affected`, taken out while they grow: a new member that did not
+        // change for this subscription, a changed row for every subscription of the entity; none being reset.
+        var touched: [String] = []
         for (otherID, other) in zip(self.subscriptions.keys, self.subscriptions.values)
         where other.entity == entity && !work.resets.contains(otherID) {
-            others.append(otherID)
+            touched.append(otherID)
         }
+        let existed = touched.map { work.affected[$0] != nil }
+        var affected = touched.map { work.affected.removeValue(forKey: $0) ?? [] }
+        let own = touched.firstIndex(of: subscriptionID)
         // Taken out while they grow, so that each stays uniquely referenced (no copy) and is reached without a lookup.
         var members = Set<String>()
         swap(&members, &self.subscriptions.values[index].members)
@@ -188,15 +189,19 @@ struct ReplicaState: Sendable {
             let changed = Self.refresh(
                 &cache[id, default: CachedRow(row: row.row, version: row.version, references: 0, seq: seq)],
                 with: row, seq: seq, isNewMember: isNewMember)
-            guard changed else { continue }
-            if self.recordsChanges {
-                self.changes.rows[RowKey(entity: entity, id: id)] = .some(
-                    cache[id].map { VersionedRow(row: $0.row, version: $0.version) })
+            if changed {
+                if self.recordsChanges {
+                    self.changes.rows[RowKey(entity: entity, id: id)] = .some(
+                        cache[id].map { VersionedRow(row: $0.row, version: $0.version) })
+                }
+                for i in affected.indices { affected[i].insert(id) }
+            } else if isNewMember, let own {
+                affected[own].insert(id)
             }
-            for other in others { work.affected[other, default: []].insert(id) }
         }
         self.subscriptions.values[index].members = members
         if wasCached || !cache.isEmpty { self.rows[entity] = cache }
+        for (i, id) in touched.enumerated() where existed[i] || !affected[i].isEmpty { work.affected[id] = affected[i] }
     }
 
     /// Takes `row` into a cached row (a fresh one when it was not cached) unless the cached image is newer, and

@@ -373,11 +373,11 @@ struct ReplicaStateTests {
         #expect(unrecordedChanges.rows.isEmpty)
     }
 
-    @Test("a snapshot's rows stored at once equal them stored one by one", arguments: 0..<4)
-    func snapshotStoredAtOnce(recording: Int) throws {
-        // Three subscriptions of one entity (the snapshot's, one reset in the same step or not, one not); cached rows
-        // at older and newer seqs than the snapshot's, shared or not; rows new to the cache. Odd arguments record
-        // changes for a cache file.
+    @Test("rows stored at once equal them stored one by one", arguments: 0..<4)
+    func rowsStoredAtOnce(recording: Int) throws {
+        // Three subscriptions of one entity (the rows', being reset or not; one reset in the same step or not; one
+        // not); cached rows at older and newer seqs than the rows', shared or not; rows new to the cache; subscriptions
+        // already named in the step's work or not. Odd arguments record changes for a cache file.
         var generator = SplitMix64(state: 0x5A17 &+ UInt64(recording))
         func row(_ n: UInt64, _ prefix: String) -> VersionedRow {
             self.versioned(point("p\(n)", "\(prefix)\(generator.next() % 3)", Int64(n)), Int64(generator.next() % 4))
@@ -402,16 +402,17 @@ struct ReplicaStateTests {
             }
             let rows = Array(incoming.values)
             let snapshotSeq = Int64(generator.next() % UInt64(seq + 2))
-            var resets: Set<String> = ["s"]
-            if generator.next() % 2 == 0 { resets.insert("t") }
+            var before = CommitWork()
+            for id in ["s", "t"] where generator.next() % 2 == 0 { before.resets.insert(id) }
+            for id in ["s", "t", "u"] where generator.next() % 3 == 0 {
+                before.affected[id] = generator.next() % 2 == 0 ? [] : ["p\(generator.next() % 24)"]
+            }
 
             var atOnce = replica
-            var atOnceWork = CommitWork()
-            atOnceWork.resets = resets
-            atOnce.storeSnapshot(rows, in: "s", seq: snapshotSeq, work: &atOnceWork)
+            var atOnceWork = before
+            atOnce.store(rows, in: "s", seq: snapshotSeq, work: &atOnceWork)
             var oneByOne = replica
-            var oneByOneWork = CommitWork()
-            oneByOneWork.resets = resets
+            var oneByOneWork = before
             for row in rows { oneByOne.store(row, in: "s", seq: snapshotSeq, work: &oneByOneWork) }
 
             #expect(atOnceWork.affected == oneByOneWork.affected)
