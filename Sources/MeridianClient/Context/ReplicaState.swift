@@ -44,9 +44,13 @@ struct ReplicaState: Sendable {
         self.rows[entity]?[id]?.row
     }
 
-    /// The server's rows of these ids (those cached), in the order of `ids`.
+    /// The server's rows of a subscription's members, in no particular order.
     func serverRows(_ entity: String, _ ids: Set<String>) -> [Row] {
         guard let cached = self.rows[entity] else { return [] }
+        assert(ids.allSatisfy { cached[$0] != nil }, "every member of a subscription is cached")
+        // Every member is cached (a row stays while a subscription holds it): members as many as the entity's cached
+        // rows are those rows, read without hashing each id (the one subscription of an entity, or the widest).
+        if ids.count == cached.count { return cached.values.map(\.row) }
         var rows: [Row] = []
         rows.reserveCapacity(ids.count)
         for id in ids {
