@@ -142,6 +142,9 @@ struct ReplicaState: Sendable {
     /// while the stream's Batches go on; the Batch that applies it carries what changed since): the newer image
     /// stays, and only the membership is taken, so that a row that left the snapshot's subscription since does not
     /// keep an old image in the others.
+    ///
+    /// The stream stores rows through the array version below, which does this for each row with its lookups done
+    /// once; this one row at a time is the rule it is pinned against (`ReplicaStateTests`).
     mutating func store(_ row: VersionedRow, in subscriptionID: String, seq: Int64, work: inout CommitWork) {
         let id = row.row.id
         guard let (entity, isNewMember) = self.modify(subscriptionID, { ($0.entity, $0.members.insert(id).inserted) })
