@@ -69,10 +69,18 @@ struct ReplicaState: Sendable {
 
     /// Marks a row as changed for every subscription of its entity (but those re-read entirely anyway).
     func touch(_ entity: String, _ id: String, work: inout CommitWork) {
+        for subscriptionID in self.touched(by: entity, work) { work.affected[subscriptionID, default: []].insert(id) }
+    }
+
+    /// The subscriptions a changed row of `entity` is named for in `work.affected`: the entity's, but those being
+    /// reset (re-read entirely anyway).
+    private func touched(by entity: String, _ work: CommitWork) -> [String] {
+        var ids: [String] = []
         for (subscriptionID, subscription) in self.subscriptions
         where subscription.entity == entity && !work.resets.contains(subscriptionID) {
-            work.affected[subscriptionID, default: []].insert(id)
+            ids.append(subscriptionID)
         }
+        return ids
     }
 
     // MARK: - Subscriptions
@@ -174,11 +182,7 @@ struct ReplicaState: Sendable {
         let entity = self.subscriptions.values[index].entity
         // What `store` and `touch` name in `work.affected`, taken out while they grow: a new member that did not
         // change for this subscription, a changed row for every subscription of the entity; none being reset.
-        var touched: [String] = []
-        for (otherID, other) in zip(self.subscriptions.keys, self.subscriptions.values)
-        where other.entity == entity && !work.resets.contains(otherID) {
-            touched.append(otherID)
-        }
+        let touched = self.touched(by: entity, work)
         let existed = touched.map { work.affected[$0] != nil }
         var affected = touched.map { work.affected.removeValue(forKey: $0) ?? [] }
         let own = touched.firstIndex(of: subscriptionID)
@@ -197,10 +201,7 @@ struct ReplicaState: Sendable {
                 &cache[id, default: CachedRow(row: row.row, version: row.version, references: 0, seq: seq)],
                 with: row, seq: seq, isNewMember: isNewMember)
             if changed {
-                if self.recordsChanges {
-                    self.changes.rows[RowKey(entity: entity, id: id)] = .some(
-                        cache[id].map { VersionedRow(row: $0.row, version: $0.version) })
-                }
+                self.recordRow(entity, id, cache[id])
                 for i in affected.indices { affected[i].insert(id) }
             } else if isNewMember, let own {
                 affected[own].insert(id)
@@ -336,9 +337,14 @@ struct ReplicaState: Sendable {
 
     /// Records a cached row's current state (or its removal) for persistence.
     private mutating func recordRow(_ entity: String, _ id: String) {
+        self.recordRow(entity, id, self.rows[entity]?[id])
+    }
+
+    /// Records a cached row's state as `cached` (`nil`: removed) for persistence.
+    private mutating func recordRow(_ entity: String, _ id: String, _ cached: CachedRow?) {
         guard self.recordsChanges else { return }
         self.changes.rows[RowKey(entity: entity, id: id)] = .some(
-            self.rows[entity]?[id].map { VersionedRow(row: $0.row, version: $0.version) })
+            cached.map { VersionedRow(row: $0.row, version: $0.version) })
     }
 
     /// Runs `body` on a subscription in place (a copy would copy its members on every change).

@@ -376,9 +376,9 @@ struct SyncSession {
     private static func writeSnapshot(
         _ snapshot: QueuedSnapshot, to writer: RPCWriter<SyncOutbound>, chunkBytes: Int
     ) async throws {
-        let chunks = Chunking.ranges(snapshot.rows, maxBytes: chunkBytes)
+        let rows = snapshot.rows
+        let chunks = Chunking.ranges(rows, maxBytes: chunkBytes)
         for (i, range) in chunks.enumerated() {
-            let rows = snapshot.rows
             let bytes = DeltaWireEncoding.snapshotChunkResponse(
                 subscriptionID: snapshot.subscriptionID, seq: snapshot.seq, rowCount: range.count,
                 last: snapshot.isLast && i == chunks.count - 1, resnapshot: snapshot.resnapshot,
