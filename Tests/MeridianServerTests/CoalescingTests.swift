@@ -142,6 +142,8 @@ import Testing
         // Four rows, far under the 1,000-row limit, pass 10,000 bytes.
         #expect(results == ["queued", "queued", "queued", "overflowed"])
         #expect(outbox.queuedRows == 0)
+        // The hub re-snapshots the client (until then nothing but messages is taken).
+        _ = outbox.dropAndHold()
         // Snapshots: what waits may not pass the bound.
         let rows = (0..<2).map {
             VersionedRow(
@@ -158,6 +160,57 @@ import Testing
             return
         }
         #expect(outbox.canTake(snapshotBytes: snapshot.bytes))
+    }
+
+    /// A release queued after the drop would name a snapshot whose chunks were dropped.
+    @Test("after an overflow only messages reach the writer until the hub re-snapshots", arguments: [false, true])
+    func overflowTakesNothingUntilResnapshot(holding: Bool) async throws {
+        let outbox = ClientOutbox(limit: 2)
+        if holding { outbox.beginHold(showing: 2) }
+        func row(_ id: String) -> VersionedRow { VersionedRow(row: Row(id: id, values: ["title": "A"]), version: 1) }
+        func enqueue(_ seq: Int64, _ parts: [BatchPart]) -> String {
+            switch outbox.enqueueBatch(seq: seq, parts: parts) {
+            case .queued: "queued"
+            case .overflowed: "overflowed"
+            case .closed: "closed"
+            }
+        }
+        let s = WireSubscription(id: "s", epoch: 1)
+        let t = WireSubscription(id: "t", epoch: 1)
+        func changes(_ ids: [String]) -> BatchPart {
+            BatchPart(subscription: t, delta: SharedDelta(entered: ids.map(row), left: [], updated: []), replaced: false)
+        }
+        // s's snapshot streamed from the store waits in the queue (its release waits for the hub to reach seq 3);
+        // then t's changes pass the bound, in the hub batch that reaches seq 3: the queue is dropped, chunk included.
+        outbox.enqueue(QueuedSnapshot(subscriptionID: "s", epoch: 1, seq: 3, rows: [row("a")], resnapshot: true))
+        #expect(enqueue(3, [changes(["b"])]) == "queued")
+        #expect(enqueue(3, [changes(["c", "d"])]) == "overflowed")
+        // The same hub batch then releases s's snapshot: the batch part that shows it must not reach the client,
+        // which never got the chunk and would apply whatever snapshot of s it staged before. Nor may the end of a
+        // hold send it, nor a snapshot pass.
+        #expect(enqueue(3, [.snapshotReady(s)]) == "overflowed")
+        outbox.enqueue(QueuedSnapshot(subscriptionID: "s", epoch: 1, seq: 3, rows: [row("a")], resnapshot: true))
+        outbox.endHold()
+        var heartbeat = Meridian_V1_SyncResponse()
+        heartbeat.heartbeat.seq = 2
+        outbox.enqueue(heartbeat)
+        guard case .message(let message)? = await outbox.next() else {
+            Issue.record("a batch or snapshot reached the writer after the overflow, before the re-snapshot")
+            return
+        }
+        #expect(message.heartbeat.seq == 2)
+        // The hub re-snapshots: from here on its snapshots pass and its batches are held, as after any overflow.
+        _ = outbox.dropAndHold()
+        #expect(outbox.isHolding)
+        outbox.enqueue(QueuedSnapshot(subscriptionID: "s", epoch: 1, seq: 4, rows: [row("a")], resnapshot: true))
+        #expect(enqueue(4, [.snapshotReady(s)]) == "queued")
+        outbox.endHold()
+        guard case .snapshot(let snapshot)? = await outbox.next(), case .batch(let batch)? = await outbox.next() else {
+            Issue.record("the re-snapshot did not go out after the overflow")
+            return
+        }
+        #expect(snapshot.seq == 4)
+        #expect(batch.seq == 4)
     }
 
     @Test("a holding outbox merges batches into one, passes snapshots and messages on, and sends the batch at the end")

@@ -316,6 +316,11 @@ final class ClientOutbox: Sendable {
         /// its batches are merged here instead of being queued, and sent as one batch when the last one is answered.
         var holding = false
         var held: QueuedBatch?
+        /// Set when an overflow dropped the queue, until the hub re-snapshots the client (``dropAndHold()``): until
+        /// then no batch or snapshot is taken. A batch queued in between could name a snapshot whose chunks the drop
+        /// took — a streamed snapshot released in the same hub batch that overflowed the client — and the client
+        /// would apply the older snapshot it had staged under the newer seq (found by `meridian-check`, seed 13).
+        var overflowed = false
         /// Set when the stream must end with an error (the fan-out stopped): the writer throws it.
         var failure: RPCError?
         /// The subscriptions whose Replace answer was dropped with the queue, until the hub re-snapshots them.
@@ -465,6 +470,8 @@ final class ClientOutbox: Sendable {
         let (waiter, item, result): (CheckedContinuation<OutboxItem?, Never>?, OutboxItem?, EnqueueResult) =
             self.state.withLock { state in
                 if state.finished { return (nil, nil, .closed) }
+                // Dropped already: the re-snapshot the hub owes the client carries this batch's changes.
+                if state.overflowed { return (nil, nil, .overflowed) }
                 if state.holding {
                     var coalesced = 0
                     if var held = state.held {
@@ -506,6 +513,7 @@ final class ClientOutbox: Sendable {
 
     /// Drops every queued batch and snapshot, and the held batch (the hub re-snapshots the client); messages stay.
     /// The Replace answers dropped are remembered: the client never got them, so the re-snapshot must answer them.
+    /// Until the re-snapshot starts (``dropAndHold()``), no batch or snapshot is taken (`overflowed`).
     private static func drop(_ state: inout State) {
         var kept: [OutboxItem] = []
         for item in state.items[state.head...] {
@@ -522,6 +530,8 @@ final class ClientOutbox: Sendable {
         state.queuedBytes = 0
         state.snapshotBytes = 0
         state.held = nil
+        state.holding = true
+        state.overflowed = true
         state.wakeRoomWaiter()
     }
 
@@ -533,7 +543,8 @@ final class ClientOutbox: Sendable {
     func dropAndHold() -> Set<WireSubscription> {
         self.state.withLock { state in
             Self.drop(&state)
-            state.holding = true
+            // The hub re-snapshots every subscription now: what it queues from here on is of the new snapshots.
+            state.overflowed = false
             defer { state.droppedReplaceAnswers = [] }
             return state.droppedReplaceAnswers
         }
@@ -553,7 +564,8 @@ final class ClientOutbox: Sendable {
     /// Stops holding: the held batch, if any, is queued after everything queued meanwhile (snapshots, messages).
     func endHold() {
         let waiter = self.state.withLock { state -> (CheckedContinuation<OutboxItem?, Never>, OutboxItem)? in
-            guard state.holding else { return nil }
+            // Overflowed: nothing is sent until the hub re-snapshots the client (which holds again).
+            guard state.holding, !state.overflowed else { return nil }
             state.holding = false
             guard let held = state.held, !state.finished else { return nil }
             state.held = nil
@@ -571,6 +583,7 @@ final class ClientOutbox: Sendable {
     private func deliver(_ item: OutboxItem) {
         let waiter = self.state.withLock { state -> CheckedContinuation<OutboxItem?, Never>? in
             if state.finished { return nil }
+            if state.overflowed, case .snapshot = item { return nil }
             return state.push(item)
         }
         waiter?.resume(returning: item)

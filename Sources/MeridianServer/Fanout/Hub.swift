@@ -440,11 +440,10 @@ final class Hub: Sendable {
                 }
             }
             state.processedSeq = end
-            // 5. Releases that were waiting for the hub to reach their base.
-            for id in state.pendings.keys.sorted() {
-                if let base = state.pendings[id]?.base, base.seq <= end { self.release(id, &state) }
-            }
-            // 6. Clients past their queue limit start over from snapshots.
+            // 5. Clients past their queue limit start over from snapshots, before any release: their queues were
+            //    dropped in step 3 with the chunks of snapshots still pending, and releasing one of those would name
+            //    a snapshot the client never got whole (the client would apply the one it staged before, at this
+            //    seq; found by meridian-check, seed 13). Their pendings are replaced by the re-snapshot's.
             for clientID in overflowed {
                 self.logger.info(
                     "client queue over its limit; dropping it and re-snapshotting",
@@ -453,6 +452,10 @@ final class Hub: Sendable {
                     ])
                 self.metrics.overflows.increment()
                 self.resnapshotAll(clientID, &state)
+            }
+            // 6. Releases that were waiting for the hub to reach their base.
+            for id in state.pendings.keys.sorted() {
+                if let base = state.pendings[id]?.base, base.seq <= end { self.release(id, &state) }
             }
         }
     }
