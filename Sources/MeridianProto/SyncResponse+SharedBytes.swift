@@ -49,13 +49,19 @@ package enum SharedBatchEncoding {
         package var replaced: Bool
         /// `SubscriptionDelta.snapshot` (field 7).
         package var snapshot: Bool
+        /// `SubscriptionDelta.snapshot_seq` (field 8), omitted when 0.
+        package var snapshotSeq: Int64
 
-        package init(subscriptionID: String, epoch: UInt32, body: [UInt8], replaced: Bool, snapshot: Bool) {
+        package init(
+            subscriptionID: String, epoch: UInt32, body: [UInt8], replaced: Bool, snapshot: Bool,
+            snapshotSeq: Int64 = 0
+        ) {
             self.subscriptionID = subscriptionID
             self.epoch = epoch
             self.body = body
             self.replaced = replaced
             self.snapshot = snapshot
+            self.snapshotSeq = snapshotSeq
         }
 
         /// The encoded size of the `SubscriptionDelta`.
@@ -63,13 +69,15 @@ package enum SharedBatchEncoding {
             DeltaWireEncoding.fieldSize(self.subscriptionID.utf8.count) + self.body.count + (self.replaced ? 2 : 0)
                 + (self.epoch != 0 ? 1 + DeltaWireEncoding.varintSize(UInt64(self.epoch)) : 0)
                 + (self.snapshot ? 2 : 0)
+                + (self.snapshotSeq != 0 ? 1 + DeltaWireEncoding.varintSize(UInt64(bitPattern: self.snapshotSeq)) : 0)
         }
     }
 
     /// The serialized `SyncResponse` whose `batch` has this `seq` and, per part, the `SubscriptionDelta` with field 1
-    /// `subscription_id` (always written), the shared `body` (fields 2–4), field 5 `replaced`, field 6 `epoch` and
-    /// field 7 `snapshot` when set — in field order, as swift-protobuf writes them — written in one pass into one
-    /// buffer of the exact size (every length is known beforehand), each body copied once.
+    /// `subscription_id` (always written), the shared `body` (fields 2–4), field 5 `replaced`, field 6 `epoch`,
+    /// field 7 `snapshot` and field 8 `snapshot_seq` when set — in field order, as swift-protobuf writes them —
+    /// written in one pass into one buffer of the exact size (every length is known beforehand), each body copied
+    /// once.
     ///
     /// - Parameter continued: `Batch.continued` (field 3): more parts of this batch follow (protocol version 2).
     package static func syncResponse(seq: Int64, parts: [Part], continued: Bool = false) -> [UInt8] {
@@ -97,15 +105,20 @@ package enum SharedBatchEncoding {
                 appendVarint(UInt64(part.epoch), to: &out)
             }
             if part.snapshot { out.append(contentsOf: [0x38, 0x01]) }
+            if part.snapshotSeq != 0 {
+                out.append(0x40)
+                appendVarint(UInt64(bitPattern: part.snapshotSeq), to: &out)
+            }
         }
         if continued { out.append(contentsOf: [0x18, 0x01]) }
         return out
     }
 
     /// The serialized `SyncResponse`s of one batch, cut so that each is at most `maxBytes` long (protocol version 2):
-    /// the parts in order, a part too large for what is left of a message cut between its rows (its flags on its
-    /// first piece), every message but the last flagged `continued`. Only a message holding a single row larger than
-    /// `maxBytes` is longer. One message, as ``syncResponse(seq:parts:continued:)`` writes it, when the batch fits.
+    /// the parts in order, a part too large for what is left of a message cut between its rows (its flags and
+    /// `snapshot_seq` on its first piece), every message but the last flagged `continued`. Only a message holding a
+    /// single row larger than `maxBytes` is longer. One message, as ``syncResponse(seq:parts:continued:)`` writes
+    /// it, when the batch fits.
     package static func syncResponses(seq: Int64, parts: [Part], maxBytes: Int) -> [[UInt8]] {
         let seqSize = seq != 0 ? 1 + DeltaWireEncoding.varintSize(UInt64(bitPattern: seq)) : 0
         let whole = parts.reduce(seqSize) { $0 + DeltaWireEncoding.fieldSize($1.size) }
@@ -138,7 +151,7 @@ package enum SharedBatchEncoding {
             let header = part.size - part.body.count
             var piece = Part(
                 subscriptionID: part.subscriptionID, epoch: part.epoch, body: [], replaced: part.replaced,
-                snapshot: part.snapshot)
+                snapshot: part.snapshot, snapshotSeq: part.snapshotSeq)
             for field in self.fields(of: part.body) {
                 let grown = DeltaWireEncoding.fieldSize(header + piece.body.count + field.count)
                 if used + grown > budget {

@@ -134,6 +134,9 @@ package enum SyncResponseWireDecoding {
             case (7, 0):
                 guard let flag = reader.varint() else { return nil }
                 parts.delta.snapshot = flag != 0
+            case (8, 0):
+                guard let seq = reader.varint() else { return nil }
+                parts.delta.snapshotSeq = Int64(bitPattern: seq)
             default:
                 return nil
             }

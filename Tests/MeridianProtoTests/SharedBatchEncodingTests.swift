@@ -45,7 +45,7 @@ import Testing
             parts.append(
                 SharedBatchEncoding.Part(
                     subscriptionID: delta.subscriptionID, epoch: UInt32(i + 1), body: body, replaced: i == 2,
-                    snapshot: i == 1))
+                    snapshot: i == 1, snapshotSeq: i == 1 ? 41 : 0))
         }
         let messages = SharedBatchEncoding.syncResponses(seq: 42, parts: parts, maxBytes: maxBytes)
         let whole = try Meridian_V1_SyncResponse(
@@ -61,7 +61,7 @@ import Testing
             for delta in batch.deltas {
                 if let last = joined.last, last.subscriptionID == delta.subscriptionID {
                     // A delta cut across parts: its flags are on its first piece only.
-                    #expect(!delta.snapshot && !delta.replaced)
+                    #expect(!delta.snapshot && !delta.replaced && delta.snapshotSeq == 0)
                     joined[joined.count - 1].entered += delta.entered
                     joined[joined.count - 1].left += delta.left
                     joined[joined.count - 1].updated += delta.updated
@@ -81,12 +81,14 @@ import Testing
         let body = DeltaWireEncoding.subscriptionDeltaBody(
             entered: [(small, Int64(1)), (big, Int64(1)), (small, Int64(2))], left: [String](),
             updated: [(row: Row, version: Int64, changed: [String])]())
-        let part = SharedBatchEncoding.Part(subscriptionID: "s", epoch: 1, body: body, replaced: false, snapshot: true)
+        let part = SharedBatchEncoding.Part(
+            subscriptionID: "s", epoch: 1, body: body, replaced: false, snapshot: true, snapshotSeq: 1)
         let messages = SharedBatchEncoding.syncResponses(seq: 1, parts: [part], maxBytes: 1_000)
         let batches = try messages.map { try Meridian_V1_SyncResponse(serializedBytes: $0).batch }
         #expect(batches.map { $0.deltas.flatMap { $0.entered.map(\.id) } } == [["small"], ["big"], ["small"]])
         #expect(batches.map(\.continued) == [true, true, false])
         #expect(batches.map { $0.deltas.first?.snapshot == true } == [true, false, false])
+        #expect(batches.map { $0.deltas.first?.snapshotSeq } == [1, 0, 0])
         #expect(messages[1].count > 1_000)
         #expect(messages[0].count <= 1_000 && messages[2].count <= 1_000)
     }
@@ -114,16 +116,19 @@ import Testing
         deltas[1].epoch = 300
         deltas[2].epoch = 1
         deltas[0].snapshot = true
+        deltas[0].snapshotSeq = 300
         deltas[2].snapshot = true
+        deltas[2].snapshotSeq = seq
         let parts = try deltas.map { delta in
             var body = delta
             body.subscriptionID = ""
             body.replaced = false
             body.epoch = 0
             body.snapshot = false
+            body.snapshotSeq = 0
             return SharedBatchEncoding.Part(
                 subscriptionID: delta.subscriptionID, epoch: delta.epoch, body: try body.serializedBytes() as [UInt8],
-                replaced: delta.replaced, snapshot: delta.snapshot)
+                replaced: delta.replaced, snapshot: delta.snapshot, snapshotSeq: delta.snapshotSeq)
         }
         let bytes = SharedBatchEncoding.syncResponse(seq: seq, parts: parts)
         var built = Meridian_V1_SyncResponse()

@@ -59,6 +59,9 @@ import Testing
                     return update
                 }
                 delta.replaced = Bool.random(using: &random)
+                delta.epoch = UInt32.random(in: 0...3, using: &random)
+                delta.snapshot = Bool.random(using: &random)
+                delta.snapshotSeq = delta.snapshot ? Int64.random(in: 0...1_000_000, using: &random) : 0
                 batch.deltas.append(delta)
             }
             response.batch = batch

@@ -81,13 +81,14 @@ import Testing
             parts: [
                 second,
                 BatchPart(subscription: WireSubscription(id: "t", epoch: 300), delta: second.delta, replaced: false),
-                .snapshotReady(WireSubscription(id: "u", epoch: 2)),
+                .snapshotReady(WireSubscription(id: "u", epoch: 2), seq: 5),
             ])
         var expected = Meridian_V1_SyncResponse()
         expected.batch.seq = 300
         expected.batch.deltas = try batch.mergedOrder.map { try #require(batch.merged[$0]).proto($0) }
         #expect(expected.batch.deltas.map(\.epoch) == [1, 300, 2])
         #expect(expected.batch.deltas.map(\.snapshot) == [false, false, true])
+        #expect(expected.batch.deltas.map(\.snapshotSeq) == [0, 0, 5])
         #expect(try Meridian_V1_SyncResponse(serializedBytes: batch.encoded()) == expected)
     }
 
@@ -97,10 +98,11 @@ import Testing
         let b = Row(id: "b", values: ["title": "B"])
         var merged = MergedDelta()
         merged.fold(self.part(entered: [a]))
-        merged.fold(.snapshotReady(WireSubscription(id: "s", epoch: 1)))
+        merged.fold(.snapshotReady(WireSubscription(id: "s", epoch: 1), seq: 2))
         merged.fold(self.part(entered: [b]))
         let proto = merged.proto(WireSubscription(id: "s", epoch: 1))
         #expect(proto.snapshot)
+        #expect(proto.snapshotSeq == 2)
         #expect(proto.entered.map(\.id) == ["b"])
     }
 
@@ -112,7 +114,7 @@ import Testing
                 entered: [VersionedRow(row: Row(id: "a", values: [:]), version: 1)], left: [], updated: []),
             replaced: false)
         var batch = QueuedBatch(seq: 1, parts: [old])
-        _ = batch.merge(seq: 2, parts: [.snapshotReady(WireSubscription(id: "r", epoch: 2))])
+        _ = batch.merge(seq: 2, parts: [.snapshotReady(WireSubscription(id: "r", epoch: 2), seq: 2)])
         let decoded = try Meridian_V1_SyncResponse(serializedBytes: batch.encoded())
         #expect(decoded.batch.deltas.map { "\($0.subscriptionID)@\($0.epoch)" } == ["r@1", "r@2"])
         #expect(decoded.batch.deltas.map(\.snapshot) == [false, true])
@@ -178,7 +180,8 @@ import Testing
         let s = WireSubscription(id: "s", epoch: 1)
         let t = WireSubscription(id: "t", epoch: 1)
         func changes(_ ids: [String]) -> BatchPart {
-            BatchPart(subscription: t, delta: SharedDelta(entered: ids.map(row), left: [], updated: []), replaced: false)
+            BatchPart(
+                subscription: t, delta: SharedDelta(entered: ids.map(row), left: [], updated: []), replaced: false)
         }
         // s's snapshot streamed from the store waits in the queue (its release waits for the hub to reach seq 3);
         // then t's changes pass the bound, in the hub batch that reaches seq 3: the queue is dropped, chunk included.
@@ -188,7 +191,7 @@ import Testing
         // The same hub batch then releases s's snapshot: the batch part that shows it must not reach the client,
         // which never got the chunk and would apply whatever snapshot of s it staged before. Nor may the end of a
         // hold send it, nor a snapshot pass.
-        #expect(enqueue(3, [.snapshotReady(s)]) == "overflowed")
+        #expect(enqueue(3, [.snapshotReady(s, seq: 3)]) == "overflowed")
         outbox.enqueue(QueuedSnapshot(subscriptionID: "s", epoch: 1, seq: 3, rows: [row("a")], resnapshot: true))
         outbox.endHold()
         var heartbeat = Meridian_V1_SyncResponse()
@@ -203,7 +206,7 @@ import Testing
         _ = outbox.dropAndHold()
         #expect(outbox.isHolding)
         outbox.enqueue(QueuedSnapshot(subscriptionID: "s", epoch: 1, seq: 4, rows: [row("a")], resnapshot: true))
-        #expect(enqueue(4, [.snapshotReady(s)]) == "queued")
+        #expect(enqueue(4, [.snapshotReady(s, seq: 4)]) == "queued")
         outbox.endHold()
         guard case .snapshot(let snapshot)? = await outbox.next(), case .batch(let batch)? = await outbox.next() else {
             Issue.record("the re-snapshot did not go out after the overflow")
@@ -227,7 +230,7 @@ import Testing
         #expect(
             {
                 if case .queued = outbox.enqueueBatch(
-                    seq: 8, parts: [.snapshotReady(WireSubscription(id: "new", epoch: 1))])
+                    seq: 8, parts: [.snapshotReady(WireSubscription(id: "new", epoch: 1), seq: 8)])
                 {
                     true
                 } else {
@@ -312,11 +315,15 @@ import Testing
         /// then describes the next batch's delta: `snapshot`, `replaced`, both or neither.
         func answer(reads: Int = 1) async throws -> String {
             for _ in 0..<reads { await hub.read(try #require(await pendings.next())) }
+            var staged: Int64?
             while true {
                 guard let item = await outbox.next() else { throw CancellationError() }
+                if case .snapshot(let snapshot) = item { staged = snapshot.seq }
                 guard case .batch(let batch) = item else { continue }
                 let delta = try #require(
                     try Meridian_V1_SyncResponse(serializedBytes: batch.encoded()).batch.deltas.first)
+                // The part that shows a snapshot names the seq of the chunks just sent.
+                #expect(delta.snapshotSeq == (delta.snapshot ? try #require(staged) : 0))
                 return [delta.snapshot ? "snapshot" : nil, delta.replaced ? "replaced" : nil].compactMap { $0 }
                     .joined(separator: " ")
             }

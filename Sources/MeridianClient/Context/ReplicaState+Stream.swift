@@ -124,9 +124,9 @@ extension ReplicaState {
     /// A part of a Batch sent in parts (`continued`) is held, and changes nothing: the part that ends it applies them
     /// all, as the one Batch they are.
     ///
-    /// - Throws: ``ClientError`` `malformedRequest` when the batch names a snapshot whose last chunk did not arrive
-    ///   (the replica may then hold part of the batch: the stream must be dropped, and resumes from the applied seq),
-    ///   or when a part's seq differs from the parts held before it.
+    /// - Throws: ``ClientError`` `malformedRequest` when the batch names a snapshot whose last chunk did not arrive or
+    ///   that is not the one staged (another `snapshot_seq`), before anything changed (the stream must be dropped,
+    ///   and resumes from the applied seq), or when a part's seq differs from the parts held before it.
     mutating func apply(_ part: SyncEvent.Batch, work: inout CommitWork) throws(ClientError) -> BatchOutcome {
         var batch = part
         if var held = self.heldBatch {
@@ -158,8 +158,11 @@ extension ReplicaState {
             (self.subscriptions[$0.subscriptionID]?.snapshot?.seq ?? 0)
                 < (self.subscriptions[$1.subscriptionID]?.snapshot?.seq ?? 0)
         }
+        // Every snapshot named is checked before anything changes: a batch that cannot be applied whole changes
+        // nothing.
+        for delta in snapshots { try self.checkStagedSnapshot(delta.subscriptionID, seq: delta.snapshotSeq) }
         for delta in snapshots {
-            try self.applyStagedSnapshot(
+            self.applyStagedSnapshot(
                 delta.subscriptionID, answersReplace: delta.replaced, work: &work, outcome: &outcome)
         }
         for delta in current {
@@ -182,22 +185,36 @@ extension ReplicaState {
         return outcome
     }
 
-    /// Makes a subscription's staged snapshot its result (diffed against what it held, into `work`).
+    /// Checks that a subscription's staged snapshot is the one a batch names: complete, and at `seq` (the batch's
+    /// `snapshot_seq`; 0: not said). Staged at another seq, it is an earlier snapshot whose batch never came, and
+    /// the named one's chunks did not arrive: shown under the batch's seq, it would be a state the store never had.
+    ///
+    /// - Throws: ``ClientError`` `malformedRequest` when the snapshot did not arrive whole, or another is staged.
+    private func checkStagedSnapshot(_ id: String, seq: Int64) throws(ClientError) {
+        guard let buffer = self.subscriptions[id]?.snapshot, buffer.isComplete else {
+            throw ClientError(
+                .malformedRequest, "a Batch names the snapshot of '\(id)', whose last chunk did not arrive")
+        }
+        guard seq == 0 || buffer.seq == seq else {
+            throw ClientError(
+                .malformedRequest,
+                "a Batch names the snapshot of '\(id)' at seq \(seq), but the one staged is at seq \(buffer.seq)")
+        }
+    }
+
+    /// Makes a subscription's staged snapshot (checked by ``checkStagedSnapshot(_:seq:)``) its result (diffed against
+    /// what it held, into `work`).
     ///
     /// - Parameter answersReplace: The batch flags the snapshot `replaced`: it is of the request of the Replace the
     ///   subscription waits for. Without the flag it is of the request in force (a re-snapshot the server sent before
     ///   it read the Replace), and the Replace stays pending.
-    /// - Throws: ``ClientError`` `malformedRequest` when the snapshot did not arrive whole.
     private mutating func applyStagedSnapshot(
         _ id: String,
         answersReplace: Bool,
         work: inout CommitWork,
         outcome: inout BatchOutcome
-    ) throws(ClientError) {
-        guard let buffer = self.subscriptions[id]?.snapshot, buffer.isComplete else {
-            throw ClientError(
-                .malformedRequest, "a Batch names the snapshot of '\(id)', whose last chunk did not arrive")
-        }
+    ) {
+        guard let buffer = self.subscriptions[id]?.snapshot, buffer.isComplete else { return }
         outcome.snapshots.append(
             AppliedSnapshot(id: id, seq: buffer.seq, rowCount: buffer.rows.count, resnapshot: buffer.resnapshot))
         var cause = ResultsChangeCause.snapshot

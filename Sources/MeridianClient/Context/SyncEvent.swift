@@ -63,6 +63,8 @@ enum SyncEvent: Sendable {
         var left: [String]
         var entered: [VersionedRow]
         var updated: [VersionedRow]
+        /// With `snapshot`: the seq of the snapshot it shows, its chunks' (0: not said, by a server before the field).
+        var snapshotSeq: Int64 = 0
     }
 
     /// A rejected subscription or Replace.

@@ -1234,6 +1234,11 @@ package nonisolated struct Meridian_V1_SubscriptionDelta: Sendable {
   /// snapshot is at its own seq, so applied after a delta it could put an older image of a shared row back.
   package var snapshot: Bool = false
 
+  /// With `snapshot`: the seq of the snapshot that becomes visible, its chunks' `seq`. A client whose staged snapshot
+  /// of the subscription is at another seq did not get this one whole, and must not show what it staged under the
+  /// batch's seq: it drops the stream and resumes from its applied seq. 0: not said (a server before this field).
+  package var snapshotSeq: Int64 = 0
+
   package var unknownFields = SwiftProtobuf.UnknownStorage()
 
   package init() {}
@@ -2910,7 +2915,7 @@ nonisolated extension Meridian_V1_Batch: SwiftProtobuf.Message, SwiftProtobuf._M
 
 nonisolated extension Meridian_V1_SubscriptionDelta: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   package static let protoMessageName: String = _protobuf_package + ".SubscriptionDelta"
-  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}subscription_id\0\u{1}entered\0\u{1}left\0\u{1}updated\0\u{1}replaced\0\u{1}epoch\0\u{1}snapshot\0")
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}subscription_id\0\u{1}entered\0\u{1}left\0\u{1}updated\0\u{1}replaced\0\u{1}epoch\0\u{1}snapshot\0\u{3}snapshot_seq\0")
 
   package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2925,6 +2930,7 @@ nonisolated extension Meridian_V1_SubscriptionDelta: SwiftProtobuf.Message, Swif
       case 5: try { try decoder.decodeSingularBoolField(value: &self.replaced) }()
       case 6: try { try decoder.decodeSingularUInt32Field(value: &self.epoch) }()
       case 7: try { try decoder.decodeSingularBoolField(value: &self.snapshot) }()
+      case 8: try { try decoder.decodeSingularInt64Field(value: &self.snapshotSeq) }()
       default: break
       }
     }
@@ -2952,6 +2958,9 @@ nonisolated extension Meridian_V1_SubscriptionDelta: SwiftProtobuf.Message, Swif
     if self.snapshot != false {
       try visitor.visitSingularBoolField(value: self.snapshot, fieldNumber: 7)
     }
+    if self.snapshotSeq != 0 {
+      try visitor.visitSingularInt64Field(value: self.snapshotSeq, fieldNumber: 8)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2963,6 +2972,7 @@ nonisolated extension Meridian_V1_SubscriptionDelta: SwiftProtobuf.Message, Swif
     if lhs.replaced != rhs.replaced {return false}
     if lhs.epoch != rhs.epoch {return false}
     if lhs.snapshot != rhs.snapshot {return false}
+    if lhs.snapshotSeq != rhs.snapshotSeq {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -72,25 +72,29 @@ struct BatchPart: Sendable {
     var replaced: Bool
     /// The subscription's snapshot (queued before this batch) is applied first, then `delta`.
     var snapshot = false
+    /// With `snapshot`: the snapshot's seq, its chunks' (`SubscriptionDelta.snapshot_seq`), by which the client
+    /// knows it staged that snapshot and not an older one.
+    var snapshotSeq: Int64 = 0
     /// The entity's derived attributes, named in `changed` when coalescing finds one of their dependencies changed.
     var derived: [DerivedAttribute] = []
 
     init(
         subscription: WireSubscription, delta: SharedDelta, replaced: Bool, snapshot: Bool = false,
-        derived: [DerivedAttribute] = []
+        snapshotSeq: Int64 = 0, derived: [DerivedAttribute] = []
     ) {
         self.subscription = subscription
         self.delta = delta
         self.replaced = replaced
         self.snapshot = snapshot
+        self.snapshotSeq = snapshot ? snapshotSeq : 0
         self.derived = derived
     }
 
-    /// The part that makes a subscription's staged snapshot visible, with nothing else.
-    static func snapshotReady(_ subscription: WireSubscription, replaced: Bool = false) -> BatchPart {
+    /// The part that makes a subscription's staged snapshot, at `seq`, visible, with nothing else.
+    static func snapshotReady(_ subscription: WireSubscription, replaced: Bool = false, seq: Int64) -> BatchPart {
         BatchPart(
             subscription: subscription, delta: SharedDelta(entered: [], left: [], updated: []), replaced: replaced,
-            snapshot: true)
+            snapshot: true, snapshotSeq: seq)
     }
 }
 
@@ -171,14 +175,14 @@ struct QueuedBatch: Sendable {
             return shared.map {
                 SharedBatchEncoding.Part(
                     subscriptionID: $0.subscription.id, epoch: $0.subscription.epoch, body: $0.delta.body,
-                    replaced: $0.replaced, snapshot: $0.snapshot)
+                    replaced: $0.replaced, snapshot: $0.snapshot, snapshotSeq: $0.snapshotSeq)
             }
         }
         return self.mergedOrder.compactMap { key in
             self.merged[key].map { merged in
                 SharedBatchEncoding.Part(
                     subscriptionID: key.id, epoch: key.epoch, body: merged.body(), replaced: merged.replaced,
-                    snapshot: merged.snapshot)
+                    snapshot: merged.snapshot, snapshotSeq: merged.snapshotSeq)
             }
         }
     }
@@ -191,6 +195,8 @@ struct MergedDelta: Sendable {
     var replaced = false
     /// The subscription's staged snapshot is applied before the rows.
     var snapshot = false
+    /// That snapshot's seq (``BatchPart/snapshotSeq``).
+    var snapshotSeq: Int64 = 0
     /// About the bytes of its rows (``size(_:)`` of each).
     private(set) var bytes = 0
 
@@ -203,6 +209,7 @@ struct MergedDelta: Sendable {
             self.order = []
             self.bytes = 0
             self.snapshot = true
+            self.snapshotSeq = part.snapshotSeq
         }
         if part.replaced { self.replaced = true }
         for (id, delta) in part.delta.rowDeltas {
@@ -273,6 +280,7 @@ struct MergedDelta: Sendable {
         delta.epoch = subscription.epoch
         delta.replaced = self.replaced
         delta.snapshot = self.snapshot
+        delta.snapshotSeq = self.snapshotSeq
         for id in self.order {
             switch self.rows[id] {
             case .entered(let row): delta.entered.append(Meridian_V1_Row(row.row, version: row.version))

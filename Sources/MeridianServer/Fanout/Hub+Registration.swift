@@ -148,7 +148,7 @@ extension Hub {
             }
             self.activate(clientID, id, request, &state)
             client.outbox.enqueue(snapshot)
-            self.enqueue(clientID, state.processedSeq, [.snapshotReady(wire)], &state)
+            self.enqueue(clientID, state.processedSeq, [.snapshotReady(wire, seq: snapshot.seq)], &state)
             return nil
         }
         self.addPending(clientID, id, request, kind, grouped: resume, &state)
@@ -513,7 +513,8 @@ extension Hub {
             }
             self.activate(pending.clientID, id, request, &state, kept: advanced)
             client.outbox.enqueue(snapshot)
-            self.enqueue(pending.clientID, seq, [.snapshotReady(wire, replaced: answersReplace)], &state)
+            self.enqueue(
+                pending.clientID, seq, [.snapshotReady(wire, replaced: answersReplace, seq: snapshot.seq)], &state)
 
         case .streamed(let baseSeq):
             // The rows are queued already, at baseSeq: the part that shows them brings them to `seq`.
@@ -526,7 +527,7 @@ extension Hub {
                 [
                     BatchPart(
                         subscription: wire, delta: delta, replaced: answersReplace, snapshot: true,
-                        derived: request.entity.derived)
+                        snapshotSeq: baseSeq, derived: request.entity.derived)
                 ], &state)
 
         case .missed(let missed, let baseSeq):

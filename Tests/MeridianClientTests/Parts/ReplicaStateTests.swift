@@ -33,11 +33,11 @@ struct ReplicaStateTests {
 
     func delta(
         _ id: String, epoch: UInt32 = 1, snapshot: Bool = false, replaced: Bool = false, left: [String] = [],
-        entered: [VersionedRow] = [], updated: [VersionedRow] = []
+        entered: [VersionedRow] = [], updated: [VersionedRow] = [], snapshotSeq: Int64 = 0
     ) -> SyncEvent.Delta {
         SyncEvent.Delta(
             subscriptionID: id, epoch: epoch, snapshot: snapshot, replaced: replaced, left: left, entered: entered,
-            updated: updated)
+            updated: updated, snapshotSeq: snapshotSeq)
     }
 
     func versioned(_ row: Row, _ version: Int64) -> VersionedRow {
@@ -184,6 +184,42 @@ struct ReplicaStateTests {
         }
         #expect(error?.code == .malformedRequest)
         #expect(replica.appliedSeq == 0)
+    }
+
+    /// The server's overflow race (fixed in the outbox): a complete snapshot staged whose batch was dropped, then a
+    /// later snapshot's batch without its chunks. Applied, the old rows would show under the later seq.
+    @Test("a Batch naming a snapshot at another seq than the one staged is refused, and changes nothing")
+    func staleSnapshot() throws {
+        var replica = try self.replica(["s", "t"])
+        replica.stage(self.chunk("t", seq: 3, [self.versioned(point("b", "Bravo", 2), 1)]))
+        var work = CommitWork()
+        _ = try replica.apply(.init(seq: 3, deltas: [self.delta("t", snapshot: true, snapshotSeq: 3)]), work: &work)
+        replica.stage(self.chunk("s", seq: 4, [self.versioned(point("a", "Alpha", 1), 1)]))
+        replica.stage(self.chunk("t", seq: 4, []))
+        let before = (replica.rowCount, replica.subscriptions["t"]?.members)
+        work = CommitWork()
+        let error = #expect(throws: ClientError.self) {
+            try replica.apply(
+                .init(
+                    seq: 9,
+                    deltas: [
+                        self.delta("t", snapshot: true, snapshotSeq: 4),
+                        self.delta("s", snapshot: true, snapshotSeq: 7),
+                    ]), work: &work)
+        }
+        #expect(error?.code == .malformedRequest)
+        #expect(error?.message.contains("at seq 7, but the one staged is at seq 4") == true)
+        // Nothing changed, the valid snapshot of t included: the stream is dropped and resumes from seq 3.
+        #expect(replica.appliedSeq == 3)
+        #expect((replica.rowCount, replica.subscriptions["t"]?.members) == before)
+        #expect(work.isEmpty)
+        // The snapshot staged at the seq named applies; a batch that does not say (an older server) is taken as is.
+        _ = try replica.apply(
+            .init(seq: 9, deltas: [self.delta("s", snapshot: true, snapshotSeq: 4), self.delta("t", snapshot: true)]),
+            work: &work)
+        #expect(replica.subscriptions["s"]?.members == ["a"])
+        #expect(replica.subscriptions["t"]?.members == [])
+        #expect(replica.appliedSeq == 9)
     }
 
     @Test("deltas leave, enter and update rows; a shared row stays until its last subscription lets it go")

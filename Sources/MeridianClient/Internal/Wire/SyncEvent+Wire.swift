@@ -44,7 +44,7 @@ extension SyncEvent {
                             updated: try delta.updated.map { update throws(ProtoConversionError) in
                                 let (row, version, _) = try update.decoded()
                                 return VersionedRow(row: row, version: version)
-                            }))
+                            }, snapshotSeq: delta.snapshotSeq))
                 }
             } catch {
                 throw ClientError(.malformedRequest, "batch row does not decode: \(error)", cause: error)

@@ -42,7 +42,8 @@ struct SyncMessageDeserializer: MessageDeserializer {
                         deltas: deltas.map { delta, entered, updated in
                             SyncEvent.Delta(
                                 subscriptionID: delta.subscriptionID, epoch: delta.epoch, snapshot: delta.snapshot,
-                                replaced: delta.replaced, left: delta.left, entered: entered, updated: updated)
+                                replaced: delta.replaced, left: delta.left, entered: entered, updated: updated,
+                                snapshotSeq: delta.snapshotSeq)
                         }, continued: batch.continued)))
         }
         return .response(try SyncResponseDeserializer().deserialize(serializedMessageBytes))
