@@ -263,7 +263,8 @@ func exitWhenOrphaned() async {
 
 /// A log handler that forwards warnings and errors to stderr (or, with `MERIDIAN_CHECK_LOG_LEVEL` set in the
 /// soak's environment, every message from that level up) and turns the client's change-set validation failures
-/// (`validatesChangeSets`) into violation reports.
+/// (`validatesChangeSets`) and its refusals of what the server sent (a Batch naming a snapshot it did not get whole,
+/// which the client answers by reconnecting, so that nothing wrong shows) into violation reports.
 public struct ViolationLogHandler: LogHandler {
     public var logLevel: Logger.Level
     public var metadata: Logger.Metadata = [:]
@@ -285,10 +286,15 @@ public struct ViolationLogHandler: LogHandler {
         for (key, value) in event.metadata ?? [:] { all[key] = value }
         let text = "\(event.level) \(self.label): \(event.message) \(all.isEmpty ? "" : "\(all)")"
         FileHandle.standardError.write(Data((text + "\n").utf8))
-        if "\(event.message)".contains("failed validation") {
+        if Self.isViolation("\(event.message)") {
             var report = Report(kind: "violation")
             report.message = "the client logged: \(text)"
             ReportOutput.print(report)
         }
+    }
+
+    /// Whether a client's log message reports a violation.
+    package static func isViolation(_ message: String) -> Bool {
+        message.contains("failed validation") || message.hasPrefix(ConnectionLog.protocolBreach)
     }
 }

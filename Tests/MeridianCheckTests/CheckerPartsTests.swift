@@ -68,6 +68,15 @@ import Testing
         #expect(regions.candidates(at: 25) == [r2])
     }
 
+    /// A client refuses a Batch naming a snapshot it did not get whole, and reconnects: nothing wrong shows, so the
+    /// soak learns of it from the client's log.
+    @Test("a change set that failed validation and a stream that broke the protocol are violations; a lost one is not")
+    func loggedViolations() {
+        #expect(ViolationLogHandler.isViolation("change set failed validation"))
+        #expect(ViolationLogHandler.isViolation("the Sync stream broke the protocol; reconnecting"))
+        #expect(!ViolationLogHandler.isViolation("connection lost"))
+    }
+
     @Test("the same seed gives the same workload")
     func seeded() {
         var a = SeededRandom(seed: 42, stream: 3)

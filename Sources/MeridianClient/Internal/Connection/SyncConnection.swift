@@ -40,7 +40,15 @@ struct SyncConnection: Sendable {
                 self.logger.info("sync stream ended; reconnecting")
             } catch {
                 if Task.isCancelled { break }
-                self.logger.info("connection lost", metadata: ["meridian.error": "\(error)"])
+                if let error = error as? ClientError, error.code == .malformedRequest {
+                    // Not the network: a message the client cannot apply as the protocol says (a Batch naming a
+                    // snapshot that did not arrive whole, a row that does not decode). Reconnecting resumes from the
+                    // applied seq, but it is a bug, in the server or here, and said as one.
+                    self.logger.error(
+                        "\(ConnectionLog.protocolBreach); reconnecting", metadata: ["meridian.error": "\(error)"])
+                } else {
+                    self.logger.info("connection lost", metadata: ["meridian.error": "\(error)"])
+                }
             }
             await self.context.connectionClosed()
             if established.value { backoff.reset() }
@@ -242,6 +250,13 @@ struct SyncConnection: Sendable {
             await context.setWriteSignal(nil)
         }
     }
+}
+
+/// What the connection logs that tools look for.
+package enum ConnectionLog {
+    /// The start of the error logged when the Sync stream broke the protocol (`meridian-check` counts it as a
+    /// violation).
+    package static let protocolBreach = "the Sync stream broke the protocol"
 }
 
 /// The connection's status and its observers.
