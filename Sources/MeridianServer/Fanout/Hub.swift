@@ -443,7 +443,8 @@ final class Hub: Sendable {
             // 5. Clients past their queue limit start over from snapshots, before any release: their queues were
             //    dropped in step 3 with the chunks of snapshots still pending, and releasing one of those would name
             //    a snapshot the client never got whole (the client would apply the one it staged before, at this
-            //    seq; found by meridian-check, seed 13). Their pendings are replaced by the re-snapshot's.
+            //    seq; found looking into a meridian-check failure, docs/checker.md). Their pendings are replaced by
+            //    the re-snapshot's.
             for clientID in overflowed {
                 self.logger.info(
                     "client queue over its limit; dropping it and re-snapshotting",
