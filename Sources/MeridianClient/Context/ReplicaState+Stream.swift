@@ -17,10 +17,14 @@ extension ReplicaState {
     mutating func streamOpened() -> [(id: String, request: FetchRequest, resume: Bool)] {
         self.epochs = [:]
         self.heldBatch = nil
+        self.awaitingHelloAnswer = [:]
         var result: [(id: String, request: FetchRequest, resume: Bool)] = []
         for id in self.subscriptions.keys.sorted() {
             let resume = self.subscriptions[id]?.hasData ?? false
-            if let request = self.subscribe(id, resume: resume) { result.append((id, request, resume)) }
+            if let request = self.subscribe(id, resume: resume) {
+                result.append((id, request, resume))
+                if resume { self.awaitingHelloAnswer[id] = self.epochs[id] }
+            }
         }
         return result
     }
@@ -67,6 +71,7 @@ extension ReplicaState {
     mutating func streamClosed(work: inout CommitWork) -> [String] {
         self.epochs = [:]
         self.heldBatch = nil
+        self.awaitingHelloAnswer = [:]
         var adopted: [String] = []
         for id in self.subscriptions.keys {
             let replace = self.modify(id) { subscription -> PendingReplace? in
@@ -158,9 +163,11 @@ extension ReplicaState {
             (self.subscriptions[$0.subscriptionID]?.snapshot?.seq ?? 0)
                 < (self.subscriptions[$1.subscriptionID]?.snapshot?.seq ?? 0)
         }
-        // Every snapshot named is checked before anything changes: a batch that cannot be applied whole changes
-        // nothing.
+        // Every snapshot named, and the answers owed to Hello, are checked before anything changes: a batch that
+        // cannot be applied whole changes nothing.
+        try self.checkHelloAnswered(by: current, seq: batch.seq)
         for delta in snapshots { try self.checkStagedSnapshot(delta.subscriptionID, seq: delta.snapshotSeq) }
+        self.awaitingHelloAnswer = [:]
         for delta in snapshots {
             self.applyStagedSnapshot(
                 delta.subscriptionID, answersReplace: delta.replaced, work: &work, outcome: &outcome)
@@ -183,6 +190,26 @@ extension ReplicaState {
         }
         outcome.moved = self.advance(to: batch.seq)
         return outcome
+    }
+
+    /// Checks that the stream's first Batch answers every subscription `Hello` re-added with `resume` and the client
+    /// still holds under that Subscribe (not failed, not unsubscribed or subscribed again since): the server answers
+    /// them all in it, a resumed subscription with a delta carrying its id even when nothing changed.
+    ///
+    /// - Throws: ``ClientError`` `malformedRequest` naming those it leaves out.
+    private func checkHelloAnswered(by deltas: [SyncEvent.Delta], seq: Int64) throws(ClientError) {
+        guard !self.awaitingHelloAnswer.isEmpty else { return }
+        let named = Set(deltas.map(\.subscriptionID))
+        let missing = self.awaitingHelloAnswer.filter { id, epoch in
+            !named.contains(id) && self.isCurrent(id, epoch: epoch)
+                && self.subscriptions[id]?.phase.isFailed == false
+        }
+        guard missing.isEmpty else {
+            throw ClientError(
+                .malformedRequest,
+                "the first Batch after Hello (seq \(seq)) does not answer \(missing.keys.sorted().joined(separator: ", ")), "
+                    + "re-added with resume: the server answers every one in it")
+        }
     }
 
     /// Checks that a subscription's staged snapshot is the one a batch names: complete, and at `seq` (the batch's

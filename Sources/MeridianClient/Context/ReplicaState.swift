@@ -23,6 +23,10 @@ struct ReplicaState: Sendable {
     var epochs: [String: UInt32] = [:]
     /// The parts received of a Batch sent in parts, until its last part arrives (see ``ReplicaState/apply(_:work:)``).
     var heldBatch: SyncEvent.Batch?
+    /// The subscriptions `Hello` re-added with `resume`, with their epochs, until the stream's first Batch: the server
+    /// answers them all in that one Batch (docs/protocol.md), so one it leaves out would keep showing its rows of the
+    /// seq the client reconnected from under the batch's seq.
+    var awaitingHelloAnswer: [String: UInt32] = [:]
     /// The number the next private subscription's id carries.
     private var nextPrivateSubscription = 1
     /// Whether changes are recorded for persistence.

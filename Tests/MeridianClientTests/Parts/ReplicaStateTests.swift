@@ -222,6 +222,43 @@ struct ReplicaStateTests {
         #expect(replica.appliedSeq == 9)
     }
 
+    /// Found in CI's meridian-check run (docs/checker.md, "Findings"): after a reconnection, the server's race sent
+    /// a batch answering one re-added subscription; the others kept their old rows under its seq.
+    @Test("the first Batch after Hello must answer every subscription re-added with resume, or it changes nothing")
+    func helloAnsweredWhole() throws {
+        var replica = try self.replica(["s", "t", "u"])
+        for id in ["s", "t", "u"] { replica.stage(self.chunk(id, seq: 2, [])) }
+        var work = CommitWork()
+        _ = try replica.apply(
+            .init(seq: 2, deltas: ["s", "t", "u"].map { self.delta($0, snapshot: true, snapshotSeq: 2) }), work: &work)
+        _ = replica.streamClosed(work: &work)
+        let hello = replica.streamOpened()
+        #expect(hello.map(\.resume) == [true, true, true])
+        // u is rejected on the new stream: the server answers it with an error, not in the batch.
+        #expect(replica.fail(.init(subscriptionID: "u", epoch: 1, error: ClientError(.badPredicate, "no"))) != .ignored)
+        work = CommitWork()
+        let error = #expect(throws: ClientError.self) {
+            try replica.apply(
+                .init(seq: 9, deltas: [self.delta("s", entered: [self.versioned(point("a", "Alpha", 1), 3)])]),
+                work: &work)
+        }
+        #expect(error?.code == .malformedRequest)
+        #expect(error?.message.contains("does not answer t,") == true)
+        #expect(replica.appliedSeq == 2)
+        #expect(replica.rowCount == 0)
+        // Answered whole (t with an empty delta: nothing changed for it), it applies; later batches name what they
+        // change only.
+        _ = try replica.apply(
+            .init(
+                seq: 9,
+                deltas: [self.delta("s", entered: [self.versioned(point("a", "Alpha", 1), 3)]), self.delta("t")]),
+            work: &work)
+        #expect(replica.appliedSeq == 9)
+        _ = try replica.apply(.init(seq: 10, deltas: [self.delta("s", left: ["a"])]), work: &work)
+        #expect(replica.appliedSeq == 10)
+        #expect(replica.rowCount == 0)
+    }
+
     @Test("deltas leave, enter and update rows; a shared row stays until its last subscription lets it go")
     func deltasAndSharedRows() throws {
         var replica = try self.replica(["a", "b"])
