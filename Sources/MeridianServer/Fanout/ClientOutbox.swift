@@ -325,9 +325,10 @@ final class ClientOutbox: Sendable {
         var holding = false
         var held: QueuedBatch?
         /// Set when an overflow dropped the queue, until the hub re-snapshots the client (``dropAndHold()``): until
-        /// then no batch or snapshot is taken. A batch queued in between could name a snapshot whose chunks the drop
-        /// took — a streamed snapshot released in the same hub batch that overflowed the client — and the client
-        /// would apply the older snapshot it had staged under the newer seq (docs/checker.md, "Findings").
+        /// then no batch or snapshot is taken. A batch queued in between — a release in the same hub batch that
+        /// overflowed the client — could carry one answer of a group whose others the drop took (the client showed
+        /// the rest at the seq it reconnected from under the batch's seq), or name a snapshot whose chunks the drop
+        /// took (docs/checker.md, "Findings").
         var overflowed = false
         /// Set when the stream must end with an error (the fan-out stopped): the writer throws it.
         var failure: RPCError?

@@ -440,11 +440,10 @@ final class Hub: Sendable {
                 }
             }
             state.processedSeq = end
-            // 5. Clients past their queue limit start over from snapshots, before any release: their queues were
-            //    dropped in step 3 with the chunks of snapshots still pending, and releasing one of those would name
-            //    a snapshot the client never got whole (the client would apply the one it staged before, at this
-            //    seq; found looking into a meridian-check failure, docs/checker.md). Their pendings are replaced by
-            //    the re-snapshot's.
+            // 5. Clients past their queue limit start over from snapshots, before any release: their queues and
+            //    held batches were dropped in step 3, and releasing a pending of theirs now would send its answer
+            //    without the rest of its group's, or name a snapshot whose chunks were dropped (found by
+            //    meridian-check, docs/checker.md). Their pendings are replaced by the re-snapshot's.
             for clientID in overflowed {
                 self.logger.info(
                     "client queue over its limit; dropping it and re-snapshotting",
