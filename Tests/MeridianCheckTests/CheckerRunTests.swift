@@ -38,6 +38,13 @@ struct CheckRun: CustomStringConvertible {
         return Int(text[text.index(after: open)...].prefix { $0.isNumber })
     }
 
+    /// The run directory a failing run keeps (`logs and store kept in PATH`), if it kept one.
+    var keptDirectory: String? {
+        guard let range = self.stdout.range(of: "logs and store kept in ") else { return nil }
+        let path = self.stdout[range.upperBound...].prefix { $0 != "\n" }
+        return path.isEmpty ? nil : String(path)
+    }
+
     /// A summary line's text after `label: `.
     func summary(_ label: String) -> String? {
         self.stdout.split(separator: "\n").first(where: { $0.hasPrefix(label + ": ") }).map {
@@ -113,6 +120,10 @@ struct CheckerRunTests {
         #expect(run.stdout.contains("replay: meridian-check --seed 12"), "\(run)")
         #expect(run.stdout.contains("--faults-per-minute 30.0"), "the replay keeps the fault rate: \(run)")
         #expect(run.stderr.contains("controller 'all-by-id'") || run.stderr.contains("does not apply"), "\(run)")
+        // Failing as it must, it kept its run directory, as a failing run does for its replay: not needed here.
+        let kept = try #require(run.keptDirectory, "\(run)")
+        #expect(kept.contains("meridian-check-12-"), "\(kept)")
+        try FileManager.default.removeItem(atPath: kept)
     }
 
     @Test("a fault rate out of range is a usage error (exit 2)")
