@@ -263,7 +263,7 @@ func exitWhenOrphaned() async {
 
 /// A log handler that forwards warnings and errors to stderr (or, with `MERIDIAN_CHECK_LOG_LEVEL` set in the
 /// soak's environment, every message from that level up) and turns the client's change-set validation failures
-/// (`validatesChangeSets`) and its refusals of what the server sent (a Batch naming a snapshot it did not get whole,
+/// (`validatesChangeSets`) and its refusals of what the server sent (a Batch it cannot apply as the protocol says,
 /// which the client answers by reconnecting, so that nothing wrong shows) into violation reports.
 public struct ViolationLogHandler: LogHandler {
     public var logLevel: Logger.Level

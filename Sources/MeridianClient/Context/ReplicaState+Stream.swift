@@ -129,9 +129,10 @@ extension ReplicaState {
     /// A part of a Batch sent in parts (`continued`) is held, and changes nothing: the part that ends it applies them
     /// all, as the one Batch they are.
     ///
-    /// - Throws: ``ClientError`` `malformedRequest` when the batch names a snapshot whose last chunk did not arrive or
-    ///   that is not the one staged (another `snapshot_seq`), before anything changed (the stream must be dropped,
-    ///   and resumes from the applied seq), or when a part's seq differs from the parts held before it.
+    /// - Throws: ``ClientError`` `malformedRequest`, before anything changed, when the batch names a snapshot whose
+    ///   last chunk did not arrive or that is not the one staged (another `snapshot_seq`), or is the stream's first
+    ///   and leaves out a subscription `Hello` re-added with `resume` (the stream must be dropped, and resumes from the
+    ///   applied seq); or when a part's seq differs from the parts held before it.
     mutating func apply(_ part: SyncEvent.Batch, work: inout CommitWork) throws(ClientError) -> BatchOutcome {
         var batch = part
         if var held = self.heldBatch {
@@ -205,10 +206,11 @@ extension ReplicaState {
                 && self.subscriptions[id]?.phase.isFailed == false
         }
         guard missing.isEmpty else {
+            let names = missing.keys.sorted().joined(separator: ", ")
             throw ClientError(
                 .malformedRequest,
-                "the first Batch after Hello (seq \(seq)) does not answer \(missing.keys.sorted().joined(separator: ", ")), "
-                    + "re-added with resume: the server answers every one in it")
+                "the first Batch after Hello (seq \(seq)) does not answer \(names), re-added with resume: the server "
+                    + "answers every one in it")
         }
     }
 

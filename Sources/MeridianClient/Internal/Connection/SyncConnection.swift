@@ -42,8 +42,9 @@ struct SyncConnection: Sendable {
                 if Task.isCancelled { break }
                 if let error = error as? ClientError, error.code == .malformedRequest {
                     // Not the network: a message the client cannot apply as the protocol says (a Batch naming a
-                    // snapshot that did not arrive whole, a row that does not decode). Reconnecting resumes from the
-                    // applied seq, but it is a bug, in the server or here, and said as one.
+                    // snapshot that did not arrive whole, a first Batch leaving out a subscription Hello re-added, a
+                    // row that does not decode). Reconnecting resumes from the applied seq, but it is a bug, in the
+                    // server or here, and said as one.
                     self.logger.error(
                         "\(ConnectionLog.protocolBreach); reconnecting", metadata: ["meridian.error": "\(error)"])
                 } else {
