@@ -65,6 +65,11 @@ func runChecker(_ arguments: [String]) async throws -> CheckRun {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: productsFolder + "/meridian-check")
     process.arguments = arguments + ["--bin", productsFolder]
+    // The clients log their connections and snapshots (a few dozen lines) into the run directory, which a failing
+    // run keeps: CI's one failure so far had to be read from the reports alone.
+    var environment = ProcessInfo.processInfo.environment
+    if environment["MERIDIAN_CHECK_LOG_LEVEL"] == nil { environment["MERIDIAN_CHECK_LOG_LEVEL"] = "debug" }
+    process.environment = environment
     let output = Pipe()
     let errors = Pipe()
     process.standardOutput = output
