@@ -225,6 +225,8 @@ let package = Package(
         ),
         // `readdir` handing out whole records, for every executable that links MeridianProcessIO.
         .target(name: "CMeridianProcessIO", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
+        // The allocator's bytes in use (glibc's `mallinfo2`), for the benchmarks' memory figures.
+        .target(name: "CMeridianHeap"),
 
         // What the server, checker and fuzzer executables share: usage errors exit with status 2.
         .target(
@@ -312,6 +314,7 @@ let package = Package(
         .executableTarget(
             name: "meridian-bench",
             dependencies: [
+                "CMeridianHeap",
                 "MeridianProcessIO",
                 "MeridianAuth",
                 "MeridianClient",
