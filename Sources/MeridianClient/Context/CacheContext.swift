@@ -332,7 +332,7 @@ public actor CacheContext {
 
     /// Every cached server row of an entity (no pending writes).
     package func cachedRows(of entity: String) -> [Row] {
-        self.replica.rows[entity].map { Array($0.values.map(\.row)) } ?? []
+        self.replica.rows[entity].map { $0.map { $0.value.row($0.key) } } ?? []
     }
 }
 

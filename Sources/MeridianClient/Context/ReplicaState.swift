@@ -45,7 +45,7 @@ struct ReplicaState: Sendable {
 
     /// The server's row for an id, if any subscription holds it.
     func serverRow(_ entity: String, _ id: String) -> Row? {
-        self.rows[entity]?[id]?.row
+        self.rows[entity]?[id]?.row(id)
     }
 
     /// The server's rows of a subscription's members, in no particular order.
@@ -54,11 +54,11 @@ struct ReplicaState: Sendable {
         assert(ids.allSatisfy { cached[$0] != nil }, "every member of a subscription is cached")
         // Every member is cached (a row stays while a subscription holds it): members as many as the entity's cached
         // rows are those rows, read without hashing each id (the one subscription of an entity, or the widest).
-        if ids.count == cached.count { return cached.values.map(\.row) }
+        if ids.count == cached.count { return cached.map { $0.value.row($0.key) } }
         var rows: [Row] = []
         rows.reserveCapacity(ids.count)
         for id in ids {
-            if let row = cached[id]?.row { rows.append(row) }
+            if let row = cached[id]?.row(id) { rows.append(row) }
         }
         return rows
     }
@@ -222,10 +222,11 @@ struct ReplicaState: Sendable {
         -> Bool
     {
         let newer = seq >= cached.seq
-        let changed =
-            newer && (cached.row != row.row || cached.version != row.version) || isNewMember && cached.references == 0
+        // Changed for the subscriptions: shown for the first time, or a newer image (of the same id: its values).
+        var changed = isNewMember && cached.references == 0
+        if newer, !changed { changed = cached.values != row.row.values || cached.version != row.version }
         if newer {
-            cached.row = row.row
+            cached.values = row.row.values
             cached.version = row.version
             cached.seq = seq
         }
@@ -348,7 +349,7 @@ struct ReplicaState: Sendable {
     private mutating func recordRow(_ entity: String, _ id: String, _ cached: CachedRow?) {
         guard self.recordsChanges else { return }
         self.changes.rows[RowKey(entity: entity, id: id)] = .some(
-            cached.map { VersionedRow(row: $0.row, version: $0.version) })
+            cached.map { VersionedRow(row: $0.row(id), version: $0.version) })
     }
 
     /// Runs `body` on a subscription in place (a copy would copy its members on every change).

@@ -81,13 +81,30 @@ struct SnapshotBuffer: Sendable {
 }
 
 /// A cached server row: its latest image, its version, and how many subscriptions hold it.
+///
+/// The image is kept as its attribute values: the id is the key the entity's cache holds it under, not stored twice
+/// (16 bytes of every bucket of a table that is a quarter to three quarters full: 42 of the ~540 bytes a row of
+/// `meridian-bench sync` held).
 struct CachedRow: Sendable {
-    var row: Row
+    /// The image's attribute values (``Row/values``).
+    var values: [String: Value]
     var version: Int64
-    var references: Int32
     /// The seq the image is at: a snapshot older than it never puts its older image back (see
     /// `ReplicaState.store(_:in:seq:work:)`); 0 for rows restored from a persisted cache.
     var seq: Int64 = 0
+    var references: Int32
+
+    init(row: Row, version: Int64, references: Int32, seq: Int64 = 0) {
+        self.values = row.values
+        self.version = version
+        self.references = references
+        self.seq = seq
+    }
+
+    /// The image, as the row of id `id` (the key it is cached under).
+    func row(_ id: String) -> Row {
+        Row(id: id, nullFreeValues: self.values)
+    }
 }
 
 /// What one commit touched: rows by subscription, and subscriptions to re-read entirely.

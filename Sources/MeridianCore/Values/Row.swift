@@ -23,6 +23,13 @@ public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
         Self.removeNulls(&self.values)
     }
 
+    /// Creates a row from values known to hold no null (another row's `values`), without looking for one.
+    package init(id: String, nullFreeValues values: [String: Value]) {
+        assert(!values.values.contains(where: \.isNull), "null values given as null-free")
+        self.id = id
+        self.values = values
+    }
+
     private static func removeNulls(_ values: inout [String: Value]) {
         guard values.values.contains(where: \.isNull) else { return }
         values = values.filter { !$0.value.isNull }

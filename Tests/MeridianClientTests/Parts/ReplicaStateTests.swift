@@ -492,7 +492,10 @@ struct ReplicaStateTests {
             #expect(atOnce.subscriptions.mapValues(\.members) == oneByOne.subscriptions.mapValues(\.members))
             func cached(_ replica: ReplicaState) -> [String: [String: [String]]] {
                 replica.rows.mapValues {
-                    $0.mapValues { ["\($0.row)", "\($0.version)", "\($0.references)", "\($0.seq)"] }
+                    Dictionary(
+                        uniqueKeysWithValues: $0.map { id, cached in
+                            (id, ["\(cached.row(id))", "\(cached.version)", "\(cached.references)", "\(cached.seq)"])
+                        })
                 }
             }
             #expect(cached(atOnce) == cached(oneByOne))
