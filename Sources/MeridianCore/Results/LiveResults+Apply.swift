@@ -103,13 +103,13 @@ extension LiveResults {
         // Mutate.
         for entry in entries where entry.touched {
             guard let old = entry.oldRow else { continue }
+            self.unindex(entry.id)
             self.tree.remove(ordering: self.ordering(of: old))
-            self.slots[entry.id] = nil
             self.removeFromSection(old)
         }
         for entry in entries where entry.touched {
             guard let new = entry.newRow else { continue }
-            self.slots[entry.id] = self.tree.insert(new, ordering: self.ordering(of: new))
+            self.index(self.tree.insert(new, ordering: self.ordering(of: new)), for: entry.id)
             self.addToSection(new)
         }
 
@@ -158,7 +158,7 @@ extension LiveResults {
         var entries: [Entry] = []
         entries.reserveCapacity(latest.count)
         for mutation in latest {
-            let old = self.slots[mutation.id].map { self.tree[$0] }
+            let old = self.slot(of: mutation.id).map { self.tree[$0] }
             var new: Row?
             if case .upsert(let row) = mutation, self.predicate.evaluate(row) { new = row }
             switch (old, new) {

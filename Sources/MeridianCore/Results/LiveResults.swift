@@ -7,11 +7,11 @@
 // are shared with the cache, not copied):
 // - `tree`, an order-statistic treap over the rows (`OrderStatisticTree<Row>`): the `Row?` slot (24 bytes, the Row's
 //   own inline size) plus left/right/size links (12 bytes): 36 bytes;
-// - `slots`, id → slot (`[String: Int32]`): 20 bytes a bucket at a load factor of 3/8 to 3/4, so 27–53 bytes;
+// - `slots`, id → slot (`SlotIndex`: the slot and 32 hash bits, the id read from the tree): 8 bytes a bucket at a
+//   load factor of 3/8 to 3/4, so 11–21 bytes;
 // - sections: a treap of distinct section values weighted by their row counts (so a section's row offset is
 //   O(log sections)) and a value → count dictionary: per section, not per row.
-// So 63–89 bytes per row, plus array growth slack; `indexBytes` measures it by capacity (82–104 bytes per row in
-// the benchmark at 10^4–10^6 rows).
+// So 47–57 bytes per row, plus array growth slack; `indexBytes` measures it by capacity.
 //
 // Every read below is O(log n) except those that return O(n) things (`rows`, `snapshot`) or one entry per section
 // (`sections`).
@@ -70,7 +70,7 @@ public struct LiveResults: Sendable {
     /// Every matching row, in order (the window is a prefix of it).
     var tree: OrderStatisticTree<Row>
     /// The slot of every matching row in `tree`, by id.
-    var slots: [String: OrderStatisticTree<Row>.Slot] = [:]
+    var slots = SlotIndex()
     /// The distinct section values of the matching rows, in section order (empty when unsectioned).
     var sectionValues: OrderStatisticTree<Value>
     /// The number of matching rows with each section value (empty when unsectioned).
@@ -199,7 +199,7 @@ public struct LiveResults: Sendable {
 
     /// The index path of the row with this id, or `nil` when it is not in the results. O(log n).
     public func indexPath(for id: String) -> ListIndexPath? {
-        guard let slot = self.slots[id] else { return nil }
+        guard let slot = self.slot(of: id) else { return nil }
         let row = self.tree[slot]
         let rank = self.rank(of: row)
         guard rank < self.visibleCount else { return nil }
@@ -209,7 +209,7 @@ public struct LiveResults: Sendable {
     /// The row with this id, or `nil` when it is not in the results (it does not match, or it is beyond the limit).
     /// O(log n) with a limit, O(1) without.
     public func row(id: String) -> Row? {
-        guard let slot = self.slots[id] else { return nil }
+        guard let slot = self.slot(of: id) else { return nil }
         let row = self.tree[slot]
         if let limit, limit < self.tree.count, self.rank(of: row) >= limit { return nil }
         return row
@@ -258,16 +258,19 @@ public struct LiveResults: Sendable {
         let ordered = self.sorted(rows.filter { self.predicate.evaluate($0) })
         self.tree.removeAll()
         self.tree.reserveCapacity(ordered.count)
-        self.slots = [:]
-        self.slots.reserveCapacity(ordered.count)
+        // Filled apart from `self` (its `idOf` reads the tree), then put back.
+        var slots = SlotIndex()
+        slots.reserveCapacity(ordered.count)
+        self.slots = SlotIndex()
         self.sectionValues.removeAll()
         self.sectionCounts = [:]
         for (row, slot) in zip(ordered, self.tree.append(contentsOf: ordered)) {
-            guard self.slots.updateValue(slot, forKey: row.id) == nil else {
+            guard slots.insert(slot, for: row.id, idOf: { self.tree[$0].id }) == nil else {
                 preconditionFailure("reset(uniqueRows:) was given id \(row.id) twice")
             }
             self.addToSection(row)
         }
+        self.slots = slots
         do {
             // `slots` just checked that no id repeats.
             return try ChangeSet.between(old: before, new: self.snapshot, newIsDistinct: true)
@@ -315,14 +318,34 @@ public struct LiveResults: Sendable {
             while buckets * 3 / 4 < capacity { buckets *= 2 }
             return buckets * bucket + buckets / 8
         }
-        let slotBucket = MemoryLayout<String>.stride + MemoryLayout<OrderStatisticTree<Row>.Slot>.stride
         let sectionBucket = MemoryLayout<Value>.stride + MemoryLayout<Int>.stride
         return self.tree.storageBytes + self.sectionValues.storageBytes
-            + dictionaryBytes(capacity: self.slots.capacity, bucket: slotBucket)
+            + self.slots.storageBytes
             + dictionaryBytes(capacity: self.sectionCounts.capacity, bucket: sectionBucket)
     }
 
     // MARK: - Helpers
+
+    /// The tree slot of the row with this id, if it matches.
+    func slot(of id: String) -> OrderStatisticTree<Row>.Slot? {
+        self.slots.slot(for: id) { self.tree[$0].id }
+    }
+
+    /// Gives the row with this id, just put in the tree, its slot.
+    mutating func index(_ slot: OrderStatisticTree<Row>.Slot, for id: String) {
+        var slots = self.slots
+        self.slots = SlotIndex()
+        slots.insert(slot, for: id) { self.tree[$0].id }
+        self.slots = slots
+    }
+
+    /// Forgets the slot of the row with this id, before the row leaves the tree.
+    mutating func unindex(_ id: String) {
+        var slots = self.slots
+        self.slots = SlotIndex()
+        slots.remove(id) { self.tree[$0].id }
+        self.slots = slots
+    }
 
     /// The number of rows shown: the matching rows, capped by the limit.
     var visibleCount: Int {

@@ -1,0 +1,134 @@
+// MARK: - SlotIndex
+//
+// `LiveResults`' id → tree slot map, without the ids: an open-addressing hash table (linear probing, a power-of-two
+// number of buckets, at most 3/4 of them used) whose buckets hold a slot and 32 bits of its id's hash. The id a bucket
+// stands for is the id of the row in that slot, read from the tree: 8 bytes a bucket, where `[String: Int32]` took 20
+// (its keys a second copy of every id the tree holds).
+//
+// The caller hands every operation `idOf`, the id of the row in a slot. Every bucket names a slot whose row is in the
+// tree: an entry is removed before its row leaves the tree, and added after its row entered.
+//
+// Removal shifts the entries after the hole back (no tombstones), and growth re-places entries by their stored hash
+// bits: no id is hashed twice. Keys compare as `String`'s `==` and hash as its `hashValue`, as `Dictionary` keys do.
+
+/// id → slot, the ids read from where the slots point.
+struct SlotIndex: Sendable {
+    typealias Slot = Int32
+
+    /// Per bucket: the slot + 1 in the low 32 bits (0: an empty bucket), the id's 32 hash bits in the high 32.
+    private var buckets: [UInt64] = []
+    /// The number of entries.
+    private(set) var count = 0
+    /// The 32 hash bits of an id (`String.hashValue`'s low bits; other functions in tests, to force collisions).
+    private let hash: @Sendable (String) -> UInt32
+
+    init() {
+        self.hash = { UInt32(truncatingIfNeeded: $0.hashValue) }
+    }
+
+    /// An index whose ids hash with `hash` (tests: a weak function makes long probe runs and equal hash bits).
+    init(hash: @escaping @Sendable (String) -> UInt32) {
+        self.hash = hash
+    }
+
+    /// The bytes its buckets take.
+    var storageBytes: Int { self.buckets.capacity * MemoryLayout<UInt64>.stride }
+
+    /// The slot of `id`, if it has one.
+    func slot(for id: String, idOf: (Slot) -> String) -> Slot? {
+        guard !self.buckets.isEmpty else { return nil }
+        let hash = self.hash(id)
+        return self.find(id, hash: hash, idOf: idOf).slot
+    }
+
+    /// Gives `id` the slot `slot`; returns the slot it had, if any.
+    @discardableResult
+    mutating func insert(_ slot: Slot, for id: String, idOf: (Slot) -> String) -> Slot? {
+        precondition(slot >= 0 && slot < Slot.max, "a tree slot is 0..<Int32.max")
+        let hash = self.hash(id)
+        if !self.buckets.isEmpty {
+            let found = self.find(id, hash: hash, idOf: idOf)
+            if let old = found.slot {
+                self.buckets[found.bucket] = Self.bucket(slot, hash)
+                return old
+            }
+        }
+        if (self.count + 1) * 4 > self.buckets.count * 3 { self.resize(toHold: self.count + 1) }
+        let mask = self.buckets.count - 1
+        var i = Int(hash) & mask
+        while self.buckets[i] != 0 { i = (i + 1) & mask }
+        self.buckets[i] = Self.bucket(slot, hash)
+        self.count += 1
+        return nil
+    }
+
+    /// Takes `id` out; returns its slot, if it had one.
+    @discardableResult
+    mutating func remove(_ id: String, idOf: (Slot) -> String) -> Slot? {
+        guard !self.buckets.isEmpty else { return nil }
+        let found = self.find(id, hash: self.hash(id), idOf: idOf)
+        guard let slot = found.slot else { return nil }
+        // Backward shift: each entry after the hole that may sit in it (the hole lies between its home bucket and
+        // where it is) moves into it, until an empty bucket ends the run.
+        let mask = self.buckets.count - 1
+        var hole = found.bucket
+        var j = (hole + 1) & mask
+        while self.buckets[j] != 0 {
+            let home = Int(UInt32(truncatingIfNeeded: self.buckets[j] >> 32)) & mask
+            if (j &- home) & mask >= (j &- hole) & mask {
+                self.buckets[hole] = self.buckets[j]
+                hole = j
+            }
+            j = (j + 1) & mask
+        }
+        self.buckets[hole] = 0
+        self.count -= 1
+        return slot
+    }
+
+    /// Makes room for `count` entries in all, so that adding up to that many re-places none.
+    mutating func reserveCapacity(_ count: Int) {
+        if count * 4 > self.buckets.count * 3 { self.resize(toHold: count) }
+    }
+
+    /// Removes every entry and releases the buckets.
+    mutating func removeAll() {
+        self.buckets = []
+        self.count = 0
+    }
+
+    // MARK: - Inside
+
+    private static func bucket(_ slot: Slot, _ hash: UInt32) -> UInt64 {
+        UInt64(hash) << 32 | UInt64(UInt32(slot + 1))
+    }
+
+    /// The bucket holding `id`, or the empty bucket that ends its probe run (`slot` nil).
+    private func find(_ id: String, hash: UInt32, idOf: (Slot) -> String) -> (bucket: Int, slot: Slot?) {
+        let mask = self.buckets.count - 1
+        var i = Int(hash) & mask
+        while true {
+            let bucket = self.buckets[i]
+            if bucket == 0 { return (i, nil) }
+            if UInt32(truncatingIfNeeded: bucket >> 32) == hash {
+                let slot = Slot(truncatingIfNeeded: bucket & 0xFFFF_FFFF) - 1
+                if idOf(slot) == id { return (i, slot) }
+            }
+            i = (i + 1) & mask
+        }
+    }
+
+    /// Moves the entries into the fewest buckets (a power of two, at least 8) that hold `count` at most 3/4 full.
+    private mutating func resize(toHold count: Int) {
+        var size = 8
+        while count * 4 > size * 3 { size *= 2 }
+        let old = self.buckets
+        self.buckets = [UInt64](repeating: 0, count: size)
+        let mask = size - 1
+        for bucket in old where bucket != 0 {
+            var i = Int(UInt32(truncatingIfNeeded: bucket >> 32)) & mask
+            while self.buckets[i] != 0 { i = (i + 1) & mask }
+            self.buckets[i] = bucket
+        }
+    }
+}

@@ -1,0 +1,70 @@
+// LiveResults' id → slot index, alone: random inserts, replacements and removals against a dictionary, the ids read
+// from a slot table as the tree would give them.
+
+import Testing
+
+@testable import MeridianCore
+
+@Suite struct SlotIndexTests {
+    @Test(
+        "the index answers as a dictionary would through random inserts, replacements, removals and growth",
+        arguments: [0, 1, 2])
+    func randomOperations(hashing: Int) {
+        // 0: String's hash; 1: four hash values (long probe runs, equal hash bits for different ids); 2: one value.
+        let hash: @Sendable (String) -> UInt32 =
+            switch hashing {
+            case 0: { UInt32(truncatingIfNeeded: $0.hashValue) }
+            case 1: { UInt32($0.utf8.count % 4) }
+            default: { _ in 7 }
+            }
+        var rng = SplitMix64(seed: 0x51_07 &+ UInt64(hashing))
+        var index = SlotIndex(hash: hash)
+        var expected: [String: Int32] = [:]
+        // The "tree": the id in each slot (nil: free), and the free slots, reused as the tree reuses them.
+        var table: [String?] = []
+        var free: [Int32] = []
+        let ids = (0..<(hashing == 0 ? 400 : 60)).map { "id\($0)" }
+        for step in 0..<6_000 {
+            let id = ids.randomElement(using: &rng)!
+            if let slot = expected[id], Int.random(in: 0..<3, using: &rng) == 0 {
+                // The row leaves: out of the index first, then out of the table.
+                #expect(index.remove(id) { table[Int($0)]! } == slot)
+                table[Int(slot)] = nil
+                free.append(slot)
+                expected[id] = nil
+            } else if let old = expected[id] {
+                // The row moves to another slot: the index gives the one it had.
+                let slot = Self.take(&table, &free, id)
+                #expect(index.insert(slot, for: id) { table[Int($0)]! } == old)
+                table[Int(old)] = nil
+                free.append(old)
+                expected[id] = slot
+            } else {
+                let slot = Self.take(&table, &free, id)
+                #expect(index.insert(slot, for: id) { table[Int($0)]! } == nil)
+                expected[id] = slot
+            }
+            if step % 500 == 0 { index.reserveCapacity(expected.count + Int.random(in: 0..<200, using: &rng)) }
+            #expect(index.count == expected.count)
+            for probe in ids.prefix(12) {
+                #expect(index.slot(for: probe) { table[Int($0)]! } == expected[probe], "\(probe) at step \(step)")
+            }
+        }
+        for id in ids {
+            #expect(index.slot(for: id) { table[Int($0)]! } == expected[id])
+        }
+        #expect(index.remove("absent") { table[Int($0)]! } == nil)
+        index.removeAll()
+        #expect(index.count == 0 && index.slot(for: ids[0]) { table[Int($0)]! } == nil)
+    }
+
+    /// A free slot for `id` in the table (a reused one when there is one).
+    private static func take(_ table: inout [String?], _ free: inout [Int32], _ id: String) -> Int32 {
+        if let slot = free.popLast() {
+            table[Int(slot)] = id
+            return slot
+        }
+        table.append(id)
+        return Int32(table.count - 1)
+    }
+}
