@@ -8,13 +8,14 @@
 // - ReplicaState+Stream.swift: the Sync stream's side (Subscribe and its epoch, staged snapshots, Batches, errors).
 
 internal import MeridianCore
+internal import OrderedCollections
 
 /// The replicated state of a cache context: subscriptions, their rows and the applied seq.
 struct ReplicaState: Sendable {
     /// The last seq applied (a Batch, a completed snapshot or a Heartbeat).
     private(set) var appliedSeq: Int64 = 0
     /// The union of every subscription's rows: entity → id → row.
-    private(set) var rows: [String: [String: CachedRow]] = [:]
+    private(set) var rows: [String: EntityCache] = [:]
     /// The subscriptions, by id.
     private(set) var subscriptions: [String: SubscriptionState] = [:]
     /// The number of Subscribes sent per id on the open stream: the epoch the server puts on every message about
@@ -271,7 +272,7 @@ struct ReplicaState: Sendable {
         guard var cached = self.rows[entity]?[id] else { return }
         cached.references -= 1
         if cached.references <= 0 {
-            self.rows[entity]?[id] = nil
+            self.rows[entity]?.removeUnordered(id)
         } else {
             self.rows[entity]?[id] = cached
         }
