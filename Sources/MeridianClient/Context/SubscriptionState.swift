@@ -101,9 +101,9 @@ extension OrderedDictionary where Key == String, Value == CachedRow {
 
 /// A cached server row: its latest image, its version, and how many subscriptions hold it.
 ///
-/// The image is kept as its attribute values: the id is the key the entity's cache holds it under, not stored twice
-/// (16 bytes of every bucket of a table that is a quarter to three quarters full: 42 of the ~540 bytes a row of
-/// `meridian-bench sync` held).
+/// The image is kept as its attribute values: the id is the key the entity's cache holds it under, not stored a
+/// second time (16 bytes a row; 42 of the ~540 bytes a row of `meridian-bench sync` held while the cache was a
+/// `Dictionary`, whose tables are a quarter to three quarters full).
 struct CachedRow: Sendable {
     /// The image's attribute values (``Row/values``).
     var values: [String: Value]
