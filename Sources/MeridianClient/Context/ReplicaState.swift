@@ -50,7 +50,7 @@ struct ReplicaState: Sendable {
     }
 
     /// The server's rows of a subscription's members, in no particular order.
-    func serverRows(_ entity: String, _ ids: Set<String>) -> [Row] {
+    func serverRows(_ entity: String, _ ids: MemberSet) -> [Row] {
         guard let cached = self.rows[entity] else { return [] }
         assert(ids.allSatisfy { cached[$0] != nil }, "every member of a subscription is cached")
         // Every member is cached (a row stays while a subscription holds it): members as many as the entity's cached
@@ -192,7 +192,7 @@ struct ReplicaState: Sendable {
         var affected = touched.map { work.affected.removeValue(forKey: $0) ?? [] }
         let own = touched.firstIndex(of: subscriptionID)
         // Taken out while they grow, so that each stays uniquely referenced (no copy) and is reached without a lookup.
-        var members = Set<String>()
+        var members = MemberSet()
         swap(&members, &self.subscriptions.values[index].members)
         let wasCached = self.rows[entity] != nil
         var cache = self.rows.removeValue(forKey: entity) ?? [:]
