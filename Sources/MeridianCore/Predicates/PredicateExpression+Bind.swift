@@ -89,7 +89,7 @@ struct PredicateBinder {
         }
         guard let type = value.type else { return false }
         let holder = EntitySchema(name: self.entity.name, attributes: [Attribute(name: c.attribute, type: type)])
-        var binder = PredicateBinder(entity: holder, variables: self.variables, claims: self.claims)
+        let binder = PredicateBinder(entity: holder, variables: self.variables, claims: self.claims)
         let node = try binder.bind(c)
         return RowPredicate.evaluate(node, Row(id: "", values: [c.attribute: value]))
     }
