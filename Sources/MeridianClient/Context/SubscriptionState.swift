@@ -103,11 +103,10 @@ struct MemberSet: Sendable, Equatable, Sequence, ExpressibleByArrayLiteral {
         self.ids.contains(id)
     }
 
-    /// Adds `id`; whether it was not a member yet (as `Set.insert`'s `inserted`).
+    /// Adds `id`; whether it was not a member yet (as `Set.insert`'s `inserted`), and where it is.
     @discardableResult
-    mutating func insert(_ id: String) -> (inserted: Bool, memberAfterInsert: String) {
-        let (inserted, index) = self.ids.append(id)
-        return (inserted, self.ids[index])
+    mutating func insert(_ id: String) -> (inserted: Bool, index: Int) {
+        self.ids.append(id)
     }
 
     /// Removes `id`, if a member: the last id moves into its place.
