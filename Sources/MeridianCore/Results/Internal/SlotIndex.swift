@@ -46,18 +46,21 @@ struct SlotIndex: Sendable {
     mutating func insert(_ slot: Slot, for id: String, idOf: (Slot) -> String) -> Slot? {
         precondition(slot >= 0 && slot < Slot.max, "a tree slot is 0..<Int32.max")
         let hash = self.hash(id)
+        // The empty bucket that ends the id's probe run takes it, unless the table must grow first.
+        var empty: Int?
         if !self.buckets.isEmpty {
             let found = self.find(id, hash: hash, idOf: idOf)
             if let old = found.slot {
                 self.buckets[found.bucket] = Self.bucket(slot, hash)
                 return old
             }
+            empty = found.bucket
         }
-        if (self.count + 1) * 4 > self.buckets.count * 3 { self.resize(toHold: self.count + 1) }
-        let mask = self.buckets.count - 1
-        var i = Int(hash) & mask
-        while self.buckets[i] != 0 { i = (i + 1) & mask }
-        self.buckets[i] = Self.bucket(slot, hash)
+        if (self.count + 1) * 4 > self.buckets.count * 3 {
+            self.resize(toHold: self.count + 1)
+            empty = self.firstEmpty(from: hash)
+        }
+        self.buckets[empty!] = Self.bucket(slot, hash)
         self.count += 1
         return nil
     }
@@ -124,11 +127,16 @@ struct SlotIndex: Sendable {
         while count * 4 > size * 3 { size *= 2 }
         let old = self.buckets
         self.buckets = [UInt64](repeating: 0, count: size)
-        let mask = size - 1
         for bucket in old where bucket != 0 {
-            var i = Int(UInt32(truncatingIfNeeded: bucket >> 32)) & mask
-            while self.buckets[i] != 0 { i = (i + 1) & mask }
-            self.buckets[i] = bucket
+            self.buckets[self.firstEmpty(from: UInt32(truncatingIfNeeded: bucket >> 32))] = bucket
         }
+    }
+
+    /// The first empty bucket from the home bucket of `hash` on.
+    private func firstEmpty(from hash: UInt32) -> Int {
+        let mask = self.buckets.count - 1
+        var i = Int(hash) & mask
+        while self.buckets[i] != 0 { i = (i + 1) & mask }
+        return i
     }
 }
