@@ -116,7 +116,7 @@ package enum DeltaWireEncoding {
             out.append(0x10)
             appendVarint(UInt64(bitPattern: version), to: &out)
         }
-        for (name, value) in row.values { appendValueEntry(tag: 0x1A, name, value, to: &out) }
+        row.forEachValue { name, value in appendValueEntry(tag: 0x1A, name, value, to: &out) }
     }
 
     /// One entry of a `map<string, Value>` whose field's tag byte is `tag` (a `Row`'s values: field 3, 0x1A; an
@@ -143,7 +143,7 @@ package enum DeltaWireEncoding {
     static func rowSize(_ row: Row, version: Int64) -> Int {
         var size = row.id.isEmpty ? 0 : fieldSize(row.id.utf8.count)
         if version != 0 { size += 1 + varintSize(UInt64(bitPattern: version)) }
-        for (name, value) in row.values { size += valueEntrySize(name, value) }
+        row.forEachValue { name, value in size += valueEntrySize(name, value) }
         return size
     }
 

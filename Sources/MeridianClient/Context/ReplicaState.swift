@@ -225,9 +225,9 @@ struct ReplicaState: Sendable {
         let newer = seq >= cached.seq
         // Changed for the subscriptions: shown for the first time, or a newer image (of the same id: its values).
         var changed = isNewMember && cached.references == 0
-        if newer, !changed { changed = cached.values != row.row.values || cached.version != row.version }
+        if newer, !changed { changed = cached.values != row.row.storage || cached.version != row.version }
         if newer {
-            cached.values = row.row.values
+            cached.values = row.row.storage
             cached.version = row.version
             cached.seq = seq
         }

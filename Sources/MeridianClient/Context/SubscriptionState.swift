@@ -155,8 +155,8 @@ extension OrderedDictionary where Key == String, Value == CachedRow {
 /// second time (16 bytes a row; 42 of the ~540 bytes a row of `meridian-bench sync` held while the cache was a
 /// `Dictionary`, whose tables are a quarter to three quarters full).
 struct CachedRow: Sendable {
-    /// The image's attribute values (``Row/values``).
-    var values: [String: Value]
+    /// The image's attribute values, kept as the row kept them (compact for a row read from the wire).
+    var values: Row.Storage
     var version: Int64
     /// The seq the image is at: a snapshot older than it never puts its older image back (see
     /// `ReplicaState.store(_:in:seq:work:)`); 0 for rows restored from a persisted cache.
@@ -164,7 +164,7 @@ struct CachedRow: Sendable {
     var references: Int32
 
     init(row: Row, version: Int64, references: Int32, seq: Int64 = 0) {
-        self.values = row.values
+        self.values = row.storage
         self.version = version
         self.references = references
         self.seq = seq
@@ -172,7 +172,7 @@ struct CachedRow: Sendable {
 
     /// The image, as the row of id `id` (the key it is cached under).
     func row(_ id: String) -> Row {
-        Row(id: id, nullFreeValues: self.values)
+        Row(id: id, storage: self.values)
     }
 }
 

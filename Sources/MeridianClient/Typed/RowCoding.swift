@@ -34,9 +34,7 @@ public struct RowDecoder: Sendable {
     ///
     /// - Throws: `DecodingError` when an attribute is missing, null for a non-optional property, or of another type.
     public func decode<T: Decodable>(_ type: T.Type, from row: Row) throws -> T {
-        var values = row.values
-        values[EntitySchema.idAttribute] = .string(row.id)
-        return try T(from: RowDecodingImpl(values: values))
+        try T(from: RowDecodingImpl(row: row))
     }
 }
 
@@ -228,13 +226,14 @@ private struct RowKeyedEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
 
 // MARK: - Decoding
 
+/// Reads the row as it is kept (`row[name]`, `id` included): no dictionary made per decode.
 private struct RowDecodingImpl: Decoder {
-    let values: [String: Value]
+    let row: Row
     var codingPath: [any CodingKey] = []
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        KeyedDecodingContainer(RowKeyedDecoder<Key>(values: self.values, codingPath: self.codingPath))
+        KeyedDecodingContainer(RowKeyedDecoder<Key>(row: self.row, codingPath: self.codingPath))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
@@ -249,19 +248,25 @@ private struct RowDecodingImpl: Decoder {
 }
 
 private struct RowKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
-    let values: [String: Value]
+    let row: Row
     var codingPath: [any CodingKey]
 
-    var allKeys: [Key] { self.values.keys.compactMap { Key(stringValue: $0) } }
+    var allKeys: [Key] {
+        var keys = Key(stringValue: EntitySchema.idAttribute).map { [$0] } ?? []
+        self.row.forEachValue { name, _ in
+            if let key = Key(stringValue: name) { keys.append(key) }
+        }
+        return keys
+    }
 
-    func contains(_ key: Key) -> Bool { self.values[key.stringValue] != nil }
+    func contains(_ key: Key) -> Bool { !self.row[key.stringValue].isNull }
 
     func decodeNil(forKey key: Key) throws -> Bool {
-        self.values[key.stringValue]?.isNull ?? true
+        self.row[key.stringValue].isNull
     }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        let value = self.values[key.stringValue] ?? .null
+        let value = self.row[key.stringValue]
         if value.isNull {
             throw DecodingError.valueNotFound(
                 T.self,
@@ -297,6 +302,6 @@ private struct RowKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
         )
     }
 
-    func superDecoder() throws -> any Decoder { RowDecodingImpl(values: self.values) }
-    func superDecoder(forKey key: Key) throws -> any Decoder { RowDecodingImpl(values: self.values) }
+    func superDecoder() throws -> any Decoder { RowDecodingImpl(row: self.row) }
+    func superDecoder(forKey key: Key) throws -> any Decoder { RowDecodingImpl(row: self.row) }
 }

@@ -371,7 +371,7 @@ public struct LiveResults: Sendable {
             for i in keys.indices {
                 let c =
                     isID[i]
-                    ? id.utf8Compare(other.id) : Value.compare(values[i], other.values[keys[i].attribute] ?? .null)
+                    ? id.utf8Compare(other.id) : Value.compare(values[i], other.value(of: keys[i].attribute))
                 if c != 0 { return keys[i].ascending ? c : -c }
             }
             return 0

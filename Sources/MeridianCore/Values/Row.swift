@@ -7,59 +7,178 @@
 /// `.null`. So two rows with the same content are equal and hash alike however they were built, and no layer
 /// normalizes by hand. Reading `row["id"]` gives the id as a string value, so predicates and sort keys can name `id`
 /// like any other attribute.
+///
+/// A row read from the store or from the wire keeps its values compactly, one per name of a ``RowLayout`` shared by
+/// the rows read with it, instead of a dictionary of its own (a dictionary of four values takes about 230 bytes, the
+/// compact form about 120). Reading `values` then builds the dictionary; the subscript and the package's iteration
+/// (`forEachValue`) read the compact form as it is. How a row keeps its values never shows in its behaviour:
+/// equality, hashing and every accessor are the same for both.
 public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
+    /// How a row keeps its values.
+    ///
+    /// `@unchecked Sendable`: a `RowValueBuffer` is a `ManagedBuffer`, which the standard library declares not
+    /// `Sendable`; a row writes one only while it holds the only reference, and never writes a shared one.
+    package enum Storage: @unchecked Sendable {
+        /// Values by name, never `.null`.
+        case dictionary([String: Value])
+        /// One value per name of the buffer's layout, `.null` where the row has none.
+        case compact(RowValueBuffer)
+    }
+
     /// The row's primary key.
     public var id: String
+    /// The row's values.
+    package private(set) var storage: Storage
+
     /// The attribute values by name (`id` not included); never `.null` (a null assigned here is removed).
     public var values: [String: Value] {
-        // Not referring to `oldValue` keeps `row.values[name] = value` an in-place mutation.
-        didSet { Self.removeNulls(&self.values) }
+        get {
+            switch self.storage {
+            case .dictionary(let values): values
+            case .compact(let buffer): Self.dictionary(of: buffer)
+            }
+        }
+        set {
+            self.storage = .dictionary(newValue)
+            self.removeNulls()
+        }
+        _modify {
+            // Taken out of `self` first, so that `row.values[name] = value` mutates a uniquely held dictionary.
+            var values = self.takeDictionary()
+            defer {
+                self.storage = .dictionary(values)
+                self.removeNulls()
+            }
+            yield &values
+        }
     }
 
     /// Creates a row; null values are dropped.
     public init(id: String, values: [String: Value] = [:]) {
         self.id = id
-        self.values = values
-        Self.removeNulls(&self.values)
+        self.storage = .dictionary(values)
+        self.removeNulls()
     }
 
-    /// Creates a row from values known to hold no null (another row's `values`), without looking for one.
-    package init(id: String, nullFreeValues values: [String: Value]) {
-        assert(!values.values.contains(where: \.isNull), "null values given as null-free")
+    /// Creates a row holding one value per name of `layout` (`.null` for an absent one), in its compact form.
+    package init(id: String, layout: RowLayout, values: UnsafeBufferPointer<Value>) {
         self.id = id
-        self.values = values
+        self.storage = .compact(RowValueBuffer.make(layout, values))
     }
 
-    private static func removeNulls(_ values: inout [String: Value]) {
-        guard values.values.contains(where: \.isNull) else { return }
-        values = values.filter { !$0.value.isNull }
+    /// Creates a row holding one value per name of `layout` (`.null` for an absent one), in its compact form.
+    package init(id: String, layout: RowLayout, values: [Value]) {
+        self.init(id: id, storage: values.withUnsafeBufferPointer { .compact(RowValueBuffer.make(layout, $0)) })
+    }
+
+    /// Creates a row with another row's storage (as a cache keeps it).
+    package init(id: String, storage: Storage) {
+        self.id = id
+        self.storage = storage
+    }
+
+    private mutating func removeNulls() {
+        guard case .dictionary(let values) = self.storage, values.values.contains(where: \.isNull) else { return }
+        self.storage = .dictionary(values.filter { !$0.value.isNull })
+    }
+
+    /// The values as a dictionary, `self` left without any (for a mutation in place).
+    private mutating func takeDictionary() -> [String: Value] {
+        switch self.storage {
+        case .dictionary(let values):
+            self.storage = .dictionary([:])
+            return values
+        case .compact(let buffer):
+            self.storage = .dictionary([:])
+            return Self.dictionary(of: buffer)
+        }
+    }
+
+    private static func dictionary(of buffer: RowValueBuffer) -> [String: Value] {
+        let names = buffer.layout.names
+        return buffer.withValues { values in
+            var dictionary = [String: Value](minimumCapacity: values.count)
+            for (i, value) in values.enumerated() where !value.isNull { dictionary[names[i]] = value }
+            return dictionary
+        }
     }
 
     /// The value of an attribute, `.null` when absent; `"id"` reads the id.
     public subscript(_ attribute: String) -> Value {
         get {
             if attribute == EntitySchema.idAttribute { return .string(self.id) }
-            return self.values[attribute] ?? .null
+            return self.value(of: attribute)
         }
         set {
             precondition(attribute != EntitySchema.idAttribute, "a row's id is set through `id`")
-            // Not `newValue.isNull ? nil : newValue`: `Value` is expressible by `nil`, which would store `.null`.
-            if newValue.isNull {
-                self.values.removeValue(forKey: attribute)
-            } else {
-                self.values[attribute] = newValue
+            switch self.storage {
+            case .compact(var buffer):
+                if let position = buffer.layout.position(of: attribute) {
+                    self.storage = .dictionary([:])  // so that `buffer` may be the only reference
+                    if !isKnownUniquelyReferenced(&buffer) { buffer = buffer.copy() }
+                    buffer[position] = newValue
+                    self.storage = .compact(buffer)
+                    return
+                }
+                guard !newValue.isNull else { return }
+                var values = Self.dictionary(of: buffer)
+                values[attribute] = newValue
+                self.storage = .dictionary(values)
+            case .dictionary:
+                var values = self.takeDictionary()
+                // Not `newValue.isNull ? nil : newValue`: `Value` is expressible by `nil`, which would store `.null`.
+                if newValue.isNull {
+                    values.removeValue(forKey: attribute)
+                } else {
+                    values[attribute] = newValue
+                }
+                self.storage = .dictionary(values)
             }
+        }
+    }
+
+    /// The value of an attribute other than the id, `.null` when absent.
+    @inline(__always)
+    package func value(of attribute: String) -> Value {
+        switch self.storage {
+        case .dictionary(let values):
+            return values[attribute] ?? .null
+        case .compact(let buffer):
+            guard let position = buffer.layout.position(of: attribute) else { return .null }
+            return buffer[position]
+        }
+    }
+
+    /// Calls `body` with each attribute's name and value, absent ones (null) left out, in no particular order.
+    @inline(__always)
+    package func forEachValue(_ body: (String, Value) throws -> Void) rethrows {
+        switch self.storage {
+        case .dictionary(let values):
+            for (name, value) in values { try body(name, value) }
+        case .compact(let buffer):
+            let names = buffer.layout.names
+            try buffer.withValues { values in
+                for i in values.indices where !values[i].isNull { try body(names[i], values[i]) }
+            }
+        }
+    }
+
+    /// The number of attributes with a value (`values.count`).
+    package var valueCount: Int {
+        switch self.storage {
+        case .dictionary(let values): values.count
+        case .compact(let buffer): buffer.withValues { $0.reduce(0) { $1.isNull ? $0 : $0 + 1 } }
         }
     }
 
     /// The names of the attributes whose values differ between `self` and `other` (sorted).
     public func changedAttributes(from other: Row) -> [String] {
         var names: [String] = []
-        for (name, value) in self.values where !Self.same(value, other[name]) {
-            names.append(name)
+        self.forEachValue { name, value in
+            if !Self.same(value, other.value(of: name)) { names.append(name) }
         }
-        for name in other.values.keys where self.values[name] == nil {
-            names.append(name)
+        other.forEachValue { name, _ in
+            if self.value(of: name).isNull { names.append(name) }
         }
         return names.sorted { $0.utf8Compare($1) < 0 }
     }
@@ -70,7 +189,47 @@ public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
     }
 
     public var description: String {
-        let fields = self.values.keys.sorted { $0.utf8Compare($1) < 0 }.map { "\($0): \(self.values[$0]!)" }
-        return "Row(\(Value.quote(self.id))\(fields.isEmpty ? "" : ", ")\(fields.joined(separator: ", ")))"
+        var fields: [(String, Value)] = []
+        self.forEachValue { fields.append(($0, $1)) }
+        fields.sort { $0.0.utf8Compare($1.0) < 0 }
+        let text = fields.map { "\($0.0): \($0.1)" }
+        return "Row(\(Value.quote(self.id))\(text.isEmpty ? "" : ", ")\(text.joined(separator: ", ")))"
+    }
+}
+
+// MARK: - Equality and hashing, whatever the storage
+
+extension Row.Storage: Equatable, Hashable {
+    /// The same values by name (`Value`'s equality), however each side keeps them.
+    package static func == (lhs: Self, rhs: Self) -> Bool {
+        switch (lhs, rhs) {
+        case (.dictionary(let a), .dictionary(let b)):
+            return a == b
+        case (.compact(let a), .compact(let b)) where a.layout === b.layout || a.layout.names == b.layout.names:
+            // One layout, or two of the same names (rows read from two messages): position by position.
+            if a === b { return true }
+            return a.withValues { a in b.withValues { b in a.elementsEqual(b) } }
+        default:
+            let a = Row(id: "", storage: lhs)
+            let b = Row(id: "", storage: rhs)
+            guard a.valueCount == b.valueCount else { return false }
+            var equal = true
+            a.forEachValue { name, value in
+                if equal, b.value(of: name) != value { equal = false }
+            }
+            return equal
+        }
+    }
+
+    /// As `Dictionary` hashes: each name and value hashed alone, the results combined in an order-free way.
+    package func hash(into hasher: inout Hasher) {
+        var combined = 0
+        Row(id: "", storage: self).forEachValue { name, value in
+            var element = hasher
+            element.combine(name)
+            element.combine(value)
+            combined ^= element.finalize()
+        }
+        hasher.combine(combined)
     }
 }

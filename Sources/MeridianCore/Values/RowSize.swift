@@ -18,7 +18,9 @@ public enum RowSize {
 
     /// The size of a row.
     public static func of(_ row: Row) -> Int {
-        self.of(id: row.id, names: row.values.keys, values: row.values.values)
+        var size = row.id.utf8.count
+        row.forEachValue { name, value in size += name.utf8.count + value.sizeInRow }
+        return size
     }
 }
 

@@ -251,7 +251,9 @@ struct MergedDelta: Sendable {
             return changed.isEmpty ? nil : .updated(row, changed: derived.addingDependents(to: changed))
         case (.left(_, nil), .entered(let row)), (.left, .updated(let row, _)), (.updated, .entered(let row)):
             // The client's image is unknown here: report every attribute as changed.
-            let all = row.row.values.keys.sorted { $0.utf8Compare($1) < 0 }
+            var all: [String] = []
+            row.row.forEachValue { name, _ in all.append(name) }
+            all.sort { $0.utf8Compare($1) < 0 }
             return .updated(row, changed: derived.addingDependents(to: all))
         }
     }

@@ -473,7 +473,7 @@ enum Chunking {
     /// An upper bound of a row's encoded size inside a chunk message.
     static func estimatedSize(_ row: VersionedRow) -> Int {
         var size = 16 + row.row.id.utf8.count
-        for (name, value) in row.row.values {
+        row.row.forEachValue { name, value in
             size += 12 + name.utf8.count
             switch value {
             case .string(let s): size += s.utf8.count + 5
