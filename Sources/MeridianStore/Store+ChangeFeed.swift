@@ -132,11 +132,9 @@ public final class FeedTransaction {
         var rows: [MeridianCore.Row] = []
         var versions: [Int64] = []
         let cursor = try GRDB.Row.fetchCursor(statement, arguments: arguments)
+        var reader = ChangeDecoding.RowReader(entitySchema)
         while let row = try cursor.next() {
-            rows.append(
-                MeridianCore.Row(
-                    id: row[0],
-                    values: ChangeDecoding.values(of: statement, from: 2, as: entitySchema, misfits: &self.misfits)))
+            rows.append(reader.row(id: row[0], of: statement, from: 2, misfits: &self.misfits))
             versions.append(row[1])
         }
         return Snapshot(rows: rows, versions: versions, seq: try Store.latestSeq(db))

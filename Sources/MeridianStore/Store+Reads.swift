@@ -94,10 +94,11 @@ extension Store {
             var deadline = readerWaits ? timeout.map { ContinuousClock.now + $0 } : nil
             do {
                 let cursor = try GRDB.Row.fetchCursor(statement, arguments: arguments)
+                var rowReader = ChangeDecoding.RowReader(entitySchema)
                 while let row = try cursor.next() {
-                    let values = ChangeDecoding.values(of: statement, from: 2, as: entitySchema, misfits: &misfits)
+                    let found = rowReader.row(id: row[0], of: statement, from: 2, misfits: &misfits)
                     let handed = deadline == nil ? nil : ContinuousClock.now
-                    let (found, version) = (MeridianCore.Row(id: row[0], values: values), row[1] as Int64)
+                    let version = row[1] as Int64
                     guard try ReaderFailure.passing({ try reader(seq, .row(found, version: version)) }) else {
                         return (seq, misfits)
                     }

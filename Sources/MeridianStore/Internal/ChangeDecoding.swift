@@ -137,10 +137,10 @@ enum ChangeDecoding {
         for i in positions { wanted[changes[i].seq] = i }
         let cursor = try GRDB.Row.fetchCursor(
             statement, arguments: [changes[positions.last!].seq, changes[positions[0]].seq, entityName])
+        var reader = RowReader(entity)
         while let row = try cursor.next() {
             guard let i = wanted.removeValue(forKey: row[0]) else { continue }
-            changes[i].after = MeridianCore.Row(
-                id: changes[i].id, values: self.values(of: statement, from: 2, as: entity, misfits: &misfits))
+            changes[i].after = reader.row(id: changes[i].id, of: statement, from: 2, misfits: &misfits)
         }
         misfits += wanted.count
         for i in wanted.values { changes[i].after = MeridianCore.Row(id: changes[i].id, values: [:]) }
@@ -166,25 +166,37 @@ enum ChangeDecoding {
             text, id: change.id, entity: schema.entity(named: change.entity), seq: change.seq, misfits: &misfits)
     }
 
-    /// The values of the row `statement` stands on (a cursor of it is being iterated), read with the entity's
-    /// attributes in order from column `offset` on, typed by the schema (nulls left out); each stored value that does
-    /// not fit its attribute counts in `misfits`.
-    ///
-    /// Reads the columns from the statement itself: `row[i] as DatabaseValue` goes through GRDB's generic decoding,
-    /// which looks up type metadata at run time for every value.
-    static func values(
-        of statement: Statement, from offset: Int, as entity: EntitySchema, misfits: inout Int
-    ) -> [String: Value] {
-        // `init(minimumCapacity:)`, not `reserveCapacity`: the latter runs unspecialized from here (it looked up
-        // the dictionary's type metadata at run time for every row).
-        var values = [String: Value](minimumCapacity: entity.attributes.count)
-        let handle = statement.sqliteStatement
-        for (i, attribute) in entity.attributes.enumerated() {
-            let stored = DatabaseValue(sqliteStatement: handle, index: CInt(i + offset))
-            let typed = StoredValue(stored).typed(as: attribute.type)
-            if !typed.fits { misfits += 1 }
-            if !typed.value.isNull { values[attribute.name] = typed.value }
+    /// Reads the rows a statement stands on into compact rows that share one layout, the entity's attributes in
+    /// order (see ``MeridianCore/Row``): no dictionary per row.
+    struct RowReader {
+        let entity: EntitySchema
+        let layout: RowLayout
+        /// The row being read, reused for every row.
+        private var values: [Value]
+
+        init(_ entity: EntitySchema) {
+            self.entity = entity
+            self.layout = RowLayout(names: entity.attributes.map(\.name))
+            self.values = Array(repeating: .null, count: entity.attributes.count)
         }
-        return values
+
+        /// The row `statement` stands on (a cursor of it is being iterated), its values read with the entity's
+        /// attributes in order from column `offset` on, typed by the schema; each stored value that does not fit its
+        /// attribute counts in `misfits`.
+        ///
+        /// Reads the columns from the statement itself: `row[i] as DatabaseValue` goes through GRDB's generic
+        /// decoding, which looks up type metadata at run time for every value.
+        mutating func row(
+            id: String, of statement: Statement, from offset: Int, misfits: inout Int
+        ) -> MeridianCore.Row {
+            let handle = statement.sqliteStatement
+            for (i, attribute) in self.entity.attributes.enumerated() {
+                let stored = DatabaseValue(sqliteStatement: handle, index: CInt(i + offset))
+                let typed = StoredValue(stored).typed(as: attribute.type)
+                if !typed.fits { misfits += 1 }
+                self.values[i] = typed.value
+            }
+            return MeridianCore.Row(id: id, layout: self.layout, values: self.values)
+        }
     }
 }
