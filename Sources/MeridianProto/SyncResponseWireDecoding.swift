@@ -274,10 +274,11 @@ package enum SyncResponseWireDecoding {
         deltas: [(delta: Meridian_V1_SubscriptionDelta, entered: [CoreRow], updated: [CoreRow])]
     )? {
         var reader = Reader(bytes)
+        var rows = CoreRowReader()
         // Exactly one field: the batch (field 3 of the `kind` oneof).
         guard let (field, wireType) = reader.tag(), field == 3, wireType == 2, let body = reader.lengthDelimited(),
             reader.atEnd,
-            let (batch, parts) = self.batch(body, row: { self.coreRow($0, makeRow: makeRow) })
+            let (batch, parts) = self.batch(body, row: { rows.row($0).map(makeRow) })
         else { return nil }
         var deltas: [(delta: Meridian_V1_SubscriptionDelta, entered: [CoreRow], updated: [CoreRow])] = []
         deltas.reserveCapacity(parts.count)
@@ -293,11 +294,57 @@ package enum SyncResponseWireDecoding {
         return (batch, deltas)
     }
 
-    /// A `Row` read straight into a Core row and made into the caller's type; `nil` for anything unusual.
-    @inline(__always)
-    static func coreRow<CoreRow>(_ bytes: UnsafeRawBufferPointer, makeRow: (Row, Int64) -> CoreRow) -> CoreRow? {
-        self.row(bytes, missing: Value.null, value: ApplyRequestWireDecoding.coreValue).map {
-            makeRow(Row(id: $0.id, values: $0.values), $0.version)
+    /// Reads the `Row`s of one message straight into compact Core rows (see ``MeridianCore/Row``) that share one
+    /// layout: the names in the order the first row gave them, grown by each name a later row adds. A server sends
+    /// the rows of an entity with their attributes in one order, so a name is found by one comparison, at the
+    /// position after the previous name's.
+    struct CoreRowReader {
+        /// Past this many names a row falls back (`nil`): rows that keep adding names would copy the layout each time.
+        static let maximumNames = 256
+
+        private var layout = RowLayout(names: [])
+        /// The row being read, one value per name of `layout`; reused for every row.
+        private var values: [Value] = []
+
+        /// A row and its version; `nil` for anything unusual.
+        @inline(__always)
+        mutating func row(_ bytes: UnsafeRawBufferPointer) -> (Row, Int64)? {
+            for i in self.values.indices { self.values[i] = .null }
+            var reader = Reader(bytes)
+            var id = ""
+            var version: Int64 = 0
+            var next = 0
+            while !reader.atEnd {
+                guard let (field, wireType) = reader.tag() else { return nil }
+                switch (field, wireType) {
+                case (1, 2):
+                    guard let text = reader.string() else { return nil }
+                    id = text
+                case (2, 0):
+                    guard let raw = reader.varint() else { return nil }
+                    version = Int64(bitPattern: raw)
+                case (3, 2):
+                    guard let body = reader.lengthDelimited(),
+                        let (name, value) = SyncResponseWireDecoding.mapEntry(
+                            body, missing: Value.null, value: ApplyRequestWireDecoding.coreValue)
+                    else { return nil }
+                    let position: Int
+                    if let found = self.layout.position(of: name, hint: next) {
+                        position = found
+                    } else {
+                        guard self.layout.count < Self.maximumNames else { return nil }
+                        self.layout = self.layout.appending(name)
+                        self.values.append(.null)
+                        position = self.layout.count - 1
+                    }
+                    // A name given twice: the last value wins, as in a protobuf map.
+                    self.values[position] = value
+                    next = position + 1
+                default:
+                    return nil
+                }
+            }
+            return (Row(id: id, layout: self.layout, values: self.values), version)
         }
     }
 
@@ -313,7 +360,8 @@ package enum SyncResponseWireDecoding {
         guard let (field, wireType) = reader.tag(), field == 2, wireType == 2, let body = reader.lengthDelimited(),
             reader.atEnd
         else { return nil }
-        return self.snapshotChunk(body) { self.coreRow($0, makeRow: makeRow) }
+        var rows = CoreRowReader()
+        return self.snapshotChunk(body) { rows.row($0).map(makeRow) }
     }
 
     /// How many length-delimited fields numbered `field` a message's bytes hold (a map's entries), read quickly:
