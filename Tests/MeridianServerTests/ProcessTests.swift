@@ -191,7 +191,11 @@ struct ProcessTests {
                 i += 1
             }
         }
-        try await Task.sleep(for: .milliseconds(200))
+        // Some commits before the copy (on a loaded machine the writer's first may take longer than any fixed sleep).
+        let started = ContinuousClock.now
+        while try await store.latestSeq() < 5, ContinuousClock.now - started < .seconds(30) {
+            try await Task.sleep(for: .milliseconds(20))
+        }
         let result = try await ServerProcess.run(["backup", "--db", path, "--to", copyPath])
         try await Task.sleep(for: .milliseconds(100))
         writer.cancel()
