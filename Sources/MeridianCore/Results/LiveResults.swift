@@ -361,6 +361,12 @@ public struct LiveResults: Sendable {
 
     /// How `row` compares with another row (negative when `row` comes first), with `row`'s key values read once:
     /// a search then reads only the other rows' attributes.
+    ///
+    /// Not inlined: where the closure is seen at the tree's call, the optimizer specializes the tree's recursive
+    /// descent for it, passing its four captures as arguments, and retained and released each of them around every
+    /// recursive call (a change's apply took nearly twice as long). Passed as an opaque closure, it is called through
+    /// its context, as it was before rows kept a compact form made the closure small enough to specialize.
+    @inline(never)
     func ordering(of row: Row) -> (Row) -> Int {
         let keys = self.sortKeys
         let isID = self.sortKeyIsID

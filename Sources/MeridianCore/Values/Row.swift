@@ -14,7 +14,7 @@
 /// (`forEachValue`) read the compact form as it is. How a row keeps its values never shows in its behaviour:
 /// equality, hashing and every accessor are the same for both.
 public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
-    /// How a row keeps its values.
+    /// How a row keeps its values (what a cache keeps of a row; see `storage`).
     ///
     /// `@unchecked Sendable`: a `RowValueBuffer` is a `ManagedBuffer`, which the standard library declares not
     /// `Sendable`; a row writes one only while it holds the only reference, and never writes a shared one.
@@ -27,43 +27,53 @@ public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
 
     /// The row's primary key.
     public var id: String
-    /// The row's values.
-    package private(set) var storage: Storage
+    // Two fields, not one `Storage`: reading a multi-payload enum's case copies it through an outlined copy function
+    // (a call, a switch and a retain), which doubled the cost of a sort comparison's attribute read.
+    /// The values by name when `buffer` is nil (never `.null`); empty otherwise.
+    private var dictionary: [String: Value]
+    /// The compact form's values; nil for a row kept in `dictionary`. (`nonisolated(unsafe)`: see `Storage`.)
+    nonisolated(unsafe) private var buffer: RowValueBuffer?
+
+    /// The row's values as a cache keeps them.
+    package var storage: Storage {
+        if let buffer = self.buffer { return .compact(buffer) }
+        return .dictionary(self.dictionary)
+    }
 
     /// The attribute values by name (`id` not included); never `.null` (a null assigned here is removed).
     public var values: [String: Value] {
         get {
-            switch self.storage {
-            case .dictionary(let values): values
-            case .compact(let buffer): Self.dictionary(of: buffer)
-            }
+            if let buffer = self.buffer { return Self.dictionary(of: buffer) }
+            return self.dictionary
         }
         set {
-            self.storage = .dictionary(newValue)
+            self.dictionary = newValue
+            self.buffer = nil
             self.removeNulls()
         }
         _modify {
-            // Taken out of `self` first, so that `row.values[name] = value` mutates a uniquely held dictionary.
-            var values = self.takeDictionary()
-            defer {
-                self.storage = .dictionary(values)
-                self.removeNulls()
+            if let buffer = self.buffer {
+                self.dictionary = Self.dictionary(of: buffer)
+                self.buffer = nil
             }
-            yield &values
+            defer { self.removeNulls() }
+            yield &self.dictionary
         }
     }
 
     /// Creates a row; null values are dropped.
     public init(id: String, values: [String: Value] = [:]) {
         self.id = id
-        self.storage = .dictionary(values)
+        self.dictionary = values
+        self.buffer = nil
         self.removeNulls()
     }
 
     /// Creates a row holding one value per name of `layout` (`.null` for an absent one), in its compact form.
     package init(id: String, layout: RowLayout, values: UnsafeBufferPointer<Value>) {
         self.id = id
-        self.storage = .compact(RowValueBuffer.make(layout, values))
+        self.dictionary = [:]
+        self.buffer = RowValueBuffer.make(layout, values)
     }
 
     /// Creates a row holding one value per name of `layout` (`.null` for an absent one), in its compact form.
@@ -74,24 +84,19 @@ public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
     /// Creates a row with another row's storage (as a cache keeps it).
     package init(id: String, storage: Storage) {
         self.id = id
-        self.storage = storage
+        switch storage {
+        case .dictionary(let values):
+            self.dictionary = values
+            self.buffer = nil
+        case .compact(let buffer):
+            self.dictionary = [:]
+            self.buffer = buffer
+        }
     }
 
     private mutating func removeNulls() {
-        guard case .dictionary(let values) = self.storage, values.values.contains(where: \.isNull) else { return }
-        self.storage = .dictionary(values.filter { !$0.value.isNull })
-    }
-
-    /// The values as a dictionary, `self` left without any (for a mutation in place).
-    private mutating func takeDictionary() -> [String: Value] {
-        switch self.storage {
-        case .dictionary(let values):
-            self.storage = .dictionary([:])
-            return values
-        case .compact(let buffer):
-            self.storage = .dictionary([:])
-            return Self.dictionary(of: buffer)
-        }
+        guard self.buffer == nil, self.dictionary.values.contains(where: \.isNull) else { return }
+        self.dictionary = self.dictionary.filter { !$0.value.isNull }
     }
 
     private static func dictionary(of buffer: RowValueBuffer) -> [String: Value] {
@@ -111,28 +116,23 @@ public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
         }
         set {
             precondition(attribute != EntitySchema.idAttribute, "a row's id is set through `id`")
-            switch self.storage {
-            case .compact(var buffer):
+            if var buffer = self.buffer {
                 if let position = buffer.layout.position(of: attribute) {
-                    self.storage = .dictionary([:])  // so that `buffer` may be the only reference
+                    self.buffer = nil  // so that `buffer` may be the only reference
                     if !isKnownUniquelyReferenced(&buffer) { buffer = buffer.copy() }
                     buffer[position] = newValue
-                    self.storage = .compact(buffer)
+                    self.buffer = buffer
                     return
                 }
                 guard !newValue.isNull else { return }
-                var values = Self.dictionary(of: buffer)
-                values[attribute] = newValue
-                self.storage = .dictionary(values)
-            case .dictionary:
-                var values = self.takeDictionary()
-                // Not `newValue.isNull ? nil : newValue`: `Value` is expressible by `nil`, which would store `.null`.
-                if newValue.isNull {
-                    values.removeValue(forKey: attribute)
-                } else {
-                    values[attribute] = newValue
-                }
-                self.storage = .dictionary(values)
+                self.dictionary = Self.dictionary(of: buffer)
+                self.buffer = nil
+            }
+            // Not `newValue.isNull ? nil : newValue`: `Value` is expressible by `nil`, which would store `.null`.
+            if newValue.isNull {
+                self.dictionary.removeValue(forKey: attribute)
+            } else {
+                self.dictionary[attribute] = newValue
             }
         }
     }
@@ -140,35 +140,30 @@ public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
     /// The value of an attribute other than the id, `.null` when absent.
     @inline(__always)
     package func value(of attribute: String) -> Value {
-        switch self.storage {
-        case .dictionary(let values):
-            return values[attribute] ?? .null
-        case .compact(let buffer):
+        if let buffer = self.buffer {
             guard let position = buffer.layout.position(of: attribute) else { return .null }
             return buffer[position]
         }
+        return self.dictionary[attribute] ?? .null
     }
 
     /// Calls `body` with each attribute's name and value, absent ones (null) left out, in no particular order.
     @inline(__always)
     package func forEachValue(_ body: (String, Value) throws -> Void) rethrows {
-        switch self.storage {
-        case .dictionary(let values):
-            for (name, value) in values { try body(name, value) }
-        case .compact(let buffer):
+        if let buffer = self.buffer {
             let names = buffer.layout.names
             try buffer.withValues { values in
                 for i in values.indices where !values[i].isNull { try body(names[i], values[i]) }
             }
+        } else {
+            for (name, value) in self.dictionary { try body(name, value) }
         }
     }
 
     /// The number of attributes with a value (`values.count`).
     package var valueCount: Int {
-        switch self.storage {
-        case .dictionary(let values): values.count
-        case .compact(let buffer): buffer.withValues { $0.reduce(0) { $1.isNull ? $0 : $0 + 1 } }
-        }
+        if let buffer = self.buffer { return buffer.withValues { $0.reduce(0) { $1.isNull ? $0 : $0 + 1 } } }
+        return self.dictionary.count
     }
 
     /// The names of the attributes whose values differ between `self` and `other` (sorted).
@@ -198,6 +193,17 @@ public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
 }
 
 // MARK: - Equality and hashing, whatever the storage
+
+extension Row {
+    public static func == (lhs: Row, rhs: Row) -> Bool {
+        lhs.id == rhs.id && lhs.storage == rhs.storage
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(self.id)
+        hasher.combine(self.storage)
+    }
+}
 
 extension Row.Storage: Equatable, Hashable {
     /// The same values by name (`Value`'s equality), however each side keeps them.
