@@ -303,7 +303,9 @@ package enum SyncResponseWireDecoding {
         static let maximumNames = 256
 
         private var layout = RowLayout(names: [])
-        /// The row being read, one value per name of `layout`; reused for every row.
+        /// Names read that `layout` lacks, in order (made into a new layout when the row is made).
+        private var added: [String] = []
+        /// The row being read, one value per name of `layout` and then of `added`; reused for every row.
         private var values: [Value] = []
 
         /// A row and its version; `nil` for anything unusual.
@@ -331,11 +333,13 @@ package enum SyncResponseWireDecoding {
                     let position: Int
                     if let found = self.layout.position(of: name, hint: next) {
                         position = found
+                    } else if let found = self.added.firstIndex(of: name) {
+                        position = self.layout.count + found
                     } else {
-                        guard self.layout.count < Self.maximumNames else { return nil }
-                        self.layout = self.layout.appending(name)
+                        guard self.layout.count + self.added.count < Self.maximumNames else { return nil }
+                        self.added.append(name)
                         self.values.append(.null)
-                        position = self.layout.count - 1
+                        position = self.values.count - 1
                     }
                     // A name given twice: the last value wins, as in a protobuf map.
                     self.values[position] = value
@@ -343,6 +347,11 @@ package enum SyncResponseWireDecoding {
                 default:
                     return nil
                 }
+            }
+            if !self.added.isEmpty {
+                // One new layout a row, however many names it added (the first row of a message adds them all).
+                self.layout = RowLayout(names: self.layout.names + self.added)
+                self.added.removeAll(keepingCapacity: true)
             }
             return (Row(id: id, layout: self.layout, values: self.values), version)
         }

@@ -85,7 +85,7 @@ import Testing
     @Test("rows of two layouts, or of one layout, compare and hash by their values alone")
     func layoutsDoNotShow() {
         let first = RowLayout(names: ["x", "y"])
-        let second = first.appending("z")
+        let second = RowLayout(names: first.names + ["z"])
         let a = Self.compact("1", ["x": .int(1)], layout: first)
         let b = Self.compact("1", ["x": .double(1), "z": .null], layout: second)
         #expect(a == b)
@@ -108,15 +108,23 @@ import Testing
         #expect(Self.compact("1", ["x": .int(1)], layout: twin) != d)
     }
 
-    @Test("a layout finds a name at its hinted position or by lookup, and grows by appending")
-    func layoutPositions() {
-        let layout = RowLayout(names: ["p", "q", "r"])
-        #expect(layout.position(of: "q", hint: 1) == 1)
-        #expect(layout.position(of: "q", hint: 0) == 1)
-        #expect(layout.position(of: "r", hint: 7) == 2)
-        #expect(layout.position(of: "s", hint: 0) == nil)
-        let grown = layout.appending("s")
-        #expect(grown.names == ["p", "q", "r", "s"])
-        #expect(layout.count == 3)
+    @Test(
+        "a layout finds a name at its hinted position, by a scan of a few names or a hash table of many",
+        arguments: [3, 8, 9, 40])
+    func layoutPositions(count: Int) {
+        let names = (0..<count).map { "name \($0)" }
+        let layout = RowLayout(names: names)
+        for (i, name) in names.enumerated() {
+            #expect(layout.position(of: name) == i)
+            #expect(layout.position(of: name, hint: i) == i)
+            #expect(layout.position(of: name, hint: (i + 1) % count) == i)
+            #expect(layout.position(of: name, hint: count + 5) == i)
+        }
+        #expect(layout.position(of: "name \(count)") == nil)
+        #expect(layout.position(of: "name \(count)", hint: 0) == nil)
+        // A wide row's values by name, through the layout.
+        let row = Row(id: "w", layout: layout, values: (0..<count).map { .int(Int64($0)) })
+        #expect(row["name \(count - 1)"] == .int(Int64(count - 1)))
+        #expect(row.values == Dictionary(uniqueKeysWithValues: names.enumerated().map { ($1, .int(Int64($0))) }))
     }
 }

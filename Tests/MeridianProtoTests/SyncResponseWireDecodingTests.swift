@@ -192,6 +192,47 @@ import Testing
             }
     }
 
+    @Test(
+        "a row naming an attribute twice keeps the last value, as a protobuf map does, whether the name is new or not")
+    func repeatedNames() throws {
+        // Two rows' bytes concatenated parse as one row (protobuf merges them): a map entry repeated.
+        func row(_ id: String, _ values: [String: Meridian_V1_Value]) throws -> [UInt8] {
+            var row = Meridian_V1_Row()
+            row.id = id
+            row.values = values
+            return try row.serializedBytes()
+        }
+        let one = Meridian_V1_Value.with { $0.intValue = 1 }
+        let two = Meridian_V1_Value.with { $0.intValue = 2 }
+        let rows = [
+            try row("a", ["x": one]),
+            // "y" new to the message's names, given twice; "x" known, given twice.
+            try row("b", ["y": one]) + row("", ["x": one]) + row("", ["y": two]) + row("", ["x": two]),
+        ]
+        var chunk: [UInt8] = []
+        for bytes in rows {
+            chunk += [0x1A] + Self.varint(bytes.count) + bytes  // SnapshotChunk.rows is field 3
+        }
+        let message = [0x12] + Self.varint(chunk.count) + chunk  // SyncResponse.snapshot_chunk is field 2
+        let core = try #require(message.withUnsafeBytes { SyncResponseWireDecoding.coreSnapshotChunk($0) { ($0, $1) } })
+        let reference = try #require(Self.convertedChunk(message))
+        #expect(core.rows.map(\.0) == reference.1)
+        #expect(
+            core.rows.map(\.0) == [
+                Row(id: "a", values: ["x": .int(1)]), Row(id: "b", values: ["x": .int(2), "y": .int(2)]),
+            ])
+    }
+
+    static func varint(_ value: Int) -> [UInt8] {
+        var value = UInt64(value)
+        var bytes: [UInt8] = []
+        while value >= 0x80 {
+            bytes.append(UInt8(value & 0x7F) | 0x80)
+            value >>= 7
+        }
+        return bytes + [UInt8(value)]
+    }
+
     @Test("2,000 random batches read straight into Core rows give the converted message's rows; chunks don't")
     func coreBatches() throws {
         var random = SplitMix64(seed: 17)

@@ -4,15 +4,26 @@
 /// whose rows all carry the same attributes keeps one value per name, by position, instead of a dictionary of its
 /// own (see ``Row``). Immutable once made, so any number of rows and threads may share it.
 package final class RowLayout: Sendable {
+    /// Up to this many names a name is looked for by comparing it with each (no hash table to make or hash into).
+    static let scannedNames = 8
+
     /// The names, each once.
     package let names: [String]
+    /// Each name's position, for a layout of more than `scannedNames` names (empty otherwise).
     private let positions: [String: Int]
 
     /// A layout of these names, which must be distinct.
     package init(names: [String]) {
-        var positions = [String: Int](minimumCapacity: names.count)
-        for (i, name) in names.enumerated() {
-            precondition(positions.updateValue(i, forKey: name) == nil, "a row layout names '\(name)' twice")
+        var positions: [String: Int] = [:]
+        if names.count > Self.scannedNames {
+            positions = [String: Int](minimumCapacity: names.count)
+            for (i, name) in names.enumerated() {
+                precondition(positions.updateValue(i, forKey: name) == nil, "a row layout names '\(name)' twice")
+            }
+        } else {
+            for (i, name) in names.enumerated() {
+                precondition(!names[..<i].contains(name), "a row layout names '\(name)' twice")
+            }
         }
         self.names = names
         self.positions = positions
@@ -24,7 +35,8 @@ package final class RowLayout: Sendable {
     /// The position of `name`, or `nil` when the layout has no such name.
     @inline(__always)
     package func position(of name: String) -> Int? {
-        self.positions[name]
+        if self.names.count > Self.scannedNames { return self.positions[name] }
+        return self.names.firstIndex(of: name)
     }
 
     /// The position of `name`, trying `hint` first (rows of one shape usually list their attributes in one order, so
@@ -32,12 +44,7 @@ package final class RowLayout: Sendable {
     @inline(__always)
     package func position(of name: String, hint: Int) -> Int? {
         if hint < self.names.count, self.names[hint] == name { return hint }
-        return self.positions[name]
-    }
-
-    /// A layout with `name` added at the end (this one is shared and never changes).
-    package func appending(_ name: String) -> RowLayout {
-        RowLayout(names: self.names + [name])
+        return self.position(of: name)
     }
 }
 
