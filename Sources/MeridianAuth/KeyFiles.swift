@@ -219,7 +219,7 @@ enum KeyFile {
         /// Adds the key's public half, to verify with.
         func addPublicHalf(to collection: JWTKeyCollection) async throws {
             switch self {
-            case .rsa(let key): await collection.add(rsa: try key.publicKey, digestAlgorithm: .sha256)
+            case .rsa(let key): await collection.add(rsa: key.publicKey, digestAlgorithm: .sha256)
             case .p256(let key): await collection.add(ecdsa: key.publicKey)
             case .ed25519(let key): await collection.add(eddsa: key.publicKey)
             }

@@ -136,9 +136,11 @@ public func runSoak(_ options: SoakOptions) async throws -> SoakSummary {
         toFile: directory + "/schema.yaml", atomically: true, encoding: .utf8)
     if options.auth {
         // The secret the server verifies with and the roles sign with (mode 0600: it is a key).
-        FileManager.default.createFile(
-            atPath: directory + "/auth.secret", contents: Data((String(repeating: "k", count: 48) + "\n").utf8),
-            attributes: [.posixPermissions: 0o600])
+        guard
+            FileManager.default.createFile(
+                atPath: directory + "/auth.secret", contents: Data((String(repeating: "k", count: 48) + "\n").utf8),
+                attributes: [.posixPermissions: 0o600])
+        else { throw CheckError("cannot write the soak's token secret to \(directory)/auth.secret") }
     }
     let executable = currentExecutablePath()
     let bin = options.binDirectory ?? (executable as NSString).deletingLastPathComponent

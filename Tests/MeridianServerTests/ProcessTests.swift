@@ -410,7 +410,7 @@ struct ProcessTests {
         let port = try #require(listeningPort(line), "first line: \(line ?? "nil")")
         try await withHTTP2Client(port: port) { client in
             try await withSyncStream(Meridian_V1_Meridian.Client(wrapping: client)) { stream in
-                var mirror = try await Mirror.subscribed(stream)
+                _ = try await Mirror.subscribed(stream)  // subscribed, so that the stream is live when the server stops
                 server.process.terminate()
                 var sawGoodbye = false
                 while let response = try? await stream.next() {
