@@ -94,7 +94,6 @@ extension CacheContext {
             }
         }
         let seq = self.replica.appliedSeq
-        let loaded = Set(self.replica.subscriptions.values.filter(\.hasData).map(\.id))
         var failures: [String] = []
         let changed = self.view.withLock { state in
             var changed: [ResultsObservation] = []
@@ -129,12 +128,12 @@ extension CacheContext {
                 let pending = self.pendingIDs(shownBy: box)
                 let pendingChanged = pending != box.pendingIDs
                 box.pendingIDs = pending
-                let complete = loaded.contains(record.subscriptionID)
+                let complete = self.replica.hasData(record.subscriptionID)
                 // Said when it flips for a controller that showed complete data before (a first load is its own
                 // change already).
                 let completenessChanged = complete != box.isComplete && box.isLoaded
                 box.isComplete = complete
-                let loadedNow = !box.isLoaded && loaded.contains(record.subscriptionID)
+                let loadedNow = !box.isLoaded && complete
                 if loadedNow {
                     box.isLoaded = true
                     for waiter in box.loadWaiters { waiter.resume() }

@@ -81,9 +81,10 @@ struct ReplicaState: Sendable {
     /// reset (re-read entirely anyway).
     private func touched(by entity: String, _ work: CommitWork) -> [String] {
         var ids: [String] = []
-        for (subscriptionID, subscription) in self.subscriptions
-        where subscription.entity == entity && !work.resets.contains(subscriptionID) {
-            ids.append(subscriptionID)
+        // By index, each field read in place: iterating the dictionary copied every subscription's whole state.
+        for index in self.subscriptions.indices where self.subscriptions.values[index].request.entity == entity {
+            let subscriptionID = self.subscriptions.keys[index]
+            if !work.resets.contains(subscriptionID) { ids.append(subscriptionID) }
         }
         return ids
     }
@@ -357,6 +358,13 @@ struct ReplicaState: Sendable {
     ///
     /// - Returns: What `body` returned, or `nil` when there is no such subscription.
     @discardableResult
+    /// Whether the subscription has loaded data; `false` when there is none. Reads the one field in place (a
+    /// `SubscriptionState` read out of the dictionary is copied whole, a retain and a release for each of its parts).
+    func hasData(_ id: String) -> Bool {
+        guard let index = self.subscriptions.index(forKey: id) else { return false }
+        return self.subscriptions.values[index].hasData
+    }
+
     mutating func modify<T>(_ id: String, _ body: (inout SubscriptionState) throws -> T) rethrows -> T? {
         guard let index = self.subscriptions.index(forKey: id) else { return nil }
         return try body(&self.subscriptions.values[index])
