@@ -354,10 +354,6 @@ struct ReplicaState: Sendable {
             cached.map { VersionedRow(row: $0.row(id), version: $0.version) })
     }
 
-    /// Runs `body` on a subscription in place (a copy would copy its members on every change).
-    ///
-    /// - Returns: What `body` returned, or `nil` when there is no such subscription.
-    @discardableResult
     /// Whether the subscription has loaded data; `false` when there is none. Reads the one field in place (a
     /// `SubscriptionState` read out of the dictionary is copied whole, a retain and a release for each of its parts).
     func hasData(_ id: String) -> Bool {
@@ -365,6 +361,10 @@ struct ReplicaState: Sendable {
         return self.subscriptions.values[index].hasData
     }
 
+    /// Runs `body` on a subscription in place (a copy would copy its members on every change).
+    ///
+    /// - Returns: What `body` returned, or `nil` when there is no such subscription.
+    @discardableResult
     mutating func modify<T>(_ id: String, _ body: (inout SubscriptionState) throws -> T) rethrows -> T? {
         guard let index = self.subscriptions.index(forKey: id) else { return nil }
         return try body(&self.subscriptions.values[index])

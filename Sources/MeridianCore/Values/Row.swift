@@ -9,8 +9,8 @@
 /// like any other attribute.
 ///
 /// A row read from the store or from the wire keeps its values compactly, one per name of a ``RowLayout`` shared by
-/// the rows read with it, instead of a dictionary of its own (a dictionary of four values takes about 230 bytes, the
-/// compact form about 120). Reading `values` then builds the dictionary; the subscript and the package's iteration
+/// the rows read with it, instead of a dictionary of its own (for three values a dictionary takes 232 bytes, the
+/// compact form 112). Reading `values` then builds the dictionary; the subscript and the package's iteration
 /// (`forEachValue`) read the compact form as it is. How a row keeps its values never shows in its behaviour:
 /// equality, hashing and every accessor are the same for both.
 public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
@@ -27,8 +27,8 @@ public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
 
     /// The row's primary key.
     public var id: String
-    // Two fields, not one `Storage`: reading a multi-payload enum's case copies it through an outlined copy function
-    // (a call, a switch and a retain), which doubled the cost of a sort comparison's attribute read.
+    // Two fields, not one `Storage`: an attribute read tests one optional where the enum went through an outlined
+    // copy (a call and a switch); the two measured the same (docs/speed-of-light.md), this one reads more plainly.
     /// The values by name when `buffer` is nil (never `.null`); empty otherwise.
     private var dictionary: [String: Value]
     /// The compact form's values; nil for a row kept in `dictionary`. (`nonisolated(unsafe)`: see `Storage`.)
