@@ -219,9 +219,15 @@ package enum SyncResponseWireDecoding {
     }
 
     static func row(_ bytes: UnsafeRawBufferPointer) -> Meridian_V1_Row? {
-        guard let (id, version, values) = self.row(bytes, missing: Meridian_V1_Value(), value: self.value) else {
-            return nil
+        var values: [String: Meridian_V1_Value] = [:]
+        let fields = self.row(bytes, missing: Meridian_V1_Value(), value: self.value) { name, value in
+            // Sized at once: `reserveCapacity` runs unspecialized (it looked up the map's type metadata at run
+            // time), and a map grown entry by entry rehashes.
+            if values.isEmpty { values = Dictionary(minimumCapacity: Self.count(ofField: 3, in: bytes)) }
+            values[name] = value
+            return true
         }
+        guard let (id, version) = fields else { return nil }
         var row = Meridian_V1_Row()
         row.id = id
         row.version = version
@@ -229,16 +235,17 @@ package enum SyncResponseWireDecoding {
         return row
     }
 
-    /// A `Row`'s id, version and values, each value read by `decode` (`missing` when an entry has none); `nil` for
-    /// anything unusual, as `decode` says for a value.
+    /// A `Row`'s id and version, each of its values read by `decode` (`missing` when an entry has none) and handed to
+    /// `entry` with its name, in the order they come; `nil` for anything unusual, as `decode` or `entry` (returning
+    /// false) says.
     @inline(__always)
     static func row<Decoded>(
-        _ bytes: UnsafeRawBufferPointer, missing: Decoded, value decode: (UnsafeRawBufferPointer) -> Decoded?
-    ) -> (id: String, version: Int64, values: [String: Decoded])? {
+        _ bytes: UnsafeRawBufferPointer, missing: Decoded, value decode: (UnsafeRawBufferPointer) -> Decoded?,
+        entry: (String, Decoded) -> Bool
+    ) -> (id: String, version: Int64)? {
         var reader = Reader(bytes)
         var id = ""
         var version: Int64 = 0
-        var values: [String: Decoded] = [:]
         while !reader.atEnd {
             guard let (field, wireType) = reader.tag() else { return nil }
             switch (field, wireType) {
@@ -250,17 +257,14 @@ package enum SyncResponseWireDecoding {
                 version = Int64(bitPattern: raw)
             case (3, 2):
                 guard let body = reader.lengthDelimited(),
-                    let (name, value) = self.mapEntry(body, missing: missing, value: decode)
+                    let (name, value) = self.mapEntry(body, missing: missing, value: decode),
+                    entry(name, value)
                 else { return nil }
-                // Sized at once: `reserveCapacity` runs unspecialized (it looked up the map's type metadata at run
-                // time, 4% of a sync's CPU), and a map grown entry by entry rehashes.
-                if values.isEmpty { values = Dictionary(minimumCapacity: Self.count(ofField: 3, in: bytes)) }
-                values[name] = value
             default:
                 return nil
             }
         }
-        return (id, version, values)
+        return (id, version)
     }
 
     /// A batch whose rows are read straight into Core rows, each made into the caller's type by `makeRow` (with its
@@ -312,42 +316,27 @@ package enum SyncResponseWireDecoding {
         @inline(__always)
         mutating func row(_ bytes: UnsafeRawBufferPointer) -> (Row, Int64)? {
             for i in self.values.indices { self.values[i] = .null }
-            var reader = Reader(bytes)
-            var id = ""
-            var version: Int64 = 0
             var next = 0
-            while !reader.atEnd {
-                guard let (field, wireType) = reader.tag() else { return nil }
-                switch (field, wireType) {
-                case (1, 2):
-                    guard let text = reader.string() else { return nil }
-                    id = text
-                case (2, 0):
-                    guard let raw = reader.varint() else { return nil }
-                    version = Int64(bitPattern: raw)
-                case (3, 2):
-                    guard let body = reader.lengthDelimited(),
-                        let (name, value) = SyncResponseWireDecoding.mapEntry(
-                            body, missing: Value.null, value: ApplyRequestWireDecoding.coreValue)
-                    else { return nil }
-                    let position: Int
-                    if let found = self.layout.position(of: name, hint: next) {
-                        position = found
-                    } else if let found = self.added.firstIndex(of: name) {
-                        position = self.layout.count + found
-                    } else {
-                        guard self.layout.count + self.added.count < Self.maximumNames else { return nil }
-                        self.added.append(name)
-                        self.values.append(.null)
-                        position = self.values.count - 1
-                    }
-                    // A name given twice: the last value wins, as in a protobuf map.
-                    self.values[position] = value
-                    next = position + 1
-                default:
-                    return nil
+            let fields = SyncResponseWireDecoding.row(
+                bytes, missing: Value.null, value: ApplyRequestWireDecoding.coreValue
+            ) { name, value in
+                let position: Int
+                if let found = self.layout.position(of: name, hint: next) {
+                    position = found
+                } else if let found = self.added.firstIndex(of: name) {
+                    position = self.layout.count + found
+                } else {
+                    guard self.layout.count + self.added.count < Self.maximumNames else { return false }
+                    self.added.append(name)
+                    self.values.append(.null)
+                    position = self.values.count - 1
                 }
+                // A name given twice: the last value wins, as in a protobuf map.
+                self.values[position] = value
+                next = position + 1
+                return true
             }
+            guard let (id, version) = fields else { return nil }
             if !self.added.isEmpty {
                 // One new layout a row, however many names it added (the first row of a message adds them all).
                 self.layout = RowLayout(names: self.layout.names + self.added)
