@@ -273,12 +273,11 @@ import Testing
         try await hub.start()
         let outbox = ClientOutbox(limit: 1_000)
         // Nobody reads the pending subscription's base: the group stays pending.
-        let (jobs, continuation) = AsyncStream<Int>.makeStream()
-        _ = jobs
+        let jobs = ReadJobs { _ in }
         let request = try bindForTest(Fixtures.fetch("Point"), store.schema)
         // Reconnecting from seq 4, behind the pruned log: no resume, but the client shows seq 4 until it is answered.
         _ = try hub.connect(
-            outbox: outbox, jobs: continuation, name: "t", resumeFrom: nil, clientSeq: 4,
+            outbox: outbox, jobs: jobs, name: "t", resumeFrom: nil, clientSeq: 4,
             subscriptions: [.success(.init(id: "s", epoch: 1, request: request, resume: true))],
             welcome: { _ in Meridian_V1_SyncResponse() })
         #expect(outbox.isHolding)
@@ -292,7 +291,7 @@ import Testing
             return
         }
         #expect(heartbeat.heartbeat.seq == 4)
-        continuation.finish()
+        jobs.finish()
     }
 
     @Test("a snapshot answering a Replace is flagged replaced; a re-snapshot of the request in force is not")
@@ -303,10 +302,11 @@ import Testing
             store: store, configuration: Fixtures.configuration(), metrics: ServerMetrics(), logger: .init(label: "t"))
         try await hub.start()
         let outbox = ClientOutbox(limit: 1_000)
-        let (jobs, continuation) = AsyncStream<Int>.makeStream()
-        var pendings = jobs.makeAsyncIterator()
+        // The test reads each pending base itself, in the order the hub asks for them.
+        let (pendingReads, continuation) = AsyncStream<Int>.makeStream()
+        var pendings = pendingReads.makeAsyncIterator()
         let (client, _) = try hub.connect(
-            outbox: outbox, jobs: continuation, name: "t", resumeFrom: nil,
+            outbox: outbox, jobs: ReadJobs { continuation.yield($0) }, name: "t", resumeFrom: nil,
             welcome: { _ in Meridian_V1_SyncResponse() })
         func request(_ predicate: String) throws -> BoundFetchRequest {
             try bindForTest(Fixtures.fetch("Point", predicate), store.schema)

@@ -40,7 +40,7 @@ extension Hub {
     /// - Throws: ``DetailError`` `SHUTTING_DOWN` when the server is shutting down, `UNAVAILABLE` when the fan-out
     ///   stopped.
     func connect(
-        outbox: ClientOutbox, jobs: AsyncStream<Int>.Continuation, name: String, peer: String = "",
+        outbox: ClientOutbox, jobs: ReadJobs, name: String, peer: String = "",
         subject: String? = nil, chunkBytes: Int = 1 << 20, resumeFrom: Int64?, clientSeq: Int64 = 0,
         subscriptions: [Result<SubscriptionRequest, RefusedSubscription>] = [],
         welcome: (Int64) -> Meridian_V1_SyncResponse

@@ -104,7 +104,7 @@ final class Hub: Sendable {
     struct Client {
         let outbox: ClientOutbox
         /// Pending registrations whose base the session must read (`read(_:)`).
-        let jobs: AsyncStream<Int>.Continuation
+        let jobs: ReadJobs
         let name: String
         /// The peer (`ipv4:127.0.0.1:50312`), the authenticated subject and when the stream opened: the status page's.
         var peer = ""

@@ -11,9 +11,10 @@ internal import NIOCore
 internal import NIOPosix
 
 /// One `Sync` stream: reads the client's requests, registers its subscriptions with the hub, reads their bases from
-/// the store, and writes its queue to the stream — three child tasks (a fourth watches a caller's credential expire),
-/// so a stream that is slow to write never stops the others, and the hub never waits for any of them. What an idle
-/// stream costs is mostly these tasks and their frames: see "The stream's long-lived loops" below.
+/// the store, and writes its queue to the stream — the reader and the writer in child tasks of their own (a third
+/// watches a caller's credential expire), the reads in a task while there are any (``ReadJobs``), so a stream that
+/// is slow to write never stops the others, and the hub never waits for any of them. What an idle stream costs is
+/// mostly these tasks and their frames: see "The stream's long-lived loops" below.
 struct SyncSession {
     let service: MeridianService
     /// Who opened the stream (`nil`: anonymous, on a server without authentication); a refresh replaces it.
@@ -28,7 +29,7 @@ struct SyncSession {
     }
 
     private enum Ended: Sendable {
-        case writer, reader, jobs, expiry
+        case writer, reader, expiry
     }
 
     func run(
@@ -39,7 +40,7 @@ struct SyncSession {
         let outbox = ClientOutbox(
             limit: self.service.configuration.clientQueueLimit,
             limitBytes: self.service.configuration.clientQueueBytes)
-        let (jobs, jobsContinuation) = AsyncStream<Int>.makeStream()
+        let jobs = ReadJobs { pending in await hub.read(pending) }
         // Shared between the stream's tasks: the chunk size Hello sets (the writer reads it), the client id Hello
         // registers (read when the stream ends), and whether the first message arrived (the Hello timer reads it).
         let chunkBytes = LockedValue(1 << 20)
@@ -67,14 +68,27 @@ struct SyncSession {
         }
         defer { helloTimer.cancel() }
 
+        do {
+            try await self.runTasks(
+                requests: requests, writer: writer, outbox: outbox, jobs: jobs, chunkBytes: chunkBytes,
+                batchBytes: batchBytes, clientID: clientID, helloReceived: helloReceived, helloTimer: helloTimer)
+        } catch {
+            await jobs.stop()
+            throw error
+        }
+        await jobs.stop()
+    }
+
+    /// The stream's tasks, until the writer ends (or one of them fails).
+    private func runTasks(
+        requests: RPCAsyncSequence<Meridian_V1_SyncRequest, any Error>, writer: RPCWriter<SyncOutbound>,
+        outbox: ClientOutbox, jobs: ReadJobs, chunkBytes: LockedValue<Int>, batchBytes: LockedValue<Int?>,
+        clientID: LockedValue<Int?>, helloReceived: LockedValue<Bool>, helloTimer: Scheduled<Void>
+    ) async throws {
         try await withThrowingTaskGroup(of: Ended.self) { group in
             group.addTask {
                 try await self.writeLoop(outbox: outbox, to: writer, chunkBytes: chunkBytes, batchBytes: batchBytes)
                 return .writer
-            }
-            group.addTask {
-                try await Self.runJobs(jobs, hub: hub)
-                return .jobs
             }
             if self.access.caller != nil {
                 group.addTask {
@@ -84,7 +98,7 @@ struct SyncSession {
             }
             group.addTask {
                 try await self.readLoop(
-                    requests, outbox: outbox, jobs: jobsContinuation, chunkBytes: chunkBytes, batchBytes: batchBytes,
+                    requests, outbox: outbox, jobs: jobs, chunkBytes: chunkBytes, batchBytes: batchBytes,
                     clientID: clientID, helloReceived: helloReceived, helloTimer: helloTimer)
                 return .reader
             }
@@ -118,17 +132,11 @@ struct SyncSession {
         if let failure = outbox.failure { throw failure }
     }
 
-    /// Reads the subscriptions' bases the hub asks for, one at a time, each in a task of its own.
-    @inline(never)
-    private static func runJobs(_ jobs: AsyncStream<Int>, hub: Hub) async throws {
-        for await pending in jobs { try await inChildTask { await hub.read(pending) } }
-    }
-
     /// Reads the client's requests: Hello first, then the rest, each handled in a task of its own.
     @inline(never)
     private func readLoop(
         _ requests: RPCAsyncSequence<Meridian_V1_SyncRequest, any Error>, outbox: ClientOutbox,
-        jobs: AsyncStream<Int>.Continuation, chunkBytes: LockedValue<Int>, batchBytes: LockedValue<Int?>,
+        jobs: ReadJobs, chunkBytes: LockedValue<Int>, batchBytes: LockedValue<Int?>,
         clientID: LockedValue<Int?>, helloReceived: LockedValue<Bool>, helloTimer: Scheduled<Void>
     ) async throws {
         var client: Int? = nil
@@ -163,7 +171,7 @@ struct SyncSession {
 
     @inline(never)
     private func openInChildTask(
-        _ request: Meridian_V1_SyncRequest, outbox: ClientOutbox, jobs: AsyncStream<Int>.Continuation,
+        _ request: Meridian_V1_SyncRequest, outbox: ClientOutbox, jobs: ReadJobs,
         chunkBytes: LockedValue<Int>, batchBytes: LockedValue<Int?>, epochs: Epochs
     ) async throws -> (Int, Epochs) {
         try await inChildTask {
@@ -179,7 +187,7 @@ struct SyncSession {
     /// Opens the stream on its first request, which must be a Hello: registers the client with the hub and returns
     /// its id.
     private func open(
-        _ request: Meridian_V1_SyncRequest, outbox: ClientOutbox, jobs jobsContinuation: AsyncStream<Int>.Continuation,
+        _ request: Meridian_V1_SyncRequest, outbox: ClientOutbox, jobs: ReadJobs,
         chunkBytes: LockedValue<Int>, batchBytes: LockedValue<Int?>, epochs: inout Epochs
     ) async throws -> Int {
         let hub = self.service.hub
@@ -207,7 +215,7 @@ struct SyncSession {
         let (id, seq): (Int, Int64)
         do throws(DetailError) {
             (id, seq) = try hub.connect(
-                outbox: outbox, jobs: jobsContinuation, name: hello.clientName, peer: self.peer,
+                outbox: outbox, jobs: jobs, name: hello.clientName, peer: self.peer,
                 subject: self.access.caller?.identity.principal.subject, chunkBytes: maxBytes,
                 resumeFrom: resumeFrom,
                 clientSeq: hello.resumeFromSeq, subscriptions: subscriptions,
@@ -394,10 +402,10 @@ struct SyncSession {
 /// Runs `body` in a child task of its own, and returns what it returns.
 ///
 /// A task keeps the deepest stack of async frames it ever reached for as long as it lives (Swift's task allocator
-/// keeps its slabs): a stream's reader and its jobs loop, which live as long as the stream, held 10 KiB each per idle
-/// client after handling one Hello and reading one snapshot (`meridian-bench server --case regions`, heaptrack). The
-/// work they do is rare (a request, a subscription's read), so a task for each costs little; the child's frames go
-/// when it ends.
+/// keeps its slabs): a stream's reader and its loop of subscription reads (now ``ReadJobs``), which lived as long as
+/// the stream, held 10 KiB each per idle client after handling one Hello and reading one snapshot (`meridian-bench
+/// server --case regions`, heaptrack). The work they do is rare (a request, a subscription's read), so a task for
+/// each costs little; the child's frames go when it ends.
 func inChildTask<Result: Sendable>(_ body: @escaping @Sendable () async throws -> Result) async throws -> Result {
     try await withThrowingTaskGroup(of: Result.self) { group in
         group.addTask(operation: body)
