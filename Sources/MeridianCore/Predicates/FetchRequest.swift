@@ -127,15 +127,51 @@ public struct FetchRequest: Sendable, Hashable, CustomStringConvertible {
 
 /// A fetch request checked against its entity: ready to evaluate in memory and to compile to SQL, with identical
 /// semantics.
+///
+/// Its parts live in one shared, immutable object: a server keeps several copies of each subscription's request
+/// (the client's subscription, the request in force, the distinct subscription, a pending read) in tables whose
+/// buckets are mostly empty, where the parts inline took 144 bytes a copy and a bucket; now 8.
 public struct BoundFetchRequest: Sendable, Hashable {
+    private final class Parts: Sendable {
+        let request: FetchRequest
+        let entity: EntitySchema
+        let predicate: RowPredicate
+        let order: RowOrder
+
+        init(request: FetchRequest, entity: EntitySchema, predicate: RowPredicate, order: RowOrder) {
+            self.request = request
+            self.entity = entity
+            self.predicate = predicate
+            self.order = order
+        }
+    }
+
+    private let parts: Parts
+
+    init(request: FetchRequest, entity: EntitySchema, predicate: RowPredicate, order: RowOrder) {
+        self.parts = Parts(request: request, entity: entity, predicate: predicate, order: order)
+    }
+
     /// The request as given.
-    public let request: FetchRequest
+    public var request: FetchRequest { self.parts.request }
     /// The entity it reads.
-    public let entity: EntitySchema
+    public var entity: EntitySchema { self.parts.entity }
     /// The checked predicate.
-    public let predicate: RowPredicate
+    public var predicate: RowPredicate { self.parts.predicate }
     /// The checked order (the id is the final tie-break).
-    public let order: RowOrder
+    public var order: RowOrder { self.parts.order }
+
+    public static func == (a: BoundFetchRequest, b: BoundFetchRequest) -> Bool {
+        a.parts === b.parts
+            || (a.request == b.request && a.entity == b.entity && a.predicate == b.predicate && a.order == b.order)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(self.request)
+        hasher.combine(self.entity)
+        hasher.combine(self.predicate)
+        hasher.combine(self.order)
+    }
 
     /// The section key, if any.
     public var sectionKey: String? { self.request.sectionKey }

@@ -89,7 +89,13 @@ final class Hub: Sendable {
         /// For a limited subscription: the first matching rows in order, at the hub's seq — its window and a
         /// margin (``BoundFetchRequest/heldRows``), not every matching row; refilled from the store when the margin
         /// runs out.
-        var live: LiveResults?
+        var live: LiveResults? {
+            get { self.limitedLive?.live }
+            set { self.limitedLive = newValue.map(LiveBox.init) }
+        }
+        /// `live` in a box: most distinct subscriptions are unlimited, and a `LiveResults?` inline took 320 bytes
+        /// in every bucket of the hub's table of them.
+        var limitedLive: LiveBox?
         /// For a limited subscription: whether `live` holds every matching row (else the rows not held all sort
         /// after the last one held).
         var complete = true
@@ -98,6 +104,12 @@ final class Hub: Sendable {
         /// Batches that touched its entity, and the row changes it sent to all its holders (the status page's cost).
         var evaluations = 0
         var rowsSent = 0
+    }
+
+    /// A limited distinct subscription's `LiveResults` (see ``Distinct/live``).
+    final class LiveBox: Sendable {
+        let live: LiveResults
+        init(_ live: LiveResults) { self.live = live }
     }
 
     /// One connected `Sync` stream.
