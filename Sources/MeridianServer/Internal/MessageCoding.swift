@@ -64,3 +64,22 @@ extension LimitedDeserializer where Message: SwiftProtobuf.Message {
         self.init(limit: limit, name: Message.protoMessageName) { try Message(serializedBytes: Array($0)) }
     }
 }
+
+/// A `Sync` request as the stream's reader holds it: one reference. The reader's loop lives as long as the stream,
+/// and its frame (kept for the stream's life in its task's slabs) held several copies of the 144-byte message inline.
+final class SyncInbound: Sendable {
+    let message: Meridian_V1_SyncRequest
+
+    init(_ message: Meridian_V1_SyncRequest) {
+        self.message = message
+    }
+}
+
+extension LimitedDeserializer where Message == SyncInbound {
+    /// A deserializer of `Sync` requests, by swift-protobuf, each boxed.
+    init(limit: Int) {
+        self.init(limit: limit, name: Meridian_V1_SyncRequest.protoMessageName) {
+            SyncInbound(try Meridian_V1_SyncRequest(serializedBytes: Array($0)))
+        }
+    }
+}

@@ -43,7 +43,7 @@ final class MeridianService: RegistrableRPCService, Sendable {
     /// `inChildTask`).
     @inline(never)
     private func sync(
-        _ requests: RPCAsyncSequence<Meridian_V1_SyncRequest, any Error>, writer: RPCWriter<SyncOutbound>,
+        _ requests: RPCAsyncSequence<SyncInbound, any Error>, writer: RPCWriter<SyncOutbound>,
         caller: Caller?, peer: String
     ) async throws {
         let subject = caller?.identity.principal.subject
@@ -65,7 +65,7 @@ final class MeridianService: RegistrableRPCService, Sendable {
         let limit = self.configuration.maxRequestBytes
         router.registerHandler(
             forMethod: Meridian_V1_Meridian.Method.Sync.descriptor,
-            deserializer: LimitedDeserializer<Meridian_V1_SyncRequest>(limit: limit),
+            deserializer: LimitedDeserializer<SyncInbound>(limit: limit),
             serializer: SyncOutboundSerializer(),
             handler: { request, context in
                 let caller = try await self.accessControl.caller(

@@ -33,7 +33,7 @@ struct SyncSession {
     }
 
     func run(
-        requests: RPCAsyncSequence<Meridian_V1_SyncRequest, any Error>,
+        requests: RPCAsyncSequence<SyncInbound, any Error>,
         writer: RPCWriter<SyncOutbound>
     ) async throws {
         let hub = self.service.hub
@@ -81,7 +81,7 @@ struct SyncSession {
 
     /// The stream's tasks, until the writer ends (or one of them fails).
     private func runTasks(
-        requests: RPCAsyncSequence<Meridian_V1_SyncRequest, any Error>, writer: RPCWriter<SyncOutbound>,
+        requests: RPCAsyncSequence<SyncInbound, any Error>, writer: RPCWriter<SyncOutbound>,
         outbox: ClientOutbox, jobs: ReadJobs, chunkBytes: LockedValue<Int>, batchBytes: LockedValue<Int?>,
         clientID: LockedValue<Int?>, helloReceived: LockedValue<Bool>, helloTimer: Scheduled<Void>
     ) async throws {
@@ -135,7 +135,7 @@ struct SyncSession {
     /// Reads the client's requests: Hello first, then the rest, each handled in a task of its own.
     @inline(never)
     private func readLoop(
-        _ requests: RPCAsyncSequence<Meridian_V1_SyncRequest, any Error>, outbox: ClientOutbox,
+        _ requests: RPCAsyncSequence<SyncInbound, any Error>, outbox: ClientOutbox,
         jobs: ReadJobs, chunkBytes: LockedValue<Int>, batchBytes: LockedValue<Int?>,
         clientID: LockedValue<Int?>, helloReceived: LockedValue<Bool>, helloTimer: Scheduled<Void>
     ) async throws {
@@ -160,24 +160,25 @@ struct SyncSession {
 
     @inline(never)
     private func handleInChildTask(
-        _ request: Meridian_V1_SyncRequest, client: Int, outbox: ClientOutbox, epochs: Epochs
+        _ request: SyncInbound, client: Int, outbox: ClientOutbox, epochs: Epochs
     ) async throws -> Epochs {
         try await inChildTask {
             var epochs = epochs
-            try await self.handle(request, client: client, outbox: outbox, epochs: &epochs)
+            try await self.handle(request.message, client: client, outbox: outbox, epochs: &epochs)
             return epochs
         }
     }
 
     @inline(never)
     private func openInChildTask(
-        _ request: Meridian_V1_SyncRequest, outbox: ClientOutbox, jobs: ReadJobs,
+        _ request: SyncInbound, outbox: ClientOutbox, jobs: ReadJobs,
         chunkBytes: LockedValue<Int>, batchBytes: LockedValue<Int?>, epochs: Epochs
     ) async throws -> (Int, Epochs) {
         try await inChildTask {
             var epochs = epochs
             let id = try await self.open(
-                request, outbox: outbox, jobs: jobs, chunkBytes: chunkBytes, batchBytes: batchBytes, epochs: &epochs)
+                request.message, outbox: outbox, jobs: jobs, chunkBytes: chunkBytes, batchBytes: batchBytes,
+                epochs: &epochs)
             return (id, epochs)
         }
     }
@@ -355,13 +356,21 @@ struct SyncSession {
         _ item: OutboxItem, to writer: RPCWriter<SyncOutbound>, chunkBytes: Int, batchBytes: Int?
     ) async throws {
         switch item {
-        case .message(let message):
-            try await writer.write(.message(message))
+        case .message:
+            try await writer.write(Self.outbound(item))
         case .batch(let batch):
             try await self.writeBatch(batch, to: writer, batchBytes: batchBytes)
         case .snapshot(let snapshot):
             try await Self.writeSnapshot(snapshot, to: writer, chunkBytes: chunkBytes)
         }
+    }
+
+    /// A message item as the stream writes it. Not inlined: `write` would hold the message (184 bytes) and its copies
+    /// in its frame, which the writer's task keeps for the stream's life.
+    @inline(never)
+    private static func outbound(_ item: OutboxItem) -> SyncOutbound {
+        guard case .message(let message) = item else { preconditionFailure("not a message: \(item)") }
+        return .message(message)
     }
 
     /// Writes a batch whole, or in parts of at most `batchBytes` when the client takes parts.
