@@ -11,9 +11,9 @@ internal import NIOCore
 internal import NIOPosix
 
 /// One `Sync` stream: reads the client's requests, registers its subscriptions with the hub, reads their bases from
-/// the store, and writes its queue to the stream — the reader and the writer in child tasks of their own (a third
-/// watches a caller's credential expire), the reads in a task while there are any (``ReadJobs``), so a stream that
-/// is slow to write never stops the others, and the hub never waits for any of them. What an idle stream costs is
+/// the store, and writes its queue to the stream — the writer in the stream's own task, the reader in a child task
+/// (another watches a caller's credential expire), the reads in a task while there are any (``ReadJobs``), so a
+/// stream that is slow to write never stops the others, and the hub never waits for any of them. What an idle stream costs is
 /// mostly these tasks and their frames: see "The stream's long-lived loops" below.
 struct SyncSession {
     let service: MeridianService
@@ -26,10 +26,6 @@ struct SyncSession {
         self.service = service
         self.access = StreamAccess(caller)
         self.peer = peer
-    }
-
-    private enum Ended: Sendable {
-        case writer, reader, expiry
     }
 
     func run(
@@ -79,35 +75,37 @@ struct SyncSession {
         await jobs.stop()
     }
 
-    /// The stream's tasks, until the writer ends (or one of them fails).
+    /// The stream's writer, in this task, until it ends, with the reader (and the credential's watch) in child
+    /// tasks: a task less for each stream to keep while idle than the writer in a child of its own. A reader that
+    /// fails ends the queue, which ends the writer, and the stream ends with the reader's error.
     private func runTasks(
         requests: RPCAsyncSequence<SyncInbound, any Error>, writer: RPCWriter<SyncOutbound>,
         outbox: ClientOutbox, jobs: ReadJobs, chunkBytes: LockedValue<Int>, batchBytes: LockedValue<Int?>,
         clientID: LockedValue<Int?>, helloReceived: LockedValue<Bool>, helloTimer: Scheduled<Void>
     ) async throws {
-        try await withThrowingTaskGroup(of: Ended.self) { group in
-            group.addTask {
-                try await self.writeLoop(outbox: outbox, to: writer, chunkBytes: chunkBytes, batchBytes: batchBytes)
-                return .writer
-            }
+        let readerFailure = LockedValue<(any Error)?>(nil)
+        try await withThrowingTaskGroup(of: Void.self) { group in
             if self.access.caller != nil {
-                group.addTask {
-                    try await self.watchCredential(outbox: outbox)
-                    return .expiry
-                }
+                group.addTask { try await self.watchCredential(outbox: outbox) }
             }
             group.addTask {
-                try await self.readLoop(
-                    requests, outbox: outbox, jobs: jobs, chunkBytes: chunkBytes, batchBytes: batchBytes,
-                    clientID: clientID, helloReceived: helloReceived, helloTimer: helloTimer)
-                return .reader
-            }
-            while let ended = try await group.next() {
-                if ended == .writer {
-                    group.cancelAll()
-                    break
+                do {
+                    try await self.readLoop(
+                        requests, outbox: outbox, jobs: jobs, chunkBytes: chunkBytes, batchBytes: batchBytes,
+                        clientID: clientID, helloReceived: helloReceived, helloTimer: helloTimer)
+                } catch {
+                    readerFailure.set(error)
+                    outbox.fail(with: error as? RPCError ?? RPCError(code: .unknown, message: "\(error)", cause: error))
                 }
             }
+            // However the writer ends, the reader and the watch end with it.
+            defer { group.cancelAll() }
+            do {
+                try await self.writeLoop(outbox: outbox, to: writer, chunkBytes: chunkBytes, batchBytes: batchBytes)
+            } catch {
+                throw readerFailure.value ?? error
+            }
+            if let failure = readerFailure.value { throw failure }
         }
     }
 
