@@ -71,7 +71,8 @@ struct AccessControl: Sendable {
     }
 
     /// Whether a caller admitted earlier — on a stream that is still open — may no longer act, and why; `nil` while
-    /// it may. Every open stream asks: `Sync` twice a second, `ApplyStream` before each transaction.
+    /// it may. Every open stream asks: `Sync` when its token expires and when a revocation arrives
+    /// (``CredentialWatch``), `ApplyStream` before each transaction.
     func end(ofOpen identity: Identity) -> CredentialEnd? {
         if let expiresAt = identity.expiresAt, expiresAt.timeIntervalSinceNow <= 0 { return .expired }
         if self.revocations.contains(identity) { return .revoked }
@@ -112,16 +113,19 @@ struct AccessControl: Sendable {
 // MARK: - Revocations
 
 /// The revoked subjects and credential ids the server refuses, refreshed from the store about twice a second
-/// (``MeridianServer``'s poll); open streams look at it as often.
+/// (``MeridianServer``'s poll). Open `Sync` streams register a look at their caller (``watch(_:)``), run whenever an
+/// update brings a revocation not seen before — instead of each stream waking twice a second to look.
 final class Revocations: Sendable {
     private let state = Mutex<(subjects: Set<String>, credentials: Set<String>)>(([], []))
+    private let watchers = Mutex<(next: Int, checks: [Int: @Sendable () -> Void])>((0, [:]))
 
-    /// Replaces what is known with the store's list; returns the revocations not seen before.
+    /// Replaces what is known with the store's list; returns the revocations not seen before, after running every
+    /// registered look when there are any.
     @discardableResult
     func update(_ revocations: [Revocation]) -> [Revocation] {
         let subjects = Set(revocations.compactMap(\.subject))
         let credentials = Set(revocations.compactMap(\.tokenID))
-        return self.state.withLock { state in
+        let new = self.state.withLock { state in
             let new = revocations.filter { revocation in
                 revocation.subject.map { !state.subjects.contains($0) } ?? false
                     || revocation.tokenID.map { !state.credentials.contains($0) } ?? false
@@ -129,6 +133,24 @@ final class Revocations: Sendable {
             state = (subjects, credentials)
             return new
         }
+        if !new.isEmpty {
+            for check in self.watchers.withLock({ Array($0.checks.values) }) { check() }
+        }
+        return new
+    }
+
+    /// Registers `check`, run after each update that brings a new revocation; returns its key for ``unwatch(_:)``.
+    func watch(_ check: @escaping @Sendable () -> Void) -> Int {
+        self.watchers.withLock { watchers in
+            watchers.next += 1
+            watchers.checks[watchers.next] = check
+            return watchers.next
+        }
+    }
+
+    /// Forgets a registered check.
+    func unwatch(_ key: Int) {
+        _ = self.watchers.withLock { $0.checks.removeValue(forKey: key) }
     }
 
     /// Whether the identity's subject or credential is revoked.

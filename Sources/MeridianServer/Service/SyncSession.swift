@@ -12,9 +12,9 @@ internal import NIOPosix
 
 /// One `Sync` stream: reads the client's requests, registers its subscriptions with the hub, reads their bases from
 /// the store, and writes its queue to the stream — the writer in the stream's own task, the reader in a child task
-/// (another watches a caller's credential expire), the reads in a task while there are any (``ReadJobs``), so a
-/// stream that is slow to write never stops the others, and the hub never waits for any of them. What an idle stream costs is
-/// mostly these tasks and their frames: see "The stream's long-lived loops" below.
+/// (a timer watches a caller's credential expire: ``CredentialWatch``), the reads in a task while there are any
+/// (``ReadJobs``), so a stream that is slow to write never stops the others, and the hub never waits for any of them.
+/// What an idle stream costs is mostly these tasks and their frames: see "The stream's long-lived loops" below.
 struct SyncSession {
     let service: MeridianService
     /// Who opened the stream (`nil`: anonymous, on a server without authentication); a refresh replaces it.
@@ -75,19 +75,20 @@ struct SyncSession {
         await jobs.stop()
     }
 
-    /// The stream's writer, in this task, until it ends, with the reader (and the credential's watch) in child
-    /// tasks: a task less for each stream to keep while idle than the writer in a child of its own. A reader that
-    /// fails ends the queue, which ends the writer, and the stream ends with the reader's error.
+    /// The stream's writer, in this task, until it ends, with the reader in a child task: a task less for each stream
+    /// to keep while idle than the writer in a child of its own. A reader that fails ends the queue, which ends the
+    /// writer, and the stream ends with the reader's error. A caller's credential is watched by timers meanwhile
+    /// (``CredentialWatch``).
     private func runTasks(
         requests: RPCAsyncSequence<SyncInbound, any Error>, writer: RPCWriter<SyncOutbound>,
         outbox: ClientOutbox, jobs: ReadJobs, chunkBytes: LockedValue<Int>, batchBytes: LockedValue<Int?>,
         clientID: LockedValue<Int?>, helloReceived: LockedValue<Bool>, helloTimer: Scheduled<Void>
     ) async throws {
         let readerFailure = LockedValue<(any Error)?>(nil)
+        let credentialWatch = self.access.caller == nil ? nil : CredentialWatch(self, outbox: outbox)
+        credentialWatch?.start()
+        defer { credentialWatch?.stop() }
         try await withThrowingTaskGroup(of: Void.self) { group in
-            if self.access.caller != nil {
-                group.addTask { try await self.watchCredential(outbox: outbox) }
-            }
             group.addTask {
                 do {
                     try await self.readLoop(
@@ -98,7 +99,7 @@ struct SyncSession {
                     outbox.fail(with: error as? RPCError ?? RPCError(code: .unknown, message: "\(error)", cause: error))
                 }
             }
-            // However the writer ends, the reader and the watch end with it.
+            // However the writer ends, the reader ends with it.
             defer { group.cancelAll() }
             do {
                 try await self.writeLoop(outbox: outbox, to: writer, chunkBytes: chunkBytes, batchBytes: batchBytes)
