@@ -1,6 +1,6 @@
 // MARK: - The many-clients case of the server benchmark
 //
-// `meridian-bench server --case regions [--clients 1000] [--rate 100] [--seconds 5] [--json]`
+// `meridian-bench server --case regions [--clients 1000] [--rate 100] [--seconds 5] [--auth] [--json]`
 //
 // N clients connected to a `meridian-server` process, each subscribed to its own map region (a cell of a grid over
 // latitude and longitude: N distinct subscriptions), while a writer commits 1-row transactions through the server's
@@ -10,12 +10,14 @@
 // - the server's memory per idle connected client: the server process's resident set (`VmRSS`) once every client is
 //   subscribed and idle, minus before the first one connected, over N (the goal: at most 64 KiB).
 // The server is its own process so that its resident set is its own; the clients share this process and decode by
-// hand (as the other server cases do).
+// hand (as the other server cases do). With `--auth`, the server checks JWTs (`--auth jwt`, an HS256 secret) and every
+// client and the writer carry a token of their own subject, valid for an hour.
 
 import Foundation
 import GRPCCore
 import GRPCNIOTransportHTTP2
 import GRPCProtobuf
+import MeridianAuth
 import MeridianCore
 import MeridianProto
 import Synchronization
@@ -37,11 +39,12 @@ enum RegionsBenchmark {
         var clients = 1_000
         var rate = 100
         var seconds = 5
+        var auth = false
         var json = false
     }
 
     static let usage =
-        "usage: meridian-bench server --case regions [--clients 1000] [--rate 100] [--seconds 5] [--json]"
+        "usage: meridian-bench server --case regions [--clients 1000] [--rate 100] [--seconds 5] [--auth] [--json]"
 
     static func run(arguments: [String]) async throws {
         var options = Options()
@@ -59,6 +62,7 @@ enum RegionsBenchmark {
             case "--clients": options.clients = number("--clients")
             case "--rate": options.rate = number("--rate")
             case "--seconds": options.seconds = number("--seconds")
+            case "--auth": options.auth = true
             case "--json": options.json = true
             default:
                 FileHandle.standardError.write(Data("error: unknown argument '\(arguments[i])'\n\(usage)\n".utf8))
@@ -75,7 +79,9 @@ enum RegionsBenchmark {
         let bin = try BulkBenchmark.binDirectory(needing: ["meridian-server"])
         printer.note(
             "regions: \(options.clients) clients on their own map regions, \(options.rate) 1-row commits/s for "
-                + "\(options.seconds) s through a meridian-server process; ceiling: the same with 10 clients")
+                + "\(options.seconds) s through a meridian-server process\(options.auth ? " checking JWTs" : ""); "
+                + "ceiling: the same with 10 clients")
+        let clients = "\(options.clients)\(options.auth ? " authenticated" : "") clients"
         let few = try await self.measure(bin: bin, clients: min(10, options.clients), options)
         let many = try await self.measure(bin: bin, clients: options.clients, options)
         let raw = try await self.measureRawIdle(clients: options.clients)
@@ -90,13 +96,13 @@ enum RegionsBenchmark {
                 many.bytesPerClient / 1024, raw / 1024))
         return [
             BenchFigure(
-                bench: "server", name: "p99 commit to client, \(options.clients) clients on own regions",
+                bench: "server", name: "p99 commit to client, \(clients) on own regions",
                 value: many.p99, unit: "ms", ceiling: few.p99),
             BenchFigure(
-                bench: "server", name: "server memory per idle client, \(options.clients) clients",
+                bench: "server", name: "server memory per idle client, \(clients)",
                 value: many.bytesPerClient / 1024, unit: "KiB", ceiling: 64),
             BenchFigure(
-                bench: "server", name: "server memory per idle client over raw gRPC's, \(options.clients) clients",
+                bench: "server", name: "server memory per idle client over raw gRPC's, \(clients)",
                 value: many.bytesPerClient / 1024, unit: "KiB", ceiling: raw / 1024),
         ]
     }
@@ -113,9 +119,17 @@ enum RegionsBenchmark {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try Self.schemaYAML.write(toFile: directory + "/regions.yaml", atomically: true, encoding: .utf8)
+        var authentication: [String] = []
+        var signer: SigningKey?
+        if options.auth {
+            let secret = directory + "/hs256.secret"
+            try String(repeating: "b", count: 48).write(toFile: secret, atomically: true, encoding: .utf8)
+            authentication = ["--auth", "jwt", "--jwt-key", secret]
+            signer = try await SigningKey.load(contentsOf: secret)
+        }
         let (server, address) = try BulkBenchmark.startServer(
             bin: bin, db: directory + "/store.sqlite", schema: directory + "/regions.yaml",
-            ["--max-connections", String(clients + 16)])
+            ["--max-connections", String(clients + 16)] + authentication)
         defer { BulkBenchmark.stop(server) }
         guard let port = Int(address.split(separator: ":").last ?? "") else {
             throw BulkBenchmark.BenchError(description: "meridian-server printed an address without a port: \(address)")
@@ -127,9 +141,10 @@ enum RegionsBenchmark {
         return try await withThrowingTaskGroup(of: Void.self) { group in
             let before = self.residentBytes(of: server.processIdentifier)
             for index in 0..<clients {
-                group.addTask {
+                group.addTask { [signer] in
                     try await self.client(
-                        port: port, predicate: grid.predicate(index), collector: collector,
+                        port: port, predicate: grid.predicate(index),
+                        metadata: try await self.metadata(signer, subject: "client\(index)"), collector: collector,
                         ready: { readyContinuation.yield() })
                 }
             }
@@ -140,7 +155,9 @@ enum RegionsBenchmark {
             }
             try await Task.sleep(for: .seconds(1))
             let idle = self.residentBytes(of: server.processIdentifier)
-            try await self.write(port: port, commits: commits, rate: options.rate, grid: grid)
+            try await self.write(
+                port: port, commits: commits, rate: options.rate, grid: grid,
+                metadata: try await self.metadata(signer, subject: "writer"))
             let deadline = ContinuousClock.now + .seconds(30)
             while collector.count < commits, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(20))
@@ -214,9 +231,16 @@ enum RegionsBenchmark {
         }
     }
 
+    /// A call's metadata for `subject`: its token (valid for an hour) when the server checks them, else none.
+    static func metadata(_ signer: SigningKey?, subject: String) async throws -> Metadata {
+        guard let signer else { return [:] }
+        let token = try await signer.sign(subject: subject, claims: [:], lifetime: .seconds(3_600))
+        return ["authorization": "Bearer \(token)"]
+    }
+
     /// The writer: `commits` 1-row inserts at `rate` commits/s, row i in region i mod the cells, stamped just before
     /// its Apply.
-    static func write(port: Int, commits: Int, rate: Int, grid: Grid) async throws {
+    static func write(port: Int, commits: Int, rate: Int, grid: Grid, metadata: Metadata) async throws {
         let transport = try HTTP2ClientTransport.Posix(
             target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext)
         try await withGRPCClient(transport: transport) { client in
@@ -236,7 +260,7 @@ enum RegionsBenchmark {
                             "latitude": .double(latitude), "longitude": .double(longitude),
                         ])
                 ]
-                let response = try await meridian.apply(request)
+                let response = try await meridian.apply(request, metadata: metadata)
                 if case .error(let detail) = response.outcome {
                     throw BulkBenchmark.BenchError(description: "the writer's Apply failed: \(detail.message)")
                 }
@@ -247,7 +271,8 @@ enum RegionsBenchmark {
     /// A client on its own region: subscribes, says when its (empty) snapshot shows, then records each row's latency
     /// until cancelled (it stays connected while the others receive).
     static func client(
-        port: Int, predicate: String, collector: Latencies, ready: @escaping @Sendable () -> Void
+        port: Int, predicate: String, metadata: Metadata, collector: Latencies,
+        ready: @escaping @Sendable () -> Void
     ) async throws {
         let transport = try HTTP2ClientTransport.Posix(
             target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext)
@@ -257,6 +282,7 @@ enum RegionsBenchmark {
                 "region", entity: "Place", predicate: predicate)
             defer { continuation.finish() }
             try await meridian.syncDecodingRowsByHand(
+                metadata: metadata,
                 requestProducer: { writer in for await request in requests { try await writer.write(request) } },
                 onResponse: { response in
                     for try await message in response.messages {

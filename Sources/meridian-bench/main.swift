@@ -3,7 +3,7 @@
 //   swift build -c release --product meridian-bench && .build/release/meridian-bench store [--json]
 //   .build/release/meridian-bench results
 //   .build/release/meridian-bench server [--json]
-//   .build/release/meridian-bench server --case regions [--clients 1000] [--rate 100] [--seconds 5] [--json]
+//   .build/release/meridian-bench server --case regions [--clients 1000] [--rate 100] [--seconds 5] [--auth] [--json]
 //   .build/release/meridian-bench bounds
 //   .build/release/meridian-bench bulk [--rows 20000] [--runs 3] [--import-rows 1000000] [--json]
 //     (bulk, server and all need meridian-server and meridian built beside meridian-bench)
