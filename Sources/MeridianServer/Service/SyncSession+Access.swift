@@ -108,28 +108,25 @@ final class CredentialWatch: Sendable {
         self.check()
     }
 
-    /// Stops looking (the stream ended, or was ended here).
-    func stop() {
-        let (timer, registration) = self.state.withLock { state in
-            state.stopped = true
-            defer { (state.timer, state.registration) = (nil, nil) }
-            return (state.timer, state.registration)
+    /// Stops looking (the stream ended, or was ended here); returns whether this call stopped it (false: already
+    /// stopped).
+    @discardableResult
+    func stop() -> Bool {
+        let (first, timer, registration) = self.state.withLock { state in
+            defer { (state.stopped, state.timer, state.registration) = (true, nil, nil) }
+            return (!state.stopped, state.timer, state.registration)
         }
         timer?.cancel()
         if let registration { self.session.service.accessControl.revocations.unwatch(registration) }
+        return first
     }
 
     /// Ends the stream if the caller may no longer act; otherwise sets the timer for its credential's expiry.
     private func check() {
         guard let caller = self.session.access.caller else { return }
         if let end = self.session.service.accessControl.end(ofOpen: caller.identity) {
-            let first = self.state.withLock { state in
-                defer { state.stopped = true }
-                return !state.stopped
-            }
-            guard first else { return }
-            self.stop()
-            self.end(caller, end)
+            // Ended once, by whichever look (the timer's or a revocation's) stops the watch first.
+            if self.stop() { self.end(caller, end) }
             return
         }
         guard let expiresAt = caller.identity.expiresAt else { return }
