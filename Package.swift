@@ -286,6 +286,7 @@ let package = Package(
                 "MeridianStore",
                 "MeridianTestSupport",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "OrderedCollections", package: "swift-collections"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -6,6 +6,7 @@
 // subscription under the same id, and are dropped.
 
 internal import MeridianCore
+internal import OrderedCollections
 
 extension ReplicaState {
     // MARK: - Subscribing
@@ -112,7 +113,7 @@ extension ReplicaState {
             if chunk.index == 0 || subscription.snapshot == nil {
                 subscription.snapshot = SnapshotBuffer(seq: chunk.seq, resnapshot: chunk.resnapshot)
             }
-            subscription.snapshot?.rows += chunk.rows
+            subscription.snapshot?.stage(chunk.rows)
             if chunk.isLast { subscription.snapshot?.isComplete = true }
         }
         return true
@@ -245,7 +246,7 @@ extension ReplicaState {
     ) {
         guard let buffer = self.subscriptions[id]?.snapshot, buffer.isComplete else { return }
         outcome.snapshots.append(
-            AppliedSnapshot(id: id, seq: buffer.seq, rowCount: buffer.rows.count, resnapshot: buffer.resnapshot))
+            AppliedSnapshot(id: id, seq: buffer.seq, rowCount: buffer.received, resnapshot: buffer.resnapshot))
         var cause = ResultsChangeCause.snapshot
         if let replace = self.subscriptions[id]?.pendingReplace {
             if answersReplace {
@@ -273,17 +274,17 @@ extension ReplicaState {
         // `touch` skip subscriptions being reset).
         work.resets.insert(id)
         if let members = self.subscriptions[id]?.members, !members.isEmpty {
-            let incoming = Set(buffer.rows.map(\.row.id))
-            let stale = members.filter { !incoming.contains($0) }
+            let stale = members.filter { buffer.rows.index(forKey: $0) == nil }
             for member in stale { self.dropMember(member, from: id, work: &work) }
         }
+        guard let entity = self.subscriptions[id]?.entity,
+            !self.adoptFirstLoad(buffer.rows, in: id, work: work)
+        else { return }
         // Grown once, not by rehashing every row stored so far as they arrive: the members become the incoming rows
         // exactly, and the entity's cache holds at least them.
-        if let entity = self.subscriptions[id]?.entity {
-            self.modify(id) { $0.members.reserveCapacity(buffer.rows.count) }
-            self.reserveRows(entity, atLeast: buffer.rows.count)
-        }
-        self.store(buffer.rows, in: id, seq: buffer.seq, work: &work)
+        self.modify(id) { $0.members.reserveCapacity(buffer.rows.count) }
+        self.reserveRows(entity, atLeast: buffer.rows.count)
+        self.store(buffer.versionedRows, in: id, seq: buffer.seq, work: &work)
     }
 
     /// Which cause names a step that has several: a replacement over a snapshot over the rest.

@@ -218,6 +218,31 @@ struct ReplicaState: Sendable {
         for (i, id) in touched.enumerated() where existed[i] || !affected[i].isEmpty { work.affected[id] = affected[i] }
     }
 
+    /// Makes a staged snapshot's rows a subscription's first rows at once, when nothing of its entity is cached and
+    /// no other subscription of the entity is to be told (this one being reset): then the staged rows — each new,
+    /// referenced once, at the snapshot's seq — are exactly what ``store(_:in:seq:work:)`` would leave in the entity's
+    /// cache, and their ids the members (`ReplicaStateTests` pins the two against each other).
+    ///
+    /// - Returns: Whether it did; if not, nothing changed.
+    mutating func adoptFirstLoad(_ staged: EntityCache, in subscriptionID: String, work: CommitWork) -> Bool {
+        guard let index = self.subscriptions.index(forKey: subscriptionID) else { return false }
+        let entity = self.subscriptions.values[index].entity
+        guard self.rows[entity]?.isEmpty ?? true, self.subscriptions.values[index].members.isEmpty,
+            self.touched(by: entity, work).isEmpty
+        else { return false }
+        // Staged as they arrived, with the slack of arrays grown by appending: kept at their size.
+        let cache = staged.compacted()
+        self.subscriptions.values[index].members = MemberSet(idsOf: cache)
+        if !cache.isEmpty || self.rows[entity] != nil { self.rows[entity] = cache }
+        if self.recordsChanges {
+            for (id, cached) in staged {
+                self.changes.memberships[MembershipKey(subscription: subscriptionID, id: id)] = true
+                self.recordRow(entity, id, cached)
+            }
+        }
+        return true
+    }
+
     /// Takes `row` into a cached row (a fresh one when it was not cached) unless the cached image is newer, and
     /// counts a new member's reference; whether what the subscriptions show of it changed.
     private static func refresh(_ cached: inout CachedRow, with row: VersionedRow, seq: Int64, isNewMember: Bool)

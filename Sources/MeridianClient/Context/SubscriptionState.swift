@@ -73,12 +73,38 @@ struct PendingReplace: Sendable {
 }
 
 /// A snapshot being received, staged until a Batch makes it the subscription's result.
+///
+/// Its rows are kept as the entity's cache keeps them, by id, as each chunk arrives: a first load (no row of the
+/// entity cached, no other subscription of it) then becomes the cache and the members at once when its Batch comes,
+/// instead of hashing every id twice after the last chunk while the server has nothing left to send.
 struct SnapshotBuffer: Sendable {
     var seq: Int64
     var resnapshot: Bool
-    var rows: [VersionedRow] = []
+    /// The rows received, by id (a later image of an id replaces an earlier one), each counted once: this
+    /// subscription's reference, as the cache counts a new member.
+    var rows = EntityCache()
+    /// The rows the chunks carried (ids repeated counted again), for the log.
+    var received = 0
     /// Whether its last chunk arrived.
     var isComplete = false
+
+    init(seq: Int64, resnapshot: Bool) {
+        self.seq = seq
+        self.resnapshot = resnapshot
+    }
+
+    /// Adds a chunk's rows.
+    mutating func stage(_ rows: [VersionedRow]) {
+        self.received += rows.count
+        for row in rows {
+            self.rows[row.row.id] = CachedRow(row: row.row, version: row.version, references: 1, seq: self.seq)
+        }
+    }
+
+    /// The rows, in the order their ids first arrived.
+    var versionedRows: [VersionedRow] {
+        self.rows.map { VersionedRow(row: $0.value.row($0.key), version: $0.value.version) }
+    }
 }
 
 /// A subscription's members: the ids of its rows.
@@ -94,6 +120,12 @@ struct MemberSet: Sendable, Equatable, Sequence, ExpressibleByArrayLiteral {
 
     init(arrayLiteral ids: String...) {
         self.ids = OrderedSet(ids)
+    }
+
+    /// The ids of `cache`, in storage of their own (copied, not hashed again).
+    init(idsOf cache: EntityCache) {
+        self.ids = cache.keys
+        self.ids.reserveCapacity(self.ids.count)
     }
 
     var count: Int { self.ids.count }
@@ -140,6 +172,15 @@ struct MemberSet: Sendable, Equatable, Sequence, ExpressibleByArrayLiteral {
 typealias EntityCache = OrderedDictionary<String, CachedRow>
 
 extension OrderedDictionary where Key == String, Value == CachedRow {
+    /// A copy whose arrays are exactly as large as they are full (one grown by appending has up to twice the room):
+    /// `self` still holds the storage while the copy reserves, so the copy gets storage of its own at that size, the
+    /// entries copied as they are, not hashed again.
+    func compacted() -> Self {
+        var copy = self
+        copy.reserveCapacity(copy.count)
+        return copy
+    }
+
     /// Removes the row of `id`, if cached: the last entry moves into its place.
     mutating func removeUnordered(_ id: String) {
         guard let index = self.index(forKey: id) else { return }

@@ -4,6 +4,7 @@
 // with no server, no actor and no controllers.
 
 import MeridianCore
+import OrderedCollections
 import Testing
 
 @testable import MeridianClient
@@ -504,5 +505,87 @@ struct ReplicaStateTests {
             #expect(atOnceChanges.memberships == oneByOneChanges.memberships)
             #expect(atOnceChanges.rows == oneByOneChanges.rows)
         }
+    }
+
+    @Test("a staged snapshot adopted whole as a first load equals its rows stored one by one", arguments: 0..<2)
+    func firstLoadAdopted(recording: Int) throws {
+        // The replica before: nothing, or rows of the entity cached for another subscription, or for this one; another
+        // subscription of the entity named in the step's work or not. The staged chunks repeat ids (a later image
+        // wins). Adopted only when nothing of the entity is cached and no other subscription is to be told; then the
+        // cache, the members, the work and what is recorded are those of storing the rows one by one, and the cache is
+        // held at its size.
+        var generator = SplitMix64(state: 0xF12_57 &+ UInt64(recording))
+        var adoptions = 0
+        var refusals = 0
+        for _ in 0..<300 {
+            var replica = try self.replica(["s", "t"], recordsChanges: recording == 1)
+            if generator.next() % 3 == 0 {
+                let owner = generator.next() % 2 == 0 ? "s" : "t"
+                let rows = (0..<Int(1 + generator.next() % 4)).map { n in
+                    self.versioned(point("q\(generator.next() % 8)", "old\(n)", 1), 1)
+                }
+                var unique: [String: VersionedRow] = [:]
+                for row in rows { unique[row.row.id] = row }
+                replica.stage(self.chunk(owner, seq: 1, Array(unique.values)))
+                var work = CommitWork()
+                _ = try replica.apply(.init(seq: 1, deltas: [self.delta(owner, snapshot: true)]), work: &work)
+            }
+            _ = replica.takeChanges()
+            var work = CommitWork()
+            work.resets.insert("s")
+            if generator.next() % 2 == 0 { work.resets.insert("t") }
+            if generator.next() % 4 == 0 { work.affected["t"] = [] }
+            let seq: Int64 = 2
+            var buffer = SnapshotBuffer(seq: seq, resnapshot: false)
+            var arrived: [VersionedRow] = []
+            for _ in 0..<Int(generator.next() % 4) {
+                let rows = (0..<Int(generator.next() % 40)).map { _ in
+                    let n = generator.next() % 48
+                    return self.versioned(
+                        point("p\(n)", "v\(generator.next() % 3)", Int64(n)), Int64(generator.next() % 4))
+                }
+                buffer.stage(rows)
+                arrived += rows
+            }
+            #expect(buffer.received == arrived.count)
+
+            var adopted = replica
+            // "t" is of the same entity: it is to be told of new rows unless it is being reset too.
+            let expectAdopted = (replica.rows["Point"]?.isEmpty ?? true) && work.resets.contains("t")
+            let didAdopt = adopted.adoptFirstLoad(buffer.rows, in: "s", work: work)
+            #expect(didAdopt == expectAdopted)
+            var stored = replica
+            var storedWork = work
+            for row in arrived { stored.store(row, in: "s", seq: seq, work: &storedWork) }
+            guard didAdopt else {
+                refusals += 1
+                #expect(adopted.rows.mapValues(\.count) == replica.rows.mapValues(\.count), "refused: nothing changed")
+                #expect(adopted.subscriptions.mapValues(\.members) == replica.subscriptions.mapValues(\.members))
+                continue
+            }
+            adoptions += 1
+            #expect(replica.rows["Point"]?.isEmpty ?? true, "adopted only with nothing of the entity cached")
+            #expect(storedWork.affected == work.affected, "no other subscription was to be told")
+            #expect(adopted.subscriptions.mapValues(\.members) == stored.subscriptions.mapValues(\.members))
+            func cached(_ replica: ReplicaState) -> [String: [String: [String]]] {
+                replica.rows.filter { !$0.value.isEmpty }.mapValues {
+                    Dictionary(
+                        uniqueKeysWithValues: $0.map { id, cached in
+                            (id, ["\(cached.row(id))", "\(cached.version)", "\(cached.references)", "\(cached.seq)"])
+                        })
+                }
+            }
+            #expect(cached(adopted) == cached(stored))
+            let adoptedChanges = adopted.takeChanges()
+            let storedChanges = stored.takeChanges()
+            #expect(adoptedChanges.memberships == storedChanges.memberships)
+            #expect(adoptedChanges.rows == storedChanges.rows)
+            if let cache = adopted.rows["Point"] {
+                #expect(cache.keys.elements.capacity < cache.count + 8, "the cache is held at its size")
+                #expect(cache.values.elements.capacity < cache.count + 8)
+            }
+        }
+        #expect(adoptions > 50)
+        #expect(refusals > 50)
     }
 }
