@@ -41,32 +41,21 @@ package enum DeltaWireEncoding {
     /// `Meridian_V1_Row` messages, measured and serialized by swift-protobuf's visitors: most of what the server
     /// spent on an initial sync.
     ///
-    /// The chunk's `rowCount` rows are given by index, `row(i)` (each asked for twice: once to measure it, once to
-    /// write it). Not generic over a collection: compiled in this module for any collection, the loops walked the
-    /// server's lazily mapped slice through witness tables and instantiated generic metadata for every row (half of
-    /// this function's time in a `sync` profile).
+    /// The chunk's `rowCount` rows are given by index, `row(i)`, each asked for once: a row is written after a
+    /// one-byte length, set when the row is written (moved up a byte or more in the rare row of 128 bytes or more),
+    /// and the message's own tag and length are put in front of its body at the end — where measuring every row
+    /// first walked each row's values twice. `capacity`, when the caller knows about how large the chunk is (its
+    /// rows' estimated sizes), saves growing the buffer. Not generic over a collection: compiled in this module for
+    /// any collection, the loops walked the server's lazily mapped slice through witness tables and instantiated
+    /// generic metadata for every row (half of this function's time in a `sync` profile).
     package static func snapshotChunkResponse(
         subscriptionID: String, seq: Int64, rowCount: Int, last: Bool, resnapshot: Bool, chunkIndex: UInt32,
-        epoch: UInt32, row: (Int) -> (row: Row, version: Int64)
+        epoch: UInt32, capacity: Int = 0, row: (Int) -> (row: Row, version: Int64)
     ) -> [UInt8] {
-        var sizes: [Int] = []
-        sizes.reserveCapacity(rowCount)
-        var body = subscriptionID.isEmpty ? 0 : fieldSize(subscriptionID.utf8.count)
-        if seq != 0 { body += 1 + varintSize(UInt64(bitPattern: seq)) }
-        for i in 0..<rowCount {
-            let (row, version) = row(i)
-            let size = rowSize(row, version: version)
-            sizes.append(size)
-            body += fieldSize(size)
-        }
-        if last { body += 2 }
-        if resnapshot { body += 2 }
-        if chunkIndex != 0 { body += 1 + varintSize(UInt64(chunkIndex)) }
-        if epoch != 0 { body += 1 + varintSize(UInt64(epoch)) }
-        var out: [UInt8] = []
-        out.reserveCapacity(body + 6)
-        out.append(0x12)
-        appendVarint(UInt64(body), to: &out)
+        // Room for the response's tag and the body's length (a varint of at most 5 bytes below 4 GiB), filled last.
+        let headroom = 6
+        var out = [UInt8](repeating: 0, count: headroom)
+        out.reserveCapacity(headroom + max(capacity, 64))
         if !subscriptionID.isEmpty { appendString(field: 1, subscriptionID, to: &out) }
         if seq != 0 {
             out.append(0x10)
@@ -75,8 +64,17 @@ package enum DeltaWireEncoding {
         for i in 0..<rowCount {
             let (row, version) = row(i)
             out.append(0x1A)
-            appendVarint(UInt64(sizes[i]), to: &out)
+            let lengthAt = out.count
+            out.append(0)
             appendRow(row, version: version, to: &out)
+            let length = out.count - lengthAt - 1
+            if length < 0x80 {
+                out[lengthAt] = UInt8(length)
+            } else {
+                var prefix: [UInt8] = []
+                appendVarint(UInt64(length), to: &prefix)
+                out.replaceSubrange(lengthAt..<(lengthAt + 1), with: prefix)
+            }
         }
         if last { out += [0x20, 1] }
         if resnapshot { out += [0x28, 1] }
@@ -88,6 +86,12 @@ package enum DeltaWireEncoding {
             out.append(0x38)
             appendVarint(UInt64(epoch), to: &out)
         }
+        var header: [UInt8] = [0x12]
+        appendVarint(UInt64(out.count - headroom), to: &header)
+        let start = headroom - header.count
+        precondition(start >= 0, "a snapshot chunk of 4 GiB or more")
+        out.replaceSubrange(start..<headroom, with: header)
+        out.removeFirst(start)
         return out
     }
 

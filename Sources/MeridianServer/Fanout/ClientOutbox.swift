@@ -37,10 +37,15 @@ struct QueuedSnapshot: Sendable {
     var isLast: Bool
     /// About the bytes its rows take (``bytes(of:)``), counted against the client's bound while it waits.
     var bytes: Int
+    /// The sum of its rows' ``Chunking/estimatedSize(_:)``, when its maker measured them (a piece streamed from the
+    /// store): a piece within the chunk size is sent as one chunk without measuring its rows again.
+    var estimatedBytes: Int?
 
+    /// A snapshot of `rows`; `measured`, when given, is ``bytes(of:)`` of them and the sum of their
+    /// ``Chunking/estimatedSize(_:)`` (``Chunking/sizes(_:)``), as its maker counted them while it read them.
     init(
         subscriptionID: String, epoch: UInt32, seq: Int64, rows: [VersionedRow], resnapshot: Bool,
-        firstChunk: UInt32 = 0, isLast: Bool = true
+        firstChunk: UInt32 = 0, isLast: Bool = true, measured: (queued: Int, estimate: Int)? = nil
     ) {
         self.subscriptionID = subscriptionID
         self.epoch = epoch
@@ -49,7 +54,8 @@ struct QueuedSnapshot: Sendable {
         self.resnapshot = resnapshot
         self.firstChunk = firstChunk
         self.isLast = isLast
-        self.bytes = Self.bytes(of: rows)
+        self.bytes = measured?.queued ?? Self.bytes(of: rows)
+        self.estimatedBytes = measured?.estimate
     }
 
     /// About the bytes rows take in a snapshot: each row's size (``RowSize``) and a little framing.

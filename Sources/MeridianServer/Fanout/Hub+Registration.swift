@@ -332,7 +332,10 @@ extension Hub {
     /// The pieces of a snapshot being streamed: touched only by the store's reader thread that runs the read.
     private final class SnapshotPieces: @unchecked Sendable {
         var rows: [VersionedRow] = []
+        /// The rows' ``Chunking/estimatedSize(_:)``, summed.
         var bytes = 0
+        /// The rows' ``QueuedSnapshot/bytes(of:)``.
+        var queuedBytes = 0
         var index: UInt32 = 0
         var dropped = false
     }
@@ -365,7 +368,7 @@ extension Hub {
         @Sendable func queue(_ seq: Int64, isLast: Bool) throws -> Bool {
             let snapshot = QueuedSnapshot(
                 subscriptionID: id, epoch: epoch, seq: seq, rows: pieces.rows, resnapshot: resnapshot,
-                firstChunk: pieces.index, isLast: isLast)
+                firstChunk: pieces.index, isLast: isLast, measured: (pieces.queuedBytes, pieces.bytes))
             switch outbox.waitForSnapshotRoom(snapshot.bytes, budget: budget, timeout: stall) {
             case .room: break
             case .ended:
@@ -391,6 +394,7 @@ extension Hub {
             pieces.index += 1
             pieces.rows = []
             pieces.bytes = 0
+            pieces.queuedBytes = 0
             return true
         }
         let seq = try await self.store.streamSnapshot(
@@ -399,12 +403,13 @@ extension Hub {
             switch event {
             case .row(let row, let version):
                 let versioned = VersionedRow(row: row, version: version)
-                let size = Chunking.estimatedSize(versioned)
+                let (size, queued) = Chunking.sizes(versioned)
                 if !pieces.rows.isEmpty, pieces.bytes + size > chunkBytes {
                     guard try queue(seq, isLast: false) else { return false }
                 }
                 pieces.rows.append(versioned)
                 pieces.bytes += size
+                pieces.queuedBytes += queued
                 return true
             case .end:
                 return try queue(seq, isLast: true)

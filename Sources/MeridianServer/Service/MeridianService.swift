@@ -472,15 +472,26 @@ enum Chunking {
 
     /// An upper bound of a row's encoded size inside a chunk message.
     static func estimatedSize(_ row: VersionedRow) -> Int {
-        var size = 16 + row.row.id.utf8.count
+        self.sizes(row).estimate
+    }
+
+    /// A row's ``estimatedSize(_:)`` and what it counts for in a queued snapshot (``QueuedSnapshot/bytes(of:)``:
+    /// its ``RowSize`` and a little framing), in one pass over its values: a snapshot streamed from the store measures
+    /// every row both ways as it is read.
+    static func sizes(_ row: VersionedRow) -> (estimate: Int, queued: Int) {
+        let idBytes = row.row.id.utf8.count
+        var estimate = 16 + idBytes
+        var queued = 16 + idBytes
         row.row.forEachValue { name, value in
-            size += 12 + name.utf8.count
+            let nameBytes = name.utf8.count
+            estimate += 12 + nameBytes
+            queued += nameBytes + value.sizeInRow
             switch value {
-            case .string(let s): size += s.utf8.count + 5
-            case .bytes(let b): size += b.count + 5
-            default: size += 11
+            case .string(let s): estimate += s.utf8.count + 5
+            case .bytes(let b): estimate += b.count + 5
+            default: estimate += 11
             }
         }
-        return size
+        return (estimate, queued)
     }
 }

@@ -393,12 +393,19 @@ struct SyncSession {
         _ snapshot: QueuedSnapshot, to writer: RPCWriter<SyncOutbound>, chunkBytes: Int
     ) async throws {
         let rows = snapshot.rows
-        let chunks = Chunking.ranges(rows, maxBytes: chunkBytes)
+        // A piece streamed from the store was cut at the chunk size as it was read.
+        let chunks =
+            if let estimate = snapshot.estimatedBytes, estimate <= chunkBytes {
+                [0..<rows.count]
+            } else {
+                Chunking.ranges(rows, maxBytes: chunkBytes)
+            }
         for (i, range) in chunks.enumerated() {
             let bytes = DeltaWireEncoding.snapshotChunkResponse(
                 subscriptionID: snapshot.subscriptionID, seq: snapshot.seq, rowCount: range.count,
                 last: snapshot.isLast && i == chunks.count - 1, resnapshot: snapshot.resnapshot,
                 chunkIndex: snapshot.firstChunk + UInt32(i), epoch: snapshot.epoch,
+                capacity: chunks.count == 1 ? snapshot.estimatedBytes ?? 0 : 0,
                 row: { k in (rows[range.lowerBound + k].row, rows[range.lowerBound + k].version) })
             try await writer.write(.encoded(bytes))
         }
