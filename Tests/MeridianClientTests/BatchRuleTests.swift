@@ -217,6 +217,29 @@ struct BatchRuleTests {
         #expect(one.seq == harness.server.seq && two.seq == harness.server.seq)
     }
 
+    @Test("a re-snapshot of a controller nobody takes changes from notifies observers only when what it shows changed")
+    func resnapshotWithoutChangeObservers() async throws {
+        // Without change-set validation and without a change stream or delegate, a reset builds no change set: whether
+        // the rows changed is what decides the notification.
+        let harness = try await Harness(validatesChangeSets: false)
+        let (_, two, _, twoID) = try await twoControllers(harness)
+        let log = ObservationLog(read: { _ = two.rows }, probe: { two.rows.map(\.id) })
+
+        // A commit outside the second subscription, then its re-snapshot: the same rows, no notification.
+        harness.server.commit("Point", [.upsert(point("a", "Able", 1))])
+        for chunk in harness.server.chunks(twoID, resnapshot: true) { try await harness.context.receive(chunk) }
+        try await harness.context.receive(batch(harness.server.seq, delta(twoID, snapshot: true)))
+        #expect(two.seq == harness.server.seq)
+        #expect(log.values.isEmpty, "an unchanged re-snapshot notified: \(log.values)")
+
+        // A row joins it and another changes in place: one notification, with the new rows.
+        harness.server.commit("Point", [.upsert(point("d", "Delta", 2)), .upsert(point("b", "Bravo!", 2))])
+        for chunk in harness.server.chunks(twoID, resnapshot: true) { try await harness.context.receive(chunk) }
+        try await harness.context.receive(batch(harness.server.seq, delta(twoID, snapshot: true)))
+        #expect(log.values == [["b", "d"]])
+        #expect(two.rows.map { $0["title"] } == [.string("Bravo!"), .string("Delta")])
+    }
+
     @Test("a map region moved offline shows its cached annotations as provisional until the server answers")
     func provisionalRegion() async throws {
         let harness = try await Harness()

@@ -222,6 +222,50 @@ extension LiveResultsTests {
         #expect(shortcuts > 300)
     }
 
+    @Test(
+        "replacing every row without a change set leaves what a reset leaves, and changed means a change set",
+        arguments: 0..<6)
+    func replaceWithoutChangeSet(configurationIndex: Int) throws {
+        let configuration = Self.configurations[configurationIndex]
+        let seed = SplitMix64.seedFromEnvironment() &+ UInt64(configurationIndex)
+        var generator = Generator(seed: seed, idCount: 30)
+        var results = try Self.results(
+            configuration.predicate, order: configuration.order, sectionKey: configuration.sectionKey,
+            limit: configuration.limit)
+        var data: [String: Row] = [:]
+        var seen = (changed: 0, unchanged: 0)
+        for index in 0..<600 {
+            // The next rows: the same ones (often), some tweaked (sometimes to the same value), some gone or new, or
+            // none at all.
+            var next = data
+            switch generator.int(0...5) {
+            case 0: break
+            case 1: next = [:]
+            default:
+                for _ in 0..<generator.int(1...6) {
+                    let id = generator.ids[generator.int(0...generator.ids.count - 1)]
+                    switch generator.int(0...2) {
+                    case 0: next[id] = nil
+                    case 1: next[id] = generator.freshRow(id: id)
+                    default: next[id] = next[id].map { generator.tweak($0) } ?? generator.freshRow(id: id)
+                    }
+                }
+            }
+            let rows = Array(next.values).shuffled(using: &generator.rng)
+            var reset = results
+            let changes = reset.reset(uniqueRows: rows)
+            let changed = results.replace(uniqueRows: rows)
+            let context = "MERIDIAN_SEED=\(seed &- UInt64(configurationIndex)) \(configuration) case \(index)"
+            try #require(results.snapshot == reset.snapshot, "\(context): results differ")
+            try #require(results.sections == reset.sections, "\(context): sections differ")
+            try #require(changed == !changes.isEmpty, "\(context): changed \(changed), change set \(changes)")
+            if changed { seen.changed += 1 } else { seen.unchanged += 1 }
+            data = next
+        }
+        #expect(seen.changed > 100)
+        #expect(seen.unchanged > 100)
+    }
+
     /// Only rows the batch changed move or update; a batch of no-ops changes nothing.
     static func checkMinimality(
         _ changes: ChangeSet<Row>,

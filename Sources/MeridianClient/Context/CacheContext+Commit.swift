@@ -102,15 +102,21 @@ extension CacheContext {
                 guard let record = self.controllers[id] else { continue }
                 let oldCounts = self.validatesChangeSets ? box.results.sections.map(\.count) : []
                 var changeSet = ChangeSet<Row>()
+                // Changed without a change set: reset while nobody takes its changes one by one.
+                var changedUntold = false
                 switch actions[id] {
                 case .apply(let mutations)?:
                     changeSet = box.results.apply(mutations)
+                case .reset(let rows)? where box.sinks.isEmpty && !self.validatesChangeSets:
+                    // No change stream, no delegate: the change set would reach no one (one that starts later gets
+                    // the rows as they are then); whether the rows changed still says whether to tell observers.
+                    changedUntold = box.results.replace(uniqueRows: rows)
                 case .reset(let rows)?:
                     changeSet = box.results.reset(uniqueRows: rows)
                 case .rebuild(let bound, let rows)?:
                     let before = box.results.snapshot
                     if var results = try? LiveResults(bound) {
-                        results.reset(uniqueRows: rows)
+                        results.replace(uniqueRows: rows)
                         box.results = results
                         changeSet = (try? ChangeSet.between(old: before, new: results.snapshot)) ?? ChangeSet()
                     }
@@ -139,7 +145,8 @@ extension CacheContext {
                     for waiter in box.loadWaiters { waiter.resume() }
                     box.loadWaiters = []
                 }
-                let delivers = !changeSet.isEmpty || pendingChanged || completenessChanged || cause == .reverted
+                let delivers =
+                    !changeSet.isEmpty || changedUntold || pendingChanged || completenessChanged || cause == .reverted
                 if delivers {
                     box.deliver(
                         RawChange(

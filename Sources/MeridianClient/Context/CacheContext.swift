@@ -216,7 +216,7 @@ public actor CacheContext {
         } catch {
             throw ClientError(binding: error, request: request)
         }
-        results.reset(uniqueRows: self.effectiveRows(of: subscription))
+        results.replace(uniqueRows: self.effectiveRows(of: subscription))
         let box = EngineBox(
             results: results, entity: request.entity, isLoaded: subscription.hasData, observation: observation)
         if case .failed(let error) = subscription.phase { box.error = error }

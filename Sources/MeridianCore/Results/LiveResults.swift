@@ -255,6 +255,31 @@ public struct LiveResults: Sendable {
     @discardableResult
     package mutating func reset(uniqueRows rows: [Row]) -> ChangeSet<Row> {
         let before = self.snapshot
+        self.fill(uniqueRows: rows)
+        do {
+            // `fill` checked that no id repeats.
+            return try ChangeSet.between(old: before, new: self.snapshot, newIsDistinct: true)
+        } catch {
+            preconditionFailure("results never repeat an id or a section: \(error)")
+        }
+    }
+
+    /// ``reset(uniqueRows:)`` without its change set, for results whose changes nobody is told one by one (a client
+    /// controller without change observers): whether what they show changed — exactly when the change set would not
+    /// be empty (the same rows, equal, in the same order, make the same sections). A first load builds no snapshot of
+    /// the rows before and after, nor an insert for every row (a 200,000-row load spent a third of its reset on them).
+    ///
+    /// - Precondition: No id appears twice in `rows`.
+    @discardableResult
+    package mutating func replace(uniqueRows rows: [Row]) -> Bool {
+        let before = self.visibleCount == 0 ? [] : self.rows
+        self.fill(uniqueRows: rows)
+        guard before.count == self.visibleCount else { return true }
+        return before.isEmpty ? false : before != self.rows
+    }
+
+    /// Fills the results with `rows` (distinct ids), whatever they held.
+    private mutating func fill(uniqueRows rows: [Row]) {
         let ordered = self.sorted(rows.filter { self.predicate.evaluate($0) })
         self.tree.removeAll()
         self.tree.reserveCapacity(ordered.count)
@@ -271,12 +296,6 @@ public struct LiveResults: Sendable {
             self.addToSection(row)
         }
         self.slots = slots
-        do {
-            // `slots` just checked that no id repeats.
-            return try ChangeSet.between(old: before, new: self.snapshot, newIsDistinct: true)
-        } catch {
-            preconditionFailure("results never repeat an id or a section: \(error)")
-        }
     }
 
     /// Rows in the results' order.

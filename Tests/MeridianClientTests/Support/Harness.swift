@@ -73,10 +73,10 @@ final class Harness {
 
     var context: CacheContext { self.container.context }
 
-    init(server: FakeServer? = nil, cachePath: String? = nil) async throws {
+    init(server: FakeServer? = nil, cachePath: String? = nil, validatesChangeSets: Bool = true) async throws {
         var configuration = try MeridianContainer.Configuration(
             server: "127.0.0.1:1", cache: cachePath.map { .file($0) } ?? .inMemory, schema: testSchema)
-        configuration.validatesChangeSets = true
+        configuration.validatesChangeSets = validatesChangeSets
         self.container = try await MeridianContainer(configuration)
         self.server = server ?? FakeServer(schema: testSchema)
     }
