@@ -8,6 +8,8 @@
 import Foundation
 import MeridianClient
 import MeridianCore
+import MeridianServer
+import MeridianStore
 import Observation
 import Synchronization
 import Testing
@@ -118,6 +120,63 @@ struct ObservationTests {
                 }
             }
         }
+    }
+
+    @Test("a snapshot in many large chunks loads whole with no reconnection; an unobserved controller notifies once")
+    func largeChunkedSnapshot() async throws {
+        // Chunks of 64 KiB: about 800 of these rows each, over the size from which the connection receives a chunk
+        // while it decodes the next message; the client validates change sets or not (without, a controller nobody
+        // takes changes from is reset without building its change set).
+        let body: @Sendable (Int, Store) async throws -> Void = { port, store in
+            let count = 6_000
+            for start in stride(from: 0, to: count, by: 1_000) {
+                try await store.apply(
+                    (start..<(start + 1_000)).map { n in
+                        .insert(
+                            "Point", id: "r\(n)",
+                            ["title": .string("row \(count - n)"), "category": .int(Int64(n % 7))])
+                    })
+            }
+            for validates in [false, true] {
+                let configure: (inout MeridianContainer.Configuration) -> Void = { $0.validatesChangeSets = validates }
+                try await withConnectedContainer(port: port, configure: configure) { container in
+                    let statuses = Mutex<[ConnectionStatus]>([])
+                    let watcher = Task {
+                        for await status in container.connectionStatusUpdates() {
+                            statuses.withLock { $0.append(status) }
+                        }
+                    }
+                    defer { watcher.cancel() }
+                    let plain = try await container.controller(for: FetchRequest(entity: "Point", sortedBy: "title"))
+                    let log = ObservationLog(read: { _ = plain.rows }, probe: { plain.rows.count })
+                    let observed = try await container.controller(
+                        for: FetchRequest(entity: "Point", where: "category < 5", sortedBy: "-title"))
+                    let changes = ChangeLog(observed)
+                    try await plain.waitUntilLoaded()
+                    try await observed.waitUntilLoaded()
+                    for controller in [plain, observed] {
+                        let (seq, rows) = try await container.query(controller.request)
+                        await container.context.waitUntilApplied(seq)
+                        #expect(controller.rows == rows, "validates \(validates)")
+                    }
+                    #expect(plain.rows.count == count)
+                    #expect(log.values == [count], "one notification, with every row: validates \(validates)")
+                    for _ in 0..<3 where changes.list.inconsistency(with: observed) != nil {
+                        _ = try await changes.next()
+                    }
+                    #expect(changes.list.inconsistency(with: observed) == nil, "validates \(validates)")
+                    let seen = statuses.withLock { $0 }
+                    #expect(!seen.contains(.waitingToReconnect), "the stream was reconnected: \(seen)")
+                }
+            }
+        }
+        // A heartbeat a second (the client drops a stream silent for three): the test looks for a reconnection, and
+        // two cores shared by every suite can leave a stream silent for 600 ms.
+        try await TestServer.with(
+            configure: {
+                $0.snapshotChunkBytes = 64 << 10
+                $0.heartbeatInterval = .seconds(1)
+            }, body)
     }
 
     @Test("a list model and a map model notify once per applied change, and its change set is exact")

@@ -33,12 +33,16 @@ enum TestServer {
         try await self.with { port, _ in try await body(port) }
     }
 
-    /// Runs `body` with the port of a fresh server and its store (to write to it directly).
-    static func with<R: Sendable>(_ body: (Int, Store) async throws -> R) async throws -> R {
+    /// Runs `body` with the port of a fresh server (its configuration changed by `configure`) and its store (to write
+    /// to it directly).
+    static func with<R: Sendable>(
+        configure: (inout ServerConfiguration) -> Void = { _ in }, _ body: (Int, Store) async throws -> R
+    ) async throws -> R {
         let store = try Store.temporary(schema: try Schema.parse(yaml: Self.schemaYAML))
         defer { try? store.close() }
         var configuration = ServerConfiguration()
         configuration.heartbeatInterval = .milliseconds(200)
+        configure(&configuration)
         return try await withTestServer(store: store, configuration: configuration) { _, port in
             try await body(port, store)
         }
