@@ -29,7 +29,10 @@ struct CredentialsTests {
         let store = try Store.temporary(schema: try Schema.parse(yaml: TestServer.schemaYAML))
         defer { try? store.close() }
         var configuration = ServerConfiguration()
-        configuration.heartbeatInterval = .milliseconds(200)
+        // A heartbeat a second: the client drops a stream silent for three of them, and with the whole suite running
+        // on two cores a stream could be silent for 600 ms (200 ms heartbeats) and reconnect — what
+        // `refreshInPlace` must not see for any other reason than its credential.
+        configuration.heartbeatInterval = .seconds(1)
         return try await withTestServer(store: store, configuration: configuration, authenticator: authenticator) {
             _, port in try await body(port, store, signer)
         }
