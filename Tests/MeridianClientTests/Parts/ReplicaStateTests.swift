@@ -447,6 +447,26 @@ struct ReplicaStateTests {
         #expect(unrecordedChanges.rows.isEmpty)
     }
 
+    /// Expects two replicas to cache the same rows (image, version, references, seq; an entity with none counts as
+    /// absent) and to have recorded the same changes for the cache file (taken from both).
+    func expectSameRowsAndChanges(
+        _ a: inout ReplicaState, _ b: inout ReplicaState, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        func cached(_ replica: ReplicaState) -> [String: [String: [String]]] {
+            replica.rows.filter { !$0.value.isEmpty }.mapValues {
+                Dictionary(
+                    uniqueKeysWithValues: $0.map { id, cached in
+                        (id, ["\(cached.row(id))", "\(cached.version)", "\(cached.references)", "\(cached.seq)"])
+                    })
+            }
+        }
+        #expect(cached(a) == cached(b), sourceLocation: sourceLocation)
+        let aChanges = a.takeChanges()
+        let bChanges = b.takeChanges()
+        #expect(aChanges.memberships == bChanges.memberships, sourceLocation: sourceLocation)
+        #expect(aChanges.rows == bChanges.rows, sourceLocation: sourceLocation)
+    }
+
     @Test("rows stored at once equal them stored one by one", arguments: 0..<4)
     func rowsStoredAtOnce(recording: Int) throws {
         // Three subscriptions of one entity (the rows', being reset or not; one reset in the same step or not; one
@@ -491,19 +511,7 @@ struct ReplicaStateTests {
 
             #expect(atOnceWork.affected == oneByOneWork.affected)
             #expect(atOnce.subscriptions.mapValues(\.members) == oneByOne.subscriptions.mapValues(\.members))
-            func cached(_ replica: ReplicaState) -> [String: [String: [String]]] {
-                replica.rows.mapValues {
-                    Dictionary(
-                        uniqueKeysWithValues: $0.map { id, cached in
-                            (id, ["\(cached.row(id))", "\(cached.version)", "\(cached.references)", "\(cached.seq)"])
-                        })
-                }
-            }
-            #expect(cached(atOnce) == cached(oneByOne))
-            let atOnceChanges = atOnce.takeChanges()
-            let oneByOneChanges = oneByOne.takeChanges()
-            #expect(atOnceChanges.memberships == oneByOneChanges.memberships)
-            #expect(atOnceChanges.rows == oneByOneChanges.rows)
+            self.expectSameRowsAndChanges(&atOnce, &oneByOne)
         }
     }
 
@@ -567,19 +575,7 @@ struct ReplicaStateTests {
             #expect(replica.rows["Point"]?.isEmpty ?? true, "adopted only with nothing of the entity cached")
             #expect(storedWork.affected == work.affected, "no other subscription was to be told")
             #expect(adopted.subscriptions.mapValues(\.members) == stored.subscriptions.mapValues(\.members))
-            func cached(_ replica: ReplicaState) -> [String: [String: [String]]] {
-                replica.rows.filter { !$0.value.isEmpty }.mapValues {
-                    Dictionary(
-                        uniqueKeysWithValues: $0.map { id, cached in
-                            (id, ["\(cached.row(id))", "\(cached.version)", "\(cached.references)", "\(cached.seq)"])
-                        })
-                }
-            }
-            #expect(cached(adopted) == cached(stored))
-            let adoptedChanges = adopted.takeChanges()
-            let storedChanges = stored.takeChanges()
-            #expect(adoptedChanges.memberships == storedChanges.memberships)
-            #expect(adoptedChanges.rows == storedChanges.rows)
+            self.expectSameRowsAndChanges(&adopted, &stored)
             if let cache = adopted.rows["Point"] {
                 #expect(cache.keys.elements.capacity < cache.count + 8, "the cache is held at its size")
                 #expect(cache.values.elements.capacity < cache.count + 8)
