@@ -89,6 +89,7 @@ let package = Package(
             name: "MeridianStoreTests",
             dependencies: [
                 "MeridianProcessIO", "MeridianStore", "MeridianCore", .product(name: "Logging", package: "swift-log"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -53,3 +53,28 @@ void meridian_sqlite3_limit_time(void *connection, long long budgetNanoseconds) 
     long long deadline = meridian_monotonic_nanoseconds() + budgetNanoseconds;
     sqlite3_progress_handler((sqlite3 *)connection, 1000, meridian_past_deadline, (void *)(intptr_t)deadline);
 }
+
+void meridian_sqlite3_column(void *statement, int index, meridian_sqlite3_value *value) {
+    sqlite3_stmt *stmt = (sqlite3_stmt *)statement;
+    value->type = sqlite3_column_type(stmt, index);
+    value->count = 0;
+    value->bytes = NULL;
+    switch (value->type) {
+    case SQLITE_INTEGER:
+        value->integer = sqlite3_column_int64(stmt, index);
+        break;
+    case SQLITE_FLOAT:
+        value->real = sqlite3_column_double(stmt, index);
+        break;
+    case SQLITE_TEXT:
+        value->bytes = sqlite3_column_text(stmt, index);
+        value->count = sqlite3_column_bytes(stmt, index);
+        break;
+    case SQLITE_BLOB:
+        value->bytes = sqlite3_column_blob(stmt, index);
+        value->count = sqlite3_column_bytes(stmt, index);
+        break;
+    default:
+        break;
+    }
+}

@@ -28,4 +28,20 @@ int meridian_sqlite3_step_to_end(void *statement, char *message, int capacity);
 /// statement, which then fails with `SQLITE_INTERRUPT`. A budget of 0 or less removes the limit.
 void meridian_sqlite3_limit_time(void *connection, long long budgetNanoseconds);
 
+/// One column of the row a statement stands on, as SQLite stores it: `type` is `SQLITE_INTEGER` (1), `SQLITE_FLOAT`
+/// (2), `SQLITE_TEXT` (3), `SQLITE_BLOB` (4) or `SQLITE_NULL` (5); `integer` or `real` holds a number, `bytes` and
+/// `count` the UTF-8 of a text or the bytes of a blob (valid until the statement steps or is reset; `bytes` may be
+/// NULL when `count` is 0).
+typedef struct {
+    int type;
+    int count;
+    long long integer;
+    double real;
+    const void *bytes;
+} meridian_sqlite3_value;
+
+/// Reads column `index` of `statement` (a `sqlite3_stmt *` standing on a row) into `value`, in one call: a text's
+/// length comes from SQLite (no `strlen`), and nothing is copied.
+void meridian_sqlite3_column(void *statement, int index, meridian_sqlite3_value *value);
+
 #endif

@@ -185,14 +185,14 @@ enum ChangeDecoding {
         /// attribute counts in `misfits`.
         ///
         /// Reads the columns from the statement itself: `row[i] as DatabaseValue` goes through GRDB's generic
-        /// decoding, which looks up type metadata at run time for every value.
+        /// decoding, which looks up type metadata at run time for every value; and each column in one call
+        /// (``StoredValue/init(column:of:)``), not through GRDB's `DatabaseValue`.
         mutating func row(
             id: String, of statement: Statement, from offset: Int, misfits: inout Int
         ) -> MeridianCore.Row {
             let handle = statement.sqliteStatement
             for (i, attribute) in self.entity.attributes.enumerated() {
-                let stored = DatabaseValue(sqliteStatement: handle, index: CInt(i + offset))
-                let typed = StoredValue(stored).typed(as: attribute.type)
+                let typed = StoredValue(column: CInt(i + offset), of: handle).typed(as: attribute.type)
                 if !typed.fits { misfits += 1 }
                 self.values[i] = typed.value
             }

@@ -1,5 +1,6 @@
 // MARK: - StoredValue
 
+internal import CMeridianSQLite
 internal import Foundation
 internal import GRDB
 internal import MeridianCore
@@ -19,6 +20,27 @@ enum StoredValue: Sendable, Hashable {
         case .double(let d): self = .real(d)
         case .string(let s): self = .text(s)
         case .blob(let data): self = .blob([UInt8](data))
+        }
+    }
+
+    /// Column `index` of the row `statement` (a `sqlite3_stmt *`) stands on, read with SQLite's own functions in one
+    /// call: what `init(_:)` of GRDB's `DatabaseValue` of it gives (text decoded from its UTF-8, invalid bytes
+    /// replaced), without measuring the text again with `strlen` nor copying a blob into `Data` first. (Meridian
+    /// never stores a text holding NUL, which GRDB's reading would cut short: validation refuses it.)
+    init(column index: CInt, of statement: OpaquePointer) {
+        var value = meridian_sqlite3_value()
+        meridian_sqlite3_column(UnsafeMutableRawPointer(statement), index, &value)
+        switch value.type {
+        case 1: self = .integer(value.integer)
+        case 2: self = .real(value.real)
+        case 3:
+            self = .text(
+                value.bytes.map {
+                    String(decoding: UnsafeRawBufferPointer(start: $0, count: Int(value.count)), as: UTF8.self)
+                } ?? "")
+        case 4:
+            self = .blob(value.bytes.map { Array(UnsafeRawBufferPointer(start: $0, count: Int(value.count))) } ?? [])
+        default: self = .null
         }
     }
 
