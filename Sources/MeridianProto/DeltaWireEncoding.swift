@@ -11,8 +11,9 @@ package import MeridianCore
 /// rules — `id` omitted when empty, `version` when 0; a oneof case, every map entry's key and value, and every element
 /// of a repeated field (an empty string too) always written.
 package enum DeltaWireEncoding {
-    // Every length prefix is computed before its message is written (`rowSize`, `valueSize`), so a row is written
-    // straight into the output: no scratch buffer per row, map entry or value, and no copy of one into the next.
+    // Everything is written straight into the output: no scratch buffer per row, map entry or value, and no copy of
+    // one into the next. A row field's length is set once the row is written (``appendRowField(tag:_:version:to:)``);
+    // the lengths inside a row (`valueSize`) and an update's (`rowSize`) are computed before what they prefix.
 
     /// `SubscriptionDelta` fields 2 (entered), 3 (left) and 4 (updated), in that order.
     package static func subscriptionDeltaBody(
@@ -31,9 +32,25 @@ package enum DeltaWireEncoding {
     /// One element of `SubscriptionDelta` field 2 (entered). Write every entered row, then every left id, then every
     /// update, as ``subscriptionDeltaBody(entered:left:updated:)`` does.
     package static func appendEntered(_ row: Row, version: Int64, to out: inout [UInt8]) {
-        out.append(0x12)
-        appendVarint(UInt64(rowSize(row, version: version)), to: &out)
+        appendRowField(tag: 0x12, row, version: version, to: &out)
+    }
+
+    /// A `Row` as a length-delimited field whose tag byte is `tag`: written after a one-byte length that is set once
+    /// the row is written (moved up a byte or more for the rare row of 128 bytes or more), so that the row's values
+    /// are walked once, where measuring the row first walked them twice.
+    static func appendRowField(tag: UInt8, _ row: Row, version: Int64, to out: inout [UInt8]) {
+        out.append(tag)
+        let lengthAt = out.count
+        out.append(0)
         appendRow(row, version: version, to: &out)
+        let length = out.count - lengthAt - 1
+        if length < 0x80 {
+            out[lengthAt] = UInt8(length)
+        } else {
+            var prefix: [UInt8] = []
+            appendVarint(UInt64(length), to: &prefix)
+            out.replaceSubrange(lengthAt..<(lengthAt + 1), with: prefix)
+        }
     }
 
     /// A whole `SyncResponse` holding a `SnapshotChunk` (field 2): the bytes swift-protobuf would write for the same
@@ -41,10 +58,9 @@ package enum DeltaWireEncoding {
     /// `Meridian_V1_Row` messages, measured and serialized by swift-protobuf's visitors: most of what the server
     /// spent on an initial sync.
     ///
-    /// The chunk's `rowCount` rows are given by index, `row(i)`, each asked for once: a row is written after a
-    /// one-byte length, set when the row is written (moved up a byte or more in the rare row of 128 bytes or more),
-    /// and the message's own tag and length are put in front of its body at the end — where measuring every row
-    /// first walked each row's values twice. `capacity`, when the caller knows about how large the chunk is (its
+    /// The chunk's `rowCount` rows are given by index, `row(i)`, each asked for once and written as it comes
+    /// (``appendRowField(tag:_:version:to:)``), and the message's own tag and length are put in front of its body at
+    /// the end — where measuring every row first walked each row's values twice. `capacity`, when the caller knows about how large the chunk is (its
     /// rows' estimated sizes), saves growing the buffer. Not generic over a collection: compiled in this module for
     /// any collection, the loops walked the server's lazily mapped slice through witness tables and instantiated
     /// generic metadata for every row (half of this function's time in a `sync` profile).
@@ -63,18 +79,7 @@ package enum DeltaWireEncoding {
         }
         for i in 0..<rowCount {
             let (row, version) = row(i)
-            out.append(0x1A)
-            let lengthAt = out.count
-            out.append(0)
-            appendRow(row, version: version, to: &out)
-            let length = out.count - lengthAt - 1
-            if length < 0x80 {
-                out[lengthAt] = UInt8(length)
-            } else {
-                var prefix: [UInt8] = []
-                appendVarint(UInt64(length), to: &prefix)
-                out.replaceSubrange(lengthAt..<(lengthAt + 1), with: prefix)
-            }
+            appendRowField(tag: 0x1A, row, version: version, to: &out)
         }
         if last { out += [0x20, 1] }
         if resnapshot { out += [0x28, 1] }

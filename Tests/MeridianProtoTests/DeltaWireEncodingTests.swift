@@ -18,6 +18,8 @@ import Testing
                 ]), 7
         ),
         (Row(id: "", values: [:]), 0),
+        // Encoded in 64 to 127 bytes: a one-byte length with its high bits in use.
+        (Row(id: "mid", values: ["note": .string(String(repeating: "z", count: 90))]), 3),
         (
             Row(id: String(repeating: "x", count: 300), values: ["long": .string(String(repeating: "y", count: 200))]),
             1 << 40
