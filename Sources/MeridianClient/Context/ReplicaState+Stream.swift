@@ -277,9 +277,8 @@ extension ReplicaState {
             let stale = members.filter { buffer.rows.index(forKey: $0) == nil }
             for member in stale { self.dropMember(member, from: id, work: &work) }
         }
-        guard let entity = self.subscriptions[id]?.entity,
-            !self.adoptFirstLoad(buffer.rows, in: id, work: work)
-        else { return }
+        guard let entity = self.subscriptions[id]?.entity else { return }
+        if self.adoptFirstLoad(buffer.rows, in: id, work: work) { return }
         // Grown once, not by rehashing every row stored so far as they arrive: the members become the incoming rows
         // exactly, and the entity's cache holds at least them.
         self.modify(id) { $0.members.reserveCapacity(buffer.rows.count) }
