@@ -39,10 +39,19 @@ package enum DeltaWireEncoding {
     /// the row is written (moved up a byte or more for the rare row of 128 bytes or more), so that the row's values
     /// are walked once, where measuring the row first walked them twice.
     static func appendRowField(tag: UInt8, _ row: Row, version: Int64, to out: inout [UInt8]) {
+        appendLengthDelimited(tag: tag, to: &out) { appendRow(row, version: version, to: &$0) }
+    }
+
+    /// A length-delimited field whose tag byte is `tag` and whose payload `body` writes: after a one-byte length set
+    /// once the payload is written (moved up a byte or more for a payload of 128 bytes or more).
+    @inline(__always)
+    package static func appendLengthDelimited(
+        tag: UInt8, to out: inout [UInt8], _ body: (inout [UInt8]) throws -> Void
+    ) rethrows {
         out.append(tag)
         let lengthAt = out.count
         out.append(0)
-        appendRow(row, version: version, to: &out)
+        try body(&out)
         let length = out.count - lengthAt - 1
         if length < 0x80 {
             out[lengthAt] = UInt8(length)
@@ -60,27 +69,49 @@ package enum DeltaWireEncoding {
     ///
     /// The chunk's `rowCount` rows are given by index, `row(i)`, each asked for once and written as it comes
     /// (``appendRowField(tag:_:version:to:)``), and the message's own tag and length are put in front of its body at
-    /// the end — where measuring every row first walked each row's values twice. `capacity`, when the caller knows about how large the chunk is (its
-    /// rows' estimated sizes), saves growing the buffer. Not generic over a collection: compiled in this module for
-    /// any collection, the loops walked the server's lazily mapped slice through witness tables and instantiated
-    /// generic metadata for every row (half of this function's time in a `sync` profile).
+    /// the end (``snapshotChunkStart(subscriptionID:seq:capacity:)``, ``snapshotChunkEnd(_:last:resnapshot:chunkIndex:epoch:)``)
+    /// — where measuring every row first walked each row's values twice. Not generic over a collection: compiled in
+    /// this module for any collection, the loops walked the server's lazily mapped slice through witness tables and
+    /// instantiated generic metadata for every row (half of this function's time in a `sync` profile).
     package static func snapshotChunkResponse(
         subscriptionID: String, seq: Int64, rowCount: Int, last: Bool, resnapshot: Bool, chunkIndex: UInt32,
-        epoch: UInt32, capacity: Int = 0, row: (Int) -> (row: Row, version: Int64)
+        epoch: UInt32, row: (Int) -> (row: Row, version: Int64)
     ) -> [UInt8] {
-        // Room for the response's tag and the body's length (a varint of at most 5 bytes below 4 GiB), filled last.
-        let headroom = 6
-        var out = [UInt8](repeating: 0, count: headroom)
-        out.reserveCapacity(headroom + max(capacity, 64))
+        var out = snapshotChunkStart(subscriptionID: subscriptionID, seq: seq, capacity: 0)
+        for i in 0..<rowCount {
+            let (row, version) = row(i)
+            appendRowField(tag: 0x1A, row, version: version, to: &out)
+        }
+        snapshotChunkEnd(&out, last: last, resnapshot: resnapshot, chunkIndex: chunkIndex, epoch: epoch)
+        return out
+    }
+
+    /// The tag of a `SnapshotChunk`'s row (field 3): its rows, each written after it as a `Row`'s fields, make the
+    /// chunk between ``snapshotChunkStart(subscriptionID:seq:capacity:)`` and ``snapshotChunkEnd(_:last:resnapshot:chunkIndex:epoch:)``.
+    package static let snapshotRowTag: UInt8 = 0x1A
+
+    /// Room for a `SyncResponse`'s tag and its body's length (a varint of at most 5 bytes below 4 GiB), filled last.
+    private static let chunkHeadroom = 6
+
+    /// The start of a `SyncResponse` holding a `SnapshotChunk`, before its rows: room for the response's tag and
+    /// length, then the chunk's fields 1 and 2. Its rows follow (fields tagged ``snapshotRowTag``), then
+    /// ``snapshotChunkEnd(_:last:resnapshot:chunkIndex:epoch:)``.
+    package static func snapshotChunkStart(subscriptionID: String, seq: Int64, capacity: Int) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: chunkHeadroom)
+        out.reserveCapacity(chunkHeadroom + max(capacity, 64))
         if !subscriptionID.isEmpty { appendString(field: 1, subscriptionID, to: &out) }
         if seq != 0 {
             out.append(0x10)
             appendVarint(UInt64(bitPattern: seq), to: &out)
         }
-        for i in 0..<rowCount {
-            let (row, version) = row(i)
-            appendRowField(tag: 0x1A, row, version: version, to: &out)
-        }
+        return out
+    }
+
+    /// Ends a chunk begun with ``snapshotChunkStart(subscriptionID:seq:capacity:)``: the chunk's fields 4 to 7, then
+    /// the response's tag and length put in front of its body.
+    package static func snapshotChunkEnd(
+        _ out: inout [UInt8], last: Bool, resnapshot: Bool, chunkIndex: UInt32, epoch: UInt32
+    ) {
         if last { out += [0x20, 1] }
         if resnapshot { out += [0x28, 1] }
         if chunkIndex != 0 {
@@ -92,12 +123,19 @@ package enum DeltaWireEncoding {
             appendVarint(UInt64(epoch), to: &out)
         }
         var header: [UInt8] = [0x12]
-        appendVarint(UInt64(out.count - headroom), to: &header)
-        let start = headroom - header.count
+        appendVarint(UInt64(out.count - chunkHeadroom), to: &header)
+        let start = chunkHeadroom - header.count
         precondition(start >= 0, "a snapshot chunk of 4 GiB or more")
-        out.replaceSubrange(start..<headroom, with: header)
+        out.replaceSubrange(start..<chunkHeadroom, with: header)
         out.removeFirst(start)
-        return out
+    }
+
+    /// The most bytes a snapshot chunk's message holds besides its rows' fields: what
+    /// ``snapshotChunkStart(subscriptionID:seq:capacity:)`` and ``snapshotChunkEnd(_:last:resnapshot:chunkIndex:epoch:)``
+    /// write at most (the response's tag and a 5-byte length, the id, a 10-byte seq, both flags, a chunk index and an
+    /// epoch of 5 bytes each).
+    package static func snapshotChunkFraming(subscriptionID: String) -> Int {
+        6 + fieldSize(subscriptionID.utf8.count) + 11 + 2 + 2 + 6 + 6
     }
 
     /// One element of `SubscriptionDelta` field 3 (left).
@@ -132,7 +170,7 @@ package enum DeltaWireEncoding {
     /// `Operation`'s: field 4, 0x22): the key (field 1) and the value (field 2), a Value message holding one oneof
     /// case.
     @inline(__always)
-    static func appendValueEntry(tag: UInt8, _ name: String, _ value: Value, to out: inout [UInt8]) {
+    package static func appendValueEntry(tag: UInt8, _ name: String, _ value: Value, to out: inout [UInt8]) {
         let valueBytes = valueSize(value)
         out.append(tag)
         appendVarint(UInt64(fieldSize(name.utf8.count) + fieldSize(valueBytes)), to: &out)
@@ -140,6 +178,22 @@ package enum DeltaWireEncoding {
         out.append(0x12)
         appendVarint(UInt64(valueBytes), to: &out)
         appendValue(value, to: &out)
+    }
+
+    /// ``appendValueEntry(tag:_:_:to:)`` of a string (`field` 4) or bytes (`field` 6) value given as its bytes.
+    @inline(__always)
+    package static func appendValueEntry(
+        tag: UInt8, _ name: String, field: UInt64, _ bytes: UnsafeRawBufferPointer, to out: inout [UInt8]
+    ) {
+        let valueBytes = fieldSize(bytes.count)
+        out.append(tag)
+        appendVarint(UInt64(fieldSize(name.utf8.count) + fieldSize(valueBytes)), to: &out)
+        appendString(field: 1, name, to: &out, always: true)
+        out.append(0x12)
+        appendVarint(UInt64(valueBytes), to: &out)
+        appendVarint(field << 3 | 2, to: &out)
+        appendVarint(UInt64(bytes.count), to: &out)
+        out.append(contentsOf: bytes)
     }
 
     /// The size of ``appendValueEntry(tag:_:_:to:)``'s output.
@@ -195,7 +249,7 @@ package enum DeltaWireEncoding {
 
     // MARK: - Primitives
 
-    static func appendString(field: UInt64, _ text: String, to out: inout [UInt8], always: Bool = false) {
+    package static func appendString(field: UInt64, _ text: String, to out: inout [UInt8], always: Bool = false) {
         var text = text
         text.withUTF8 { utf8 in
             if utf8.isEmpty && !always { return }
@@ -212,7 +266,7 @@ package enum DeltaWireEncoding {
         value < 0x80 ? 1 : (64 - value.leadingZeroBitCount + 6) / 7
     }
 
-    static func appendVarint(_ value: UInt64, to out: inout [UInt8]) {
+    package static func appendVarint(_ value: UInt64, to out: inout [UInt8]) {
         var v = value
         while v >= 0x80 {
             out.append(UInt8(truncatingIfNeeded: v) | 0x80)

@@ -74,15 +74,45 @@ extension Store {
         readerWaits: Bool = true,
         _ reader: @escaping @Sendable (_ seq: Int64, _ event: SnapshotEvent) throws -> Bool
     ) async throws -> Int64 {
+        let rowReader = RowReaderBox(try self.requireEntity(entity))
+        return try await self.streamSnapshotColumns(
+            entity: entity, where: predicate, orderBy: orderBy, limit: limit, readerWaits: readerWaits
+        ) { seq, row in
+            guard let row else { return try reader(seq, .end) }
+            let found = rowReader.reader.row(
+                id: row.id, of: row.statement, from: Int(CursorRow.firstValueColumn), misfits: &row.misfits.pointee)
+            return try reader(seq, .row(found, version: row.version))
+        }
+    }
+
+    /// ``streamSnapshot(entity:where:orderBy:limit:readerWaits:_:)``'s row reader, reused for every
+    /// row of one read (touched only by the reader thread that runs it).
+    private final class RowReaderBox: @unchecked Sendable {
+        var reader: ChangeDecoding.RowReader
+        init(_ entity: EntitySchema) { self.reader = ChangeDecoding.RowReader(entity) }
+    }
+
+    /// ``streamSnapshot(entity:where:orderBy:limit:readerWaits:_:)`` handing each row as the cursor stands on it
+    /// (a ``CursorRow``: its columns read in place when asked, valid only during the call), then `nil` at the end:
+    /// for a reader that writes rows out (the server's snapshot chunks) without building a ``MeridianCore/Row`` of
+    /// each first.
+    public func streamSnapshotColumns(
+        entity: String,
+        where predicate: SQLFragment? = nil,
+        orderBy: String? = nil,
+        limit: Int? = nil,
+        readerWaits: Bool = true,
+        _ reader: @escaping @Sendable (_ seq: Int64, _ row: CursorRow?) throws -> Bool
+    ) async throws -> Int64 {
         let (entitySchema, query, arguments) = try self.snapshotQuery(
             entity: entity, where: predicate, orderBy: orderBy, limit: limit)
         let timeout = self.configuration.readTimeout
+        let attributes = entitySchema.attributes
         let read: @Sendable (Database) throws -> (Int64, Int) = { db in
             let connection = UnsafeMutableRawPointer(db.sqliteConnection)
             if let timeout { meridian_sqlite3_limit_time(connection, timeout.nanoseconds) }
             defer { if timeout != nil { meridian_sqlite3_limit_time(connection, 0) } }
             let seq = try Store.latestSeq(db)
-            var misfits = 0
             let statement: Statement
             do {
                 statement = try db.cachedStatement(sql: query)
@@ -92,16 +122,16 @@ extension Store {
             // The limit is on SQLite's work: for a reader that may wait for its consumer, the deadline moves by the
             // time the reader took, when that is long enough to matter. A reader that only collects costs no clock.
             var deadline = readerWaits ? timeout.map { ContinuousClock.now + $0 } : nil
+            let misfits = UnsafeMutablePointer<Int>.allocate(capacity: 1)
+            misfits.initialize(to: 0)
+            defer { misfits.deallocate() }
             do {
                 let cursor = try GRDB.Row.fetchCursor(statement, arguments: arguments)
-                var rowReader = ChangeDecoding.RowReader(entitySchema)
-                while let row = try cursor.next() {
-                    let found = rowReader.row(id: row[0], of: statement, from: 2, misfits: &misfits)
+                let handle = statement.sqliteStatement
+                while try cursor.next() != nil {
+                    let row = CursorRow(statement: handle, attributes: attributes, misfits: misfits)
                     let handed = deadline == nil ? nil : ContinuousClock.now
-                    let version = row[1] as Int64
-                    guard try ReaderFailure.passing({ try reader(seq, .row(found, version: version)) }) else {
-                        return (seq, misfits)
-                    }
+                    guard try ReaderFailure.passing({ try reader(seq, row) }) else { return (seq, misfits.pointee) }
                     if let handed, let current = deadline {
                         let now = ContinuousClock.now
                         if now - handed > .milliseconds(1) {
@@ -115,8 +145,8 @@ extension Store {
                     .timedOut, "the read of \(entity) ran longer than \(timeout!.spoken), and was stopped", cause: error
                 )
             }
-            _ = try ReaderFailure.passing { try reader(seq, .end) }
-            return (seq, misfits)
+            _ = try ReaderFailure.passing { try reader(seq, nil) }
+            return (seq, misfits.pointee)
         }
         let (seq, misfits): (Int64, Int)
         do {

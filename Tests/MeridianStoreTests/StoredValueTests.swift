@@ -22,7 +22,7 @@ struct StoredValueTests {
             // Stepped onto its one row.
             let cursor = try GRDB.Row.fetchCursor(statement)
             _ = try #require(try cursor.next())
-            let handle = try #require(statement.sqliteStatement)
+            let handle = statement.sqliteStatement
             for index in 0..<CInt(statement.columnCount) {
                 let direct = StoredValue(column: index, of: handle)
                 let viaGRDB = StoredValue(DatabaseValue(sqliteStatement: handle, index: index))

@@ -29,33 +29,35 @@ struct QueuedSnapshot: Sendable {
     var subscriptionID: String
     var epoch: UInt32
     var seq: Int64
+    /// A whole snapshot's rows, cut into chunks as they are sent; empty for a streamed piece.
     var rows: [VersionedRow]
     var resnapshot: Bool
-    /// The index of its first chunk within the snapshot: 0, or a streamed piece's place (one chunk a piece).
-    var firstChunk: UInt32
-    /// Whether its last chunk ends the snapshot (a streamed piece but the last: no).
-    var isLast: Bool
-    /// About the bytes its rows take (``bytes(of:)``), counted against the client's bound while it waits.
+    /// About the bytes it holds (``bytes(of:)`` of its rows, or its encoded piece's), counted against the client's
+    /// bound while it waits.
     var bytes: Int
-    /// The sum of its rows' ``Chunking/estimatedSize(_:)``, when its maker measured them (a piece streamed from the
-    /// store): a piece within the chunk size is sent as one chunk without measuring its rows again.
-    var estimatedBytes: Int?
+    /// A piece of a snapshot streamed from the store: one chunk's whole message, written as the store read its rows
+    /// (``StreamedChunks``), sent as it is.
+    var encoded: [UInt8]?
 
-    /// A snapshot of `rows`; `measured`, when given, is ``bytes(of:)`` of them and the sum of their
-    /// ``Chunking/estimatedSize(_:)`` (``Chunking/sizes(_:)``), as its maker counted them while it read them.
-    init(
-        subscriptionID: String, epoch: UInt32, seq: Int64, rows: [VersionedRow], resnapshot: Bool,
-        firstChunk: UInt32 = 0, isLast: Bool = true, measured: (queued: Int, estimate: Int)? = nil
-    ) {
+    /// A whole snapshot of `rows`.
+    init(subscriptionID: String, epoch: UInt32, seq: Int64, rows: [VersionedRow], resnapshot: Bool) {
         self.subscriptionID = subscriptionID
         self.epoch = epoch
         self.seq = seq
         self.rows = rows
         self.resnapshot = resnapshot
-        self.firstChunk = firstChunk
-        self.isLast = isLast
-        self.bytes = measured?.queued ?? Self.bytes(of: rows)
-        self.estimatedBytes = measured?.estimate
+        self.bytes = Self.bytes(of: rows)
+    }
+
+    /// A piece of a snapshot streamed from the store: one chunk, written whole (``StreamedChunks``).
+    init(subscriptionID: String, epoch: UInt32, seq: Int64, encoded: [UInt8], resnapshot: Bool) {
+        self.subscriptionID = subscriptionID
+        self.epoch = epoch
+        self.seq = seq
+        self.rows = []
+        self.resnapshot = resnapshot
+        self.bytes = encoded.count
+        self.encoded = encoded
     }
 
     /// About the bytes rows take in a snapshot: each row's size (``RowSize``) and a little framing.

@@ -331,20 +331,17 @@ extension Hub {
 
     /// The pieces of a snapshot being streamed: touched only by the store's reader thread that runs the read.
     private final class SnapshotPieces: @unchecked Sendable {
-        var rows: [VersionedRow] = []
-        /// The rows' ``Chunking/estimatedSize(_:)``, summed.
-        var bytes = 0
-        /// The rows' ``QueuedSnapshot/bytes(of:)``.
-        var queuedBytes = 0
-        var index: UInt32 = 0
+        var chunks: StreamedChunks
         var dropped = false
+        init(_ chunks: StreamedChunks) { self.chunks = chunks }
     }
 
     /// Streams the rows of a pending snapshot from the store into the client's outbox, one chunk at a time, as the
     /// client takes them: the read waits while the snapshot chunks queued for the client pass a small budget (four
     /// chunks), so a snapshot of any size holds a few chunks of server memory, and a client that reads nothing holds
-    /// no more. The rows are at the read's seq S0; the release sends the changes buffered after S0 with the batch
-    /// part that makes the snapshot visible (the client applies the snapshot, then that delta).
+    /// no more. Each chunk is written whole as its rows are read (``StreamedChunks``). The rows are at the read's seq
+    /// S0; the release sends the changes buffered after S0 with the batch part that makes the snapshot visible (the
+    /// client applies the snapshot, then that delta).
     ///
     /// A client that takes none of its snapshot for `--query-timeout` loses the subscription (`LIMIT_EXCEEDED`): the
     /// read holds a store reader and an open read transaction (which keeps SQLite from checkpointing past it).
@@ -363,12 +360,12 @@ extension Hub {
         let id = pending.subscriptionID
         let budget = min(outbox.limitBytes, 4 * max(chunkBytes, 64 << 10))
         let stall = self.store.readTimeout ?? .seconds(15)
-        let pieces = SnapshotPieces()
-        /// Queues the rows read so far as the next chunk, once the client has room for it; `false` stops the read.
-        @Sendable func queue(_ seq: Int64, isLast: Bool) throws -> Bool {
+        let pieces = SnapshotPieces(
+            StreamedChunks(subscriptionID: id, epoch: epoch, resnapshot: resnapshot, maxBytes: chunkBytes))
+        /// Queues a chunk's message, once the client has room for it; `false` stops the read.
+        @Sendable func queue(_ seq: Int64, _ message: [UInt8]) throws -> Bool {
             let snapshot = QueuedSnapshot(
-                subscriptionID: id, epoch: epoch, seq: seq, rows: pieces.rows, resnapshot: resnapshot,
-                firstChunk: pieces.index, isLast: isLast, measured: (pieces.queuedBytes, pieces.bytes))
+                subscriptionID: id, epoch: epoch, seq: seq, encoded: message, resnapshot: resnapshot)
             switch outbox.waitForSnapshotRoom(snapshot.bytes, budget: budget, timeout: stall) {
             case .room: break
             case .ended:
@@ -387,33 +384,15 @@ extension Hub {
                 outbox.enqueue(snapshot)
                 return true
             }
-            guard queued else {
-                pieces.dropped = true
-                return false
-            }
-            pieces.index += 1
-            pieces.rows = []
-            pieces.bytes = 0
-            pieces.queuedBytes = 0
-            return true
+            if !queued { pieces.dropped = true }
+            return queued
         }
-        let seq = try await self.store.streamSnapshot(
+        let seq = try await self.store.streamSnapshotColumns(
             entity: request.entity.name, where: request.whereSQL, orderBy: request.orderBySQL
-        ) { seq, event in
-            switch event {
-            case .row(let row, let version):
-                let versioned = VersionedRow(row: row, version: version)
-                let (size, queued) = Chunking.sizes(versioned)
-                if !pieces.rows.isEmpty, pieces.bytes + size > chunkBytes {
-                    guard try queue(seq, isLast: false) else { return false }
-                }
-                pieces.rows.append(versioned)
-                pieces.bytes += size
-                pieces.queuedBytes += queued
-                return true
-            case .end:
-                return try queue(seq, isLast: true)
-            }
+        ) { seq, row in
+            guard let row else { return try queue(seq, pieces.chunks.finish(seq: seq)) }
+            guard let full = pieces.chunks.append(row, seq: seq) else { return true }
+            return try queue(seq, full)
         }
         return pieces.dropped ? nil : seq
     }

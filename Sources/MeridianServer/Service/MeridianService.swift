@@ -472,26 +472,15 @@ enum Chunking {
 
     /// An upper bound of a row's encoded size inside a chunk message.
     static func estimatedSize(_ row: VersionedRow) -> Int {
-        self.sizes(row).estimate
-    }
-
-    /// A row's ``estimatedSize(_:)`` and what it counts for in a queued snapshot (``QueuedSnapshot/bytes(of:)``:
-    /// its ``RowSize`` and a little framing), in one pass over its values: a snapshot streamed from the store measures
-    /// every row both ways as it is read.
-    static func sizes(_ row: VersionedRow) -> (estimate: Int, queued: Int) {
-        let idBytes = row.row.id.utf8.count
-        var estimate = 16 + idBytes
-        var queued = 16 + idBytes
+        var estimate = 16 + row.row.id.utf8.count
         row.row.forEachValue { name, value in
-            let nameBytes = name.utf8.count
-            estimate += 12 + nameBytes
-            queued += nameBytes + value.sizeInRow
+            estimate += 12 + name.utf8.count
             switch value {
             case .string(let s): estimate += s.utf8.count + 5
             case .bytes(let b): estimate += b.count + 5
             default: estimate += 11
             }
         }
-        return (estimate, queued)
+        return estimate
     }
 }

@@ -387,25 +387,23 @@ struct SyncSession {
         }
     }
 
-    /// Writes a snapshot encoded by hand, straight from the rows (DeltaWireEncoding), one chunk at a time.
+    /// Writes a snapshot encoded by hand, straight from the rows (DeltaWireEncoding), one chunk at a time; a piece
+    /// streamed from the store was written whole as it was read.
     @inline(never)
     private static func writeSnapshot(
         _ snapshot: QueuedSnapshot, to writer: RPCWriter<SyncOutbound>, chunkBytes: Int
     ) async throws {
+        if let encoded = snapshot.encoded {
+            try await writer.write(.encoded(encoded))
+            return
+        }
         let rows = snapshot.rows
-        // A piece streamed from the store was cut at the chunk size as it was read.
-        let chunks =
-            if let estimate = snapshot.estimatedBytes, estimate <= chunkBytes {
-                [0..<rows.count]
-            } else {
-                Chunking.ranges(rows, maxBytes: chunkBytes)
-            }
+        let chunks = Chunking.ranges(rows, maxBytes: chunkBytes)
         for (i, range) in chunks.enumerated() {
             let bytes = DeltaWireEncoding.snapshotChunkResponse(
                 subscriptionID: snapshot.subscriptionID, seq: snapshot.seq, rowCount: range.count,
-                last: snapshot.isLast && i == chunks.count - 1, resnapshot: snapshot.resnapshot,
-                chunkIndex: snapshot.firstChunk + UInt32(i), epoch: snapshot.epoch,
-                capacity: chunks.count == 1 ? snapshot.estimatedBytes ?? 0 : 0,
+                last: i == chunks.count - 1, resnapshot: snapshot.resnapshot, chunkIndex: UInt32(i),
+                epoch: snapshot.epoch,
                 row: { k in (rows[range.lowerBound + k].row, rows[range.lowerBound + k].version) })
             try await writer.write(.encoded(bytes))
         }

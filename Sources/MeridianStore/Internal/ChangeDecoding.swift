@@ -190,7 +190,13 @@ enum ChangeDecoding {
         mutating func row(
             id: String, of statement: Statement, from offset: Int, misfits: inout Int
         ) -> MeridianCore.Row {
-            let handle = statement.sqliteStatement
+            self.row(id: id, of: statement.sqliteStatement, from: offset, misfits: &misfits)
+        }
+
+        /// ``row(id:of:from:misfits:)`` of a statement's handle (a `sqlite3_stmt *`).
+        mutating func row(
+            id: String, of handle: OpaquePointer, from offset: Int, misfits: inout Int
+        ) -> MeridianCore.Row {
             for (i, attribute) in self.entity.attributes.enumerated() {
                 let typed = StoredValue(column: CInt(i + offset), of: handle).typed(as: attribute.type)
                 if !typed.fits { misfits += 1 }

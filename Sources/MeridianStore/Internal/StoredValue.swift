@@ -57,27 +57,43 @@ enum StoredValue: Sendable, Hashable {
 
     /// The value typed as `type`: converted when the conversion is lossless, else the raw value and `fits == false`.
     func typed(as type: AttributeType) -> (value: Value, fits: Bool) {
-        switch (self, type) {
-        case (.null, _): return (.null, true)
-        case (.text(let s), .string): return (.string(s), true)
-        case (.integer(let i), .int): return (.int(i), true)
-        case (.real(let d), .int):
-            if let i = Self.exactInteger(d) { return (.int(i), true) }
-        case (.real(let d), .double): return (.double(d), true)
-        case (.integer(let i), .double):
+        switch self {
+        case .null: (.null, true)
+        case .integer(let i): Self.typed(integer: i, as: type)
+        case .real(let d): Self.typed(real: d, as: type)
+        case .text(let s): (.string(s), type == .string)
+        case .blob(let b): (.bytes(b), type == .bytes)
+        }
+    }
+
+    /// A stored integer typed as `type` (``typed(as:)``; a ``CursorRow``'s values too).
+    static func typed(integer i: Int64, as type: AttributeType) -> (value: Value, fits: Bool) {
+        switch type {
+        case .int: return (.int(i), true)
+        case .double:
             let d = Double(i)
             if Self.exactInteger(d) == i { return (.double(d), true) }
-        case (.integer(let i), .bool):
+        case .bool:
             if i == 0 || i == 1 { return (.bool(i == 1), true) }
-        case (.real(let d), .bool):
-            if d == 0 || d == 1 { return (.bool(d == 1), true) }
-        case (.integer(let i), .timestamp): return (.timestamp(Timestamp(microseconds: i)), true)
-        case (.real(let d), .timestamp):
-            if let i = Self.exactInteger(d) { return (.timestamp(Timestamp(microseconds: i)), true) }
-        case (.blob(let b), .bytes): return (.bytes(b), true)
-        default: break
+        case .timestamp: return (.timestamp(Timestamp(microseconds: i)), true)
+        case .string, .bytes: break
         }
-        return (self.rawValue, false)
+        return (.int(i), false)
+    }
+
+    /// A stored real typed as `type` (``typed(as:)``; a ``CursorRow``'s values too).
+    static func typed(real d: Double, as type: AttributeType) -> (value: Value, fits: Bool) {
+        switch type {
+        case .int:
+            if let i = Self.exactInteger(d) { return (.int(i), true) }
+        case .double: return (.double(d), true)
+        case .bool:
+            if d == 0 || d == 1 { return (.bool(d == 1), true) }
+        case .timestamp:
+            if let i = Self.exactInteger(d) { return (.timestamp(Timestamp(microseconds: i)), true) }
+        case .string, .bytes: break
+        }
+        return (.double(d), false)
     }
 
     static func exactInteger(_ d: Double) -> Int64? {
