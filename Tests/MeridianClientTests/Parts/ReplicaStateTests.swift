@@ -72,6 +72,22 @@ struct ReplicaStateTests {
         #expect(work.resets == ["s"])
     }
 
+    @Test("a staged snapshot takes room four times as large when it is full, not a chunk's worth at a time")
+    func stagedRoomGrowsGeometrically() {
+        // Twenty chunks of a hundred rows: grown four times (100, 400, 1,600, 6,400 rows), each time once, where
+        // room for each chunk as it came would rehash every row staged so far twenty times.
+        var buffer = SnapshotBuffer(seq: 1, resnapshot: false)
+        var rooms: [Int] = []
+        for c in 0..<20 {
+            buffer.stage((0..<100).map { self.versioned(point("p\(c * 100 + $0)", "t", 1), 1) })
+            if rooms.last != buffer.reserved { rooms.append(buffer.reserved) }
+            #expect(buffer.rows.keys.elements.capacity >= buffer.reserved)
+        }
+        #expect(rooms == [100, 400, 1_600, 6_400])
+        #expect(buffer.rows.keys.elements == (0..<2_000).map { "p\($0)" })
+        #expect(buffer.received == 2_000)
+    }
+
     @Test("a Batch in parts is held until its last part, then applied as one step; a part at another seq is refused")
     func batchInParts() throws {
         var replica = try self.replica()
