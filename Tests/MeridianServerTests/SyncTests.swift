@@ -8,6 +8,7 @@ import MeridianServer
 import MeridianStore
 import MeridianTestSupport
 import MetricsTestKit
+import SwiftProtobuf
 import Testing
 
 @Suite("Sync", .timeLimit(.minutes(5)))
@@ -76,6 +77,66 @@ struct SyncTests {
                 #expect(mirror.results["list"] == (try await directQuery(store, fetch)))
                 #expect(mirror.results["list"]?["other"] == nil)
             }
+        }
+    }
+
+    @Test(
+        "chunks are cut to the server's size when the client takes larger messages; a larger Batch still comes whole",
+        arguments: Wire.allCases)
+    func serverChunkSize(wire: Wire) async throws {
+        let store = try Fixtures.store()
+        try await commit(
+            store,
+            (0..<300).map { .insert("Point", id: String(format: "p%03d", $0), Fixtures.point("t\($0)", category: 1)) })
+        let configuration = Fixtures.configuration { $0.snapshotChunkBytes = 2_000 }
+        try await onWire(wire, store: store, configuration: configuration) { client in
+            try await withSyncStream(client) { stream in
+                stream.hello(maxBatchBytes: 1 << 20)
+                var mirror = Mirror()
+                mirror.apply(try await stream.nextMessage())
+                stream.subscribe("all", Fixtures.fetch("Point"))
+                var chunks = 0
+                while true {
+                    let response = mirror.apply(try await stream.nextMessage())
+                    guard case .snapshotChunk(let chunk) = response.kind else {
+                        Issue.record("expected a snapshot chunk, got \(response)")
+                        return
+                    }
+                    chunks += 1
+                    #expect((try response.serializedBytes() as [UInt8]).count <= 2_000)
+                    if chunk.last { break }
+                }
+                #expect(chunks > 5, "300 rows of about 40 bytes in chunks of 2,000 bytes")
+                try await mirror.awaitSnapshot(stream, "all")
+                // A commit of about 12 KB: one message, as the client takes 1 MiB.
+                let seq = try await commit(
+                    store,
+                    (0..<300).map {
+                        .update("Point", id: String(format: "p%03d", $0), ["title": .string("renamed \($0)")])
+                    })
+                let response = mirror.apply(try await stream.nextMessage())
+                guard case .batch(let batch) = response.kind else {
+                    Issue.record("expected the Batch, got \(response)")
+                    return
+                }
+                #expect(!batch.continued)
+                #expect(batch.seq == seq)
+                #expect((try response.serializedBytes() as [UInt8]).count > 2_000)
+                #expect(mirror.results["all"] == (try await directQuery(store, Fixtures.fetch("Point"))))
+            }
+            // A query's chunks too.
+            var request = Meridian_V1_QueryRequest()
+            request.fetch = Fixtures.fetch("Point")
+            request.maxChunkBytes = 1 << 20
+            let sizes = try await client.query(request) { response in
+                var sizes: [Int] = []
+                for try await chunk in response.messages {
+                    sizes.append((try chunk.serializedBytes() as [UInt8]).count)
+                }
+                return sizes
+            }
+            #expect(sizes.count > 5)
+            #expect(sizes.allSatisfy { $0 <= 2_000 })
         }
     }
 

@@ -863,8 +863,8 @@ package nonisolated struct Meridian_V1_Hello: Sendable {
   package var clientName: String = String()
 
   /// The largest message the client wants to receive, in bytes; 0 leaves it to the server. Snapshot chunks are cut
-  /// to fit, and (protocol version 2) a larger Batch is sent in parts (`Batch.continued`); a single row larger than
-  /// this is still sent whole.
+  /// to fit (and to the server's own chunk size when that is smaller), and (protocol version 2) a larger Batch is
+  /// sent in parts (`Batch.continued`); a single row larger than this is still sent whole.
   package var maxBatchBytes: UInt32 = 0
 
   /// The schema fingerprint the client's cache was built with, if any. When it differs from the server's, the

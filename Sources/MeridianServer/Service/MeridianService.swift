@@ -438,8 +438,20 @@ private final class QueryPiece: @unchecked Sendable {
 
 /// Cuts rows into chunks of about a byte size.
 enum Chunking {
-    /// The chunk size: the client's, when it asks for one, else the server's.
+    /// The size snapshot and query chunks are cut to: the server's (`--snapshot-chunk-bytes`), or the client's largest
+    /// message when that is smaller. A chunk as large as the client takes would hold up the first rows: the server
+    /// reads a whole chunk before it sends it, and the client receives a whole message before it decodes one (the
+    /// Swift client takes 4 MiB, four times the default chunk: its initial sync then came in three chunks, its first
+    /// rows after the server had read 70,000 of them).
     static func chunkBytes(requested: Int, configured: ServerConfiguration) -> Int {
+        let server = max(1, configured.snapshotChunkBytes)
+        return requested > 0 ? min(requested, server) : server
+    }
+
+    /// The size a Batch is cut into parts past (protocol version 2): the client's largest message, when it says it,
+    /// else the server's chunk size. A Batch is sent in parts only when it must be: its parts are held by the client
+    /// until the last one arrives.
+    static func batchBytes(requested: Int, configured: ServerConfiguration) -> Int {
         requested > 0 ? requested : max(1, configured.snapshotChunkBytes)
     }
 

@@ -207,7 +207,10 @@ struct SyncSession {
         let maxBytes = Chunking.chunkBytes(
             requested: Int(hello.maxBatchBytes), configured: self.service.configuration)
         chunkBytes.set(maxBytes)
-        if version >= ProtocolVersion.batchParts { batchBytes.set(maxBytes) }
+        if version >= ProtocolVersion.batchParts {
+            batchBytes.set(
+                Chunking.batchBytes(requested: Int(hello.maxBatchBytes), configured: self.service.configuration))
+        }
         let resumeFrom = try await self.resumePoint(hello)
         let subscriptions = hello.subscriptions.map { subscribe in
             self.subscriptionRequest(subscribe, epoch: epochs.next(subscribe.subscriptionID))
