@@ -91,7 +91,8 @@ struct MeridianServerCommand: AsyncParsableCommand {
     )
     var clientQueueBytes = 64 << 20
 
-    @Option(help: "The size snapshot and query chunks are cut to, in bytes (smaller when a client takes only smaller messages).")
+    @Option(
+        help: "The size snapshot and query chunks are cut to, in bytes (smaller for a client taking smaller messages).")
     var snapshotChunkBytes = 1 << 20
 
     @Option(help: "Milliseconds of silence on a Sync stream before a heartbeat.")
