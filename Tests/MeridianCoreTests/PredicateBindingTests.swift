@@ -47,6 +47,15 @@ import Testing
 
     static func row(_ id: String, _ values: [String: Value]) -> Row { Row(id: id, values: values) }
 
+    @Test("only a predicate every row matches unevaluated says so: TRUEPREDICATE, not what merely happens to be true")
+    func matchesEveryRow() throws {
+        #expect(RowPredicate.all.matchesEveryRow)
+        #expect(try PredicateExpression.parse("TRUEPREDICATE").bind(to: Fixtures.point).matchesEveryRow)
+        for text in ["FALSEPREDICATE", "NOT FALSEPREDICATE AND category > 1", "category == nil OR category != nil"] {
+            #expect(try !PredicateExpression.parse(text).bind(to: Fixtures.point).matchesEveryRow, "\(text)")
+        }
+    }
+
     @Test("null rules: comparisons with null are false, NOT is two-valued, == nil tests for null")
     func nulls() throws {
         let empty = Self.row("a", [:])

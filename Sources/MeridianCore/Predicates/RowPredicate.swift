@@ -46,6 +46,11 @@ public struct RowPredicate: Sendable, Hashable, CustomStringConvertible {
     /// A predicate that every row matches (`TRUEPREDICATE`).
     public static let all = RowPredicate(node: .constant(true))
 
+    /// Whether it is ``all``, which every row matches without being evaluated.
+    public var matchesEveryRow: Bool {
+        if case .constant(true) = self.node { true } else { false }
+    }
+
     /// The values of all its `IN` lists together: each is one SQL parameter when the predicate runs in SQLite.
     public var inValueCount: Int {
         func count(_ node: Node) -> Int {

@@ -280,7 +280,8 @@ public struct LiveResults: Sendable {
 
     /// Fills the results with `rows` (distinct ids), whatever they held.
     private mutating func fill(uniqueRows rows: [Row]) {
-        let ordered = self.sorted(rows.filter { self.predicate.evaluate($0) })
+        // Every row of an unfiltered controller matches: not copied into a filtered array of the same rows.
+        let ordered = self.sorted(self.predicate.matchesEveryRow ? rows : rows.filter { self.predicate.evaluate($0) })
         self.tree.removeAll()
         self.tree.reserveCapacity(ordered.count)
         // Filled apart from `self` (its `idOf` reads the tree), then put back.
