@@ -4,7 +4,6 @@ import MeridianCore
 import MeridianProto
 import MeridianStore
 import SwiftProtobuf
-import Synchronization
 import Testing
 
 @testable import MeridianServer
@@ -64,18 +63,25 @@ struct StreamedChunksTests {
         return Array(zip(snapshot.rows, snapshot.versions))
     }
 
+    /// What a streamed read's reader holds (touched by the store's reader thread only, as the hub's pieces are).
+    private final class Pieces: @unchecked Sendable {
+        var chunks: StreamedChunks
+        var messages: [[UInt8]] = []
+        init(_ chunks: StreamedChunks) { self.chunks = chunks }
+    }
+
     /// The chunks `StreamedChunks` writes for a snapshot of `Item`, as a server's streamed read makes them.
     static func streamedChunks(_ store: Store, maxBytes: Int) async throws -> [[UInt8]] {
-        let messages = Mutex<[[UInt8]]>([])
-        let chunks = Mutex(StreamedChunks(subscriptionID: "sub ü", epoch: 3, resnapshot: true, maxBytes: maxBytes))
+        let pieces = Pieces(StreamedChunks(subscriptionID: "sub ü", epoch: 3, resnapshot: true, maxBytes: maxBytes))
         _ = try await store.streamSnapshotColumns(entity: "Item") { seq, row in
-            let message = chunks.withLock { chunks in
-                if let row { chunks.append(row, seq: seq) } else { chunks.finish(seq: seq) }
+            if let row {
+                if let message = pieces.chunks.append(row, seq: seq) { pieces.messages.append(message) }
+            } else {
+                pieces.messages.append(pieces.chunks.finish(seq: seq))
             }
-            if let message { messages.withLock { $0.append(message) } }
             return true
         }
-        return messages.withLock { $0 }
+        return pieces.messages
     }
 
     @Test("a chunk written from the cursor is the chunk written from the same rows read as Core rows, byte for byte")

@@ -17,12 +17,8 @@ struct StreamedChunks {
     let resnapshot: Bool
     /// The most bytes a chunk's rows may take: the largest message less the chunk's framing.
     private let maxRowBytes: Int
-    private let capacity: Int
-    /// The chunk being written, once the read's first row came.
-    private var bytes: [UInt8] = []
-    private var started = false
-    /// Where the chunk's first row starts.
-    private var rowsStart = 0
+    /// The chunk's rows, each a `rows` field; the buffer is kept from one chunk to the next.
+    private let rows: RowBytes
     private var rowCount = 0
     /// The next chunk's index within the snapshot.
     private var index: UInt32 = 0
@@ -33,47 +29,35 @@ struct StreamedChunks {
         self.epoch = epoch
         self.resnapshot = resnapshot
         self.maxRowBytes = maxBytes - DeltaWireEncoding.snapshotChunkFraming(subscriptionID: subscriptionID)
-        self.capacity = min(max(maxBytes, 0), 1 << 20)
+        self.rows = RowBytes(capacity: min(max(maxBytes, 0), 1 << 20) + 256)
     }
 
     /// Writes the row the cursor stands on, read at `seq`, into the chunk; returns the chunk's message when the row
     /// would have taken it past its size: the row then starts the next chunk.
     mutating func append(_ row: CursorRow, seq: Int64) -> [UInt8]? {
-        if !self.started { self.start(seq: seq) }
-        let start = self.bytes.count
-        Self.appendRow(row, to: &self.bytes)
-        guard self.rowCount > 0, self.bytes.count - self.rowsStart > self.maxRowBytes else {
+        let start = self.rows.count
+        Self.appendRow(row, to: self.rows)
+        guard self.rowCount > 0, self.rows.count > self.maxRowBytes else {
             self.rowCount += 1
             return nil
         }
-        let spilled = Array(self.bytes[start...])
-        let full = self.finishChunk(last: false, withoutTail: self.bytes.count - start)
-        self.start(seq: seq)
-        self.bytes += spilled
+        let full = self.message(seq: seq, rowBytes: start, last: false)
+        self.rows.keepTail(from: start)
         self.rowCount = 1
         return full
     }
 
     /// The last chunk's message (without rows when the read had none, or when every row went in a chunk before).
     mutating func finish(seq: Int64) -> [UInt8] {
-        if !self.started { self.start(seq: seq) }
-        return self.finishChunk(last: true, withoutTail: 0)
+        defer { self.rows.keepTail(from: self.rows.count) }
+        return self.message(seq: seq, rowBytes: self.rows.count, last: true)
     }
 
-    private mutating func start(seq: Int64) {
-        self.bytes = DeltaWireEncoding.snapshotChunkStart(
-            subscriptionID: self.subscriptionID, seq: seq, capacity: self.capacity)
-        self.rowsStart = self.bytes.count
-        self.rowCount = 0
-        self.started = true
-    }
-
-    /// The chunk's message, its last `tail` bytes left out; the chunk is started again before its next row.
-    private mutating func finishChunk(last: Bool, withoutTail tail: Int) -> [UInt8] {
-        var message = self.bytes
-        self.bytes = []
-        self.started = false
-        message.removeLast(tail)
+    /// The chunk's message with the first `rowBytes` bytes of its rows.
+    private mutating func message(seq: Int64, rowBytes: Int, last: Bool) -> [UInt8] {
+        var message = DeltaWireEncoding.snapshotChunkStart(
+            subscriptionID: self.subscriptionID, seq: seq, capacity: rowBytes + 32)
+        message.append(contentsOf: UnsafeRawBufferPointer(start: self.rows.base, count: rowBytes))
         DeltaWireEncoding.snapshotChunkEnd(
             &message, last: last, resnapshot: self.resnapshot, chunkIndex: self.index, epoch: self.epoch)
         self.index += 1
@@ -82,29 +66,169 @@ struct StreamedChunks {
 
     /// A `SnapshotChunk`'s row field (`rows`, field 3) of the row the cursor stands on: the fields of a `Row` as
     /// `DeltaWireEncoding.appendRow` writes them from a Core row (the id, the version, each value that is not null).
-    static func appendRow(_ row: CursorRow, to out: inout [UInt8]) {
-        DeltaWireEncoding.appendLengthDelimited(tag: DeltaWireEncoding.snapshotRowTag, to: &out) { out in
-            row.withID { id in
-                guard !id.isEmpty else { return }
-                out.append(0x0A)
-                DeltaWireEncoding.appendVarint(UInt64(id.count), to: &out)
-                out.append(contentsOf: id)
-            }
-            let version = row.version
-            if version != 0 {
-                out.append(0x10)
-                DeltaWireEncoding.appendVarint(UInt64(bitPattern: version), to: &out)
-            }
-            row.forEachValue { name, value in
+    static func appendRow(_ row: CursorRow, to out: RowBytes) {
+        out.reserve(2)
+        out.byte(DeltaWireEncoding.snapshotRowTag)
+        // A one-byte length, widened below for the rare row of 128 bytes or more.
+        let lengthAt = out.count
+        out.byte(0)
+        row.withID { id in
+            guard !id.isEmpty else { return }
+            out.reserve(11 + id.count)
+            out.byte(0x0A)
+            out.varint(UInt64(id.count))
+            out.bytes(id)
+        }
+        let version = row.version
+        if version != 0 {
+            out.reserve(11)
+            out.byte(0x10)
+            out.varint(UInt64(bitPattern: version))
+        }
+        row.forEachValue { name, value in
+            var name = name
+            name.withUTF8 { name in
                 switch value {
-                case .scalar(let value):
-                    DeltaWireEncoding.appendValueEntry(tag: 0x1A, name, value, to: &out)
-                case .text(let utf8):
-                    DeltaWireEncoding.appendValueEntry(tag: 0x1A, name, field: 4, utf8, to: &out)
-                case .bytes(let bytes):
-                    DeltaWireEncoding.appendValueEntry(tag: 0x1A, name, field: 6, bytes, to: &out)
+                case .scalar(let value): Self.valueEntry(name, value, to: out)
+                case .text(let utf8): Self.valueEntry(name, field: 4, utf8, to: out)
+                case .bytes(let bytes): Self.valueEntry(name, field: 6, bytes, to: out)
                 }
             }
         }
+        out.setLength(of: lengthAt)
+    }
+
+    /// A `map<string, Value>` entry (a row's field 3) of a number, bool or timestamp.
+    @inline(__always)
+    private static func valueEntry(_ name: UnsafeBufferPointer<UInt8>, _ value: Value, to out: RowBytes) {
+        let (tag, payload): (UInt8, UInt64)
+        switch value {
+        case .int(let i): (tag, payload) = (0x10, UInt64(bitPattern: i))
+        case .bool(let b): (tag, payload) = (0x28, b ? 1 : 0)
+        case .timestamp(let t): (tag, payload) = (0x38, UInt64(bitPattern: t.microseconds))
+        case .double(let d): (tag, payload) = (0x19, d.bitPattern)
+        case .null, .string, .bytes: preconditionFailure("not a scalar column value: \(value)")
+        }
+        let valueBytes = tag == 0x19 ? 9 : 1 + RowBytes.varintSize(payload)
+        out.reserve(name.count + 32)
+        out.entryHead(name, valueBytes: valueBytes)
+        out.byte(tag)
+        if tag == 0x19 { out.littleEndian(payload) } else { out.varint(payload) }
+    }
+
+    /// A `map<string, Value>` entry of a string (`field` 4) or bytes (`field` 6) given as its bytes.
+    @inline(__always)
+    private static func valueEntry(
+        _ name: UnsafeBufferPointer<UInt8>, field: UInt8, _ bytes: UnsafeRawBufferPointer, to out: RowBytes
+    ) {
+        let valueBytes = 1 + RowBytes.varintSize(UInt64(bytes.count)) + bytes.count
+        out.reserve(name.count + bytes.count + 32)
+        out.entryHead(name, valueBytes: valueBytes)
+        out.byte(field << 3 | 2)
+        out.varint(UInt64(bytes.count))
+        out.bytes(bytes)
+    }
+}
+
+/// A growable byte buffer written without `Array`'s checks on every byte (uniqueness, capacity, count): its writer
+/// makes room once for each part it writes (``reserve(_:)``), then writes the part's bytes unchecked. Touched by one
+/// thread at a time (the store's reader thread that runs a streamed read).
+final class RowBytes {
+    private(set) var base: UnsafeMutableRawPointer
+    private var capacity: Int
+    private(set) var count = 0
+
+    init(capacity: Int) {
+        self.capacity = max(capacity, 64)
+        self.base = UnsafeMutableRawPointer.allocate(byteCount: self.capacity, alignment: 8)
+    }
+
+    deinit { self.base.deallocate() }
+
+    /// Room for `extra` more bytes.
+    @inline(__always)
+    func reserve(_ extra: Int) {
+        if self.count + extra > self.capacity { self.grow(to: self.count + extra) }
+    }
+
+    private func grow(to needed: Int) {
+        let capacity = max(needed, 2 * self.capacity)
+        let base = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
+        base.copyMemory(from: self.base, byteCount: self.count)
+        self.base.deallocate()
+        self.base = base
+        self.capacity = capacity
+    }
+
+    /// Keeps the bytes from `start` on, moved to the front (a row that starts the next chunk), or none.
+    func keepTail(from start: Int) {
+        let tail = self.count - start
+        if tail > 0 { self.base.copyMemory(from: self.base + start, byteCount: tail) }
+        self.count = tail
+    }
+
+    @inline(__always)
+    func byte(_ value: UInt8) {
+        self.base.storeBytes(of: value, toByteOffset: self.count, as: UInt8.self)
+        self.count += 1
+    }
+
+    @inline(__always)
+    func varint(_ value: UInt64) {
+        var v = value
+        while v >= 0x80 {
+            self.byte(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        self.byte(UInt8(v))
+    }
+
+    @inline(__always)
+    func littleEndian(_ value: UInt64) {
+        self.base.storeBytes(of: value.littleEndian, toByteOffset: self.count, as: UInt64.self)
+        self.count += 8
+    }
+
+    @inline(__always)
+    func bytes(_ bytes: UnsafeRawBufferPointer) {
+        guard let source = bytes.baseAddress, !bytes.isEmpty else { return }
+        (self.base + self.count).copyMemory(from: source, byteCount: bytes.count)
+        self.count += bytes.count
+    }
+
+    /// A map entry's tag and length, its key (field 1) and its value's tag and length, before the value's own bytes.
+    @inline(__always)
+    func entryHead(_ name: UnsafeBufferPointer<UInt8>, valueBytes: Int) {
+        let nameField = 1 + Self.varintSize(UInt64(name.count)) + name.count
+        let valueField = 1 + Self.varintSize(UInt64(valueBytes)) + valueBytes
+        self.byte(0x1A)
+        self.varint(UInt64(nameField + valueField))
+        self.byte(0x0A)
+        self.varint(UInt64(name.count))
+        self.bytes(UnsafeRawBufferPointer(name))
+        self.byte(0x12)
+        self.varint(UInt64(valueBytes))
+    }
+
+    /// Sets the one-byte length at `lengthAt` to the bytes written after it, moving them up to widen it when they are
+    /// 128 or more.
+    func setLength(of lengthAt: Int) {
+        let length = self.count - lengthAt - 1
+        if length < 0x80 {
+            self.base.storeBytes(of: UInt8(length), toByteOffset: lengthAt, as: UInt8.self)
+            return
+        }
+        let extra = Self.varintSize(UInt64(length)) - 1
+        self.reserve(extra)
+        (self.base + lengthAt + 1 + extra).copyMemory(from: self.base + lengthAt + 1, byteCount: length)
+        let end = self.count + extra
+        self.count = lengthAt
+        self.varint(UInt64(length))
+        self.count = end
+    }
+
+    @inline(__always)
+    static func varintSize(_ value: UInt64) -> Int {
+        value < 0x80 ? 1 : (64 - value.leadingZeroBitCount + 6) / 7
     }
 }
