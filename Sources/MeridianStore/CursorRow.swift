@@ -4,7 +4,7 @@ internal import CMeridianSQLite
 public import MeridianCore
 
 /// A row of a snapshot read, where the store's cursor stands
-/// (``Store/streamSnapshotColumns(entity:where:orderBy:limit:readerWaits:_:)``): its id, version and values read
+/// (``Store/streamSnapshotColumns(entity:where:orderBy:limit:_:)``): its id, version and values read
 /// from the statement's columns when asked, texts and blobs not copied. Valid only during the reader's call that was
 /// given it — the cursor's next step overwrites what it points to.
 ///
@@ -14,7 +14,18 @@ public import MeridianCore
 public struct CursorRow {
     let statement: OpaquePointer
     let attributes: [Attribute]
-    let misfits: UnsafeMutablePointer<Int>
+    /// The read's state, shared by its rows.
+    let state: UnsafeMutablePointer<ReadState>
+
+    /// What the rows of one read share: the stored values that did not fit their attributes, and the read's time
+    /// limit.
+    struct ReadState {
+        var misfits = 0
+        /// When the read's time limit ends (`nil`: no limit); moved by the time its reader waits.
+        var deadline: ContinuousClock.Instant?
+        /// The read's `sqlite3 *`, whose progress handler keeps the limit.
+        let connection: UnsafeMutableRawPointer?
+    }
 
     /// The first attribute's column: the id and the version come first.
     static let firstValueColumn: CInt = 2
@@ -36,6 +47,23 @@ public struct CursorRow {
         return try Self.withValidUTF8(value, body)
     }
 
+    /// Runs `wait` — the reader waiting for its consumer — with the read's time limit paused: the limit counts
+    /// SQLite's work, not the time a reader waits (``Configuration/readTimeout``). A wait shorter than a millisecond
+    /// is not worth moving the limit for.
+    public func pausingTimeLimit<Result>(_ wait: () throws -> Result) rethrows -> Result {
+        guard self.state.pointee.deadline != nil else { return try wait() }
+        let start = ContinuousClock.now
+        defer {
+            let now = ContinuousClock.now
+            if now - start > .milliseconds(1), let deadline = self.state.pointee.deadline {
+                let moved = deadline + (now - start)
+                self.state.pointee.deadline = moved
+                meridian_sqlite3_limit_time(self.state.pointee.connection, max(1, (moved - now).nanoseconds))
+            }
+        }
+        return try wait()
+    }
+
     /// Calls `body` with each attribute that has a value (not NULL), in the schema's order: the attribute's name and
     /// its value.
     public func forEachValue(_ body: (_ name: String, _ value: ColumnValue) throws -> Void) rethrows {
@@ -47,17 +75,17 @@ public struct CursorRow {
             switch value.type {
             case 1:
                 let (typed, fits) = StoredValue.typed(integer: value.integer, as: type)
-                if !fits { self.misfits.pointee += 1 }
+                if !fits { self.state.pointee.misfits += 1 }
                 try body(attribute.name, .scalar(typed))
             case 2:
                 let (typed, fits) = StoredValue.typed(real: value.real, as: type)
-                if !fits { self.misfits.pointee += 1 }
+                if !fits { self.state.pointee.misfits += 1 }
                 try body(attribute.name, .scalar(typed))
             case 3:
-                if type != .string { self.misfits.pointee += 1 }
+                if type != .string { self.state.pointee.misfits += 1 }
                 try Self.withValidUTF8(value) { try body(attribute.name, .text($0)) }
             case 4:
-                if type != .bytes { self.misfits.pointee += 1 }
+                if type != .bytes { self.state.pointee.misfits += 1 }
                 try body(attribute.name, .bytes(UnsafeRawBufferPointer(start: value.bytes, count: Int(value.count))))
             default:
                 continue

@@ -76,12 +76,15 @@ extension Store {
     ) async throws -> Int64 {
         let rowReader = RowReaderBox(try self.requireEntity(entity))
         return try await self.streamSnapshotColumns(
-            entity: entity, where: predicate, orderBy: orderBy, limit: limit, readerWaits: readerWaits
+            entity: entity, where: predicate, orderBy: orderBy, limit: limit
         ) { seq, row in
             guard let row else { return try reader(seq, .end) }
             let found = rowReader.reader.row(
-                id: row.id, of: row.statement, from: Int(CursorRow.firstValueColumn), misfits: &row.misfits.pointee)
-            return try reader(seq, .row(found, version: row.version))
+                id: row.id, of: row.statement, from: Int(CursorRow.firstValueColumn),
+                misfits: &row.state.pointee.misfits)
+            let version = row.version
+            guard readerWaits else { return try reader(seq, .row(found, version: version)) }
+            return try row.pausingTimeLimit { try reader(seq, .row(found, version: version)) }
         }
     }
 
@@ -95,13 +98,13 @@ extension Store {
     /// ``streamSnapshot(entity:where:orderBy:limit:readerWaits:_:)`` handing each row as the cursor stands on it
     /// (a ``CursorRow``: its columns read in place when asked, valid only during the call), then `nil` at the end:
     /// for a reader that writes rows out (the server's snapshot chunks) without building a ``MeridianCore/Row`` of
-    /// each first.
+    /// each first. A reader that waits for its consumer waits inside ``CursorRow/pausingTimeLimit(_:)``, so that the
+    /// time limit counts SQLite's work only; the clock is not read for the rows it does not wait at.
     public func streamSnapshotColumns(
         entity: String,
         where predicate: SQLFragment? = nil,
         orderBy: String? = nil,
         limit: Int? = nil,
-        readerWaits: Bool = true,
         _ reader: @escaping @Sendable (_ seq: Int64, _ row: CursorRow?) throws -> Bool
     ) async throws -> Int64 {
         let (entitySchema, query, arguments) = try self.snapshotQuery(
@@ -119,25 +122,19 @@ extension Store {
             } catch {
                 throw StoreError(.schemaMismatch, "the query does not fit \(entity): \(query)", cause: error)
             }
-            // The limit is on SQLite's work: for a reader that may wait for its consumer, the deadline moves by the
-            // time the reader took, when that is long enough to matter. A reader that only collects costs no clock.
-            var deadline = readerWaits ? timeout.map { ContinuousClock.now + $0 } : nil
-            let misfits = UnsafeMutablePointer<Int>.allocate(capacity: 1)
-            misfits.initialize(to: 0)
-            defer { misfits.deallocate() }
+            // The limit is on SQLite's work: the deadline moves by the time the reader waits for its consumer
+            // (`CursorRow.pausingTimeLimit`).
+            let state = UnsafeMutablePointer<CursorRow.ReadState>.allocate(capacity: 1)
+            state.initialize(
+                to: CursorRow.ReadState(deadline: timeout.map { ContinuousClock.now + $0 }, connection: connection))
+            defer { state.deallocate() }
             do {
                 let cursor = try GRDB.Row.fetchCursor(statement, arguments: arguments)
                 let handle = statement.sqliteStatement
                 while try cursor.next() != nil {
-                    let row = CursorRow(statement: handle, attributes: attributes, misfits: misfits)
-                    let handed = deadline == nil ? nil : ContinuousClock.now
-                    guard try ReaderFailure.passing({ try reader(seq, row) }) else { return (seq, misfits.pointee) }
-                    if let handed, let current = deadline {
-                        let now = ContinuousClock.now
-                        if now - handed > .milliseconds(1) {
-                            deadline = current + (now - handed)
-                            meridian_sqlite3_limit_time(connection, max(1, (deadline! - now).nanoseconds))
-                        }
+                    let row = CursorRow(statement: handle, attributes: attributes, state: state)
+                    guard try ReaderFailure.passing({ try reader(seq, row) }) else {
+                        return (seq, state.pointee.misfits)
                     }
                 }
             } catch let error as DatabaseError where error.resultCode == .SQLITE_INTERRUPT && timeout != nil {
@@ -146,7 +143,7 @@ extension Store {
                 )
             }
             _ = try ReaderFailure.passing { try reader(seq, nil) }
-            return (seq, misfits.pointee)
+            return (seq, state.pointee.misfits)
         }
         let (seq, misfits): (Int64, Int)
         do {

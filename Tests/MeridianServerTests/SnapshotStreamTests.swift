@@ -111,6 +111,43 @@ struct SnapshotStreamTests {
         }
     }
 
+    @Test("a client that takes its snapshot slowly, never stalling, gets all of it past the query timeout's length")
+    func slowReaderWithinTimeout() async throws {
+        // The read's time limit counts SQLite's work: the waits for the client's room are left out. Here the read
+        // lasts more than twice the limit, the client taking a message every 30 ms.
+        var storeConfiguration = Store.Configuration()
+        storeConfiguration.readTimeout = .seconds(1)
+        let store = try Store.temporary(schema: try Fixtures.demoSchema(), configuration: storeConfiguration)
+        try await Self.fill(store, count: 5_000)
+        try await withTestServer(store: store, configuration: Fixtures.configuration()) { _, port in
+            try await withHTTP2Client(port: port, windowSize: 64 << 10) { grpc in
+                let client = Meridian_V1_Meridian.Client(wrapping: grpc)
+                try await withSyncStream(client, capacity: 1) { stream in
+                    stream.hello(maxBatchBytes: UInt32(Self.chunkBytes))
+                    var mirror = Mirror()
+                    mirror.apply(try await stream.nextMessage())
+                    let started = ContinuousClock.now
+                    stream.subscribe("all", Fixtures.fetch("Point"))
+                    while mirror.snapshotsReceived["all", default: 0] < 1, mirror.errors.isEmpty {
+                        mirror.apply(try await stream.next())
+                        try await Task.sleep(for: .milliseconds(30))
+                    }
+                    let elapsed = ContinuousClock.now - started
+                    // The read is never stopped for its length. (On a machine so loaded that this client takes
+                    // nothing for a whole second, the subscription ends for that instead: the server's other bound.)
+                    let messages = mirror.errors.map(\.error.message)
+                    #expect(!messages.contains { $0.contains("ran longer than") }, "\(messages)")
+                    if messages.isEmpty {
+                        #expect(elapsed > .seconds(2), "the read lasted twice its limit")
+                        #expect(mirror.results["all"]?.count == 5_000)
+                    } else {
+                        #expect(messages.allSatisfy { $0.contains("took none of the snapshot") }, "\(messages)")
+                    }
+                }
+            }
+        }
+    }
+
     @Test(
         "changes buffered while a snapshot streams to a slow reader count against --client-queue-bytes: past it, a re-snapshot"
     )

@@ -243,6 +243,58 @@ struct StreamedSnapshotReadTests {
     }
 }
 
+/// The read's time limit counts SQLite's work: a reader's waits for its consumer are left out when it says so.
+@Suite("Streamed reads' time limit", .timeLimit(.minutes(2)))
+struct StreamedReadTimeLimitTests {
+    /// Reads 3,000 rows with a 300 ms limit, the reader sleeping 150 ms at three rows (450 ms in all), marking its
+    /// sleeps as waits or not; the rows it saw, or the error.
+    static func read(columns: Bool, markWaits: Bool) async throws -> Result<Int, StoreError> {
+        var configuration = Store.Configuration()
+        configuration.readTimeout = .milliseconds(300)
+        return try await withStore(.file, configuration: configuration) { store in
+            try await store.apply((0..<3_000).map { .insert("Item", ["title": .string("t\($0)")]) })
+            let seen = Counter()
+            @Sendable func sleepAtSome() {
+                seen.add()
+                if seen.value % 700 == 0 { Thread.sleep(forTimeInterval: 0.15) }
+            }
+            do {
+                if columns {
+                    _ = try await store.streamSnapshotColumns(entity: "Item") { _, row in
+                        guard let row else { return true }
+                        if markWaits { row.pausingTimeLimit(sleepAtSome) } else { sleepAtSome() }
+                        return true
+                    }
+                } else {
+                    _ = try await store.streamSnapshot(entity: "Item", readerWaits: markWaits) { _, event in
+                        if case .row = event { sleepAtSome() }
+                        return true
+                    }
+                }
+                return .success(seen.value)
+            } catch let error as StoreError {
+                return .failure(error)
+            }
+        }
+    }
+
+    @Test(
+        "a reader's marked waits are left out of the read's time limit; unmarked, they count and stop the read",
+        arguments: [false, true])
+    func waitsLeftOut(columns: Bool) async throws {
+        guard case .success(let seen) = try await Self.read(columns: columns, markWaits: true) else {
+            Issue.record("a reader's marked waits must not stop the read")
+            return
+        }
+        #expect(seen == 3_000)
+        guard case .failure(let error) = try await Self.read(columns: columns, markWaits: false) else {
+            Issue.record("450 ms of a reader's sleeps counted against a 300 ms limit must stop the read")
+            return
+        }
+        #expect(error.code == .timedOut)
+    }
+}
+
 /// A count shared with a reader closure.
 private final class Counter: @unchecked Sendable {
     private let lock = NSLock()

@@ -392,7 +392,8 @@ extension Hub {
         ) { seq, row in
             guard let row else { return try queue(seq, pieces.chunks.finish(seq: seq)) }
             guard let full = pieces.chunks.append(row, seq: seq) else { return true }
-            return try queue(seq, full)
+            // The read's time limit counts SQLite's work, not the wait for the client's room.
+            return try row.pausingTimeLimit { try queue(seq, full) }
         }
         return pieces.dropped ? nil : seq
     }
