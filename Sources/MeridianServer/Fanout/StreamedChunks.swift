@@ -29,7 +29,9 @@ struct StreamedChunks {
         self.epoch = epoch
         self.resnapshot = resnapshot
         self.maxRowBytes = maxBytes - DeltaWireEncoding.snapshotChunkFraming(subscriptionID: subscriptionID)
-        self.rows = RowBytes(capacity: min(max(maxBytes, 0), 1 << 20) + 256)
+        // Small at first: most snapshots are small (a map region's), and a buffer of a whole chunk's size for each
+        // would be kept by the allocator after it is freed. A large snapshot grows it once and keeps it.
+        self.rows = RowBytes(capacity: 4 << 10)
     }
 
     /// Writes the row the cursor stands on, read at `seq`, into the chunk; returns the chunk's message when the row
