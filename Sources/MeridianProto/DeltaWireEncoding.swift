@@ -45,7 +45,7 @@ package enum DeltaWireEncoding {
     /// A length-delimited field whose tag byte is `tag` and whose payload `body` writes: after a one-byte length set
     /// once the payload is written (moved up a byte or more for a payload of 128 bytes or more).
     @inline(__always)
-    package static func appendLengthDelimited(
+    static func appendLengthDelimited(
         tag: UInt8, to out: inout [UInt8], _ body: (inout [UInt8]) throws -> Void
     ) rethrows {
         out.append(tag)
@@ -170,7 +170,7 @@ package enum DeltaWireEncoding {
     /// `Operation`'s: field 4, 0x22): the key (field 1) and the value (field 2), a Value message holding one oneof
     /// case.
     @inline(__always)
-    package static func appendValueEntry(tag: UInt8, _ name: String, _ value: Value, to out: inout [UInt8]) {
+    static func appendValueEntry(tag: UInt8, _ name: String, _ value: Value, to out: inout [UInt8]) {
         let valueBytes = valueSize(value)
         out.append(tag)
         appendVarint(UInt64(fieldSize(name.utf8.count) + fieldSize(valueBytes)), to: &out)
@@ -178,22 +178,6 @@ package enum DeltaWireEncoding {
         out.append(0x12)
         appendVarint(UInt64(valueBytes), to: &out)
         appendValue(value, to: &out)
-    }
-
-    /// ``appendValueEntry(tag:_:_:to:)`` of a string (`field` 4) or bytes (`field` 6) value given as its bytes.
-    @inline(__always)
-    package static func appendValueEntry(
-        tag: UInt8, _ name: String, field: UInt64, _ bytes: UnsafeRawBufferPointer, to out: inout [UInt8]
-    ) {
-        let valueBytes = fieldSize(bytes.count)
-        out.append(tag)
-        appendVarint(UInt64(fieldSize(name.utf8.count) + fieldSize(valueBytes)), to: &out)
-        appendString(field: 1, name, to: &out, always: true)
-        out.append(0x12)
-        appendVarint(UInt64(valueBytes), to: &out)
-        appendVarint(field << 3 | 2, to: &out)
-        appendVarint(UInt64(bytes.count), to: &out)
-        out.append(contentsOf: bytes)
     }
 
     /// The size of ``appendValueEntry(tag:_:_:to:)``'s output.
@@ -249,7 +233,7 @@ package enum DeltaWireEncoding {
 
     // MARK: - Primitives
 
-    package static func appendString(field: UInt64, _ text: String, to out: inout [UInt8], always: Bool = false) {
+    static func appendString(field: UInt64, _ text: String, to out: inout [UInt8], always: Bool = false) {
         var text = text
         text.withUTF8 { utf8 in
             if utf8.isEmpty && !always { return }
@@ -266,7 +250,7 @@ package enum DeltaWireEncoding {
         value < 0x80 ? 1 : (64 - value.leadingZeroBitCount + 6) / 7
     }
 
-    package static func appendVarint(_ value: UInt64, to out: inout [UInt8]) {
+    static func appendVarint(_ value: UInt64, to out: inout [UInt8]) {
         var v = value
         while v >= 0x80 {
             out.append(UInt8(truncatingIfNeeded: v) | 0x80)
