@@ -93,30 +93,15 @@ public struct CursorRow {
         }
     }
 
-    /// A text column's bytes as valid UTF-8: as stored when they are ASCII (checked a word at a time), else decoded
+    /// A text column's bytes as valid UTF-8: as stored when they are ASCII (``UTF8Bytes/isASCII(_:)``), else decoded
     /// with invalid bytes replaced (what a `String` read of the column holds).
     private static func withValidUTF8<Result>(
         _ value: meridian_sqlite3_value, _ body: (UnsafeRawBufferPointer) throws -> Result
     ) rethrows -> Result {
         let bytes = UnsafeRawBufferPointer(start: value.bytes, count: Int(value.count))
-        if Self.isASCII(bytes) { return try body(bytes) }
+        if UTF8Bytes.isASCII(bytes) { return try body(bytes) }
         var text = String(decoding: bytes, as: UTF8.self)
         return try text.withUTF8 { try body(UnsafeRawBufferPointer($0)) }
-    }
-
-    /// Whether every byte is below 0x80.
-    static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        var i = 0
-        var high: UInt64 = 0
-        while i + 8 <= bytes.count {
-            high |= bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-            i += 8
-        }
-        while i < bytes.count {
-            high |= UInt64(bytes[i])
-            i += 1
-        }
-        return high & 0x8080_8080_8080_8080 == 0
     }
 }
 

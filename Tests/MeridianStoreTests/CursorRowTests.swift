@@ -84,17 +84,4 @@ struct CursorRowTests {
         #expect(converted.values["active"] == .bool(true))
         #expect(converted.values["price"] == .double(9))
     }
-
-    @Test("ASCII is told from UTF-8 that is not, at every position of a word")
-    func ascii() {
-        for length in 0..<20 {
-            let plain = [UInt8](repeating: 0x61, count: length)
-            #expect(plain.withUnsafeBytes { CursorRow.isASCII($0) })
-            for position in 0..<length {
-                var bytes = plain
-                bytes[position] = 0xC3
-                #expect(!bytes.withUnsafeBytes { CursorRow.isASCII($0) }, "length \(length), position \(position)")
-            }
-        }
-    }
 }
