@@ -25,6 +25,25 @@ struct SnapshotStreamTests {
             })
     }
 
+    /// `count` rows of about 1 KiB in a store read with `readTimeout`, served with `configuration` to a stream that
+    /// takes one message ahead of the test, over a small HTTP/2 window: a client that stops reading stops the
+    /// server's writer at once.
+    static func withSlowReader(
+        readTimeout: Duration, count: Int = 3_000, configuration: ServerConfiguration = Fixtures.configuration(),
+        _ body: (Store, SyncStream) async throws -> Void
+    ) async throws {
+        var storeConfiguration = Store.Configuration()
+        storeConfiguration.readTimeout = readTimeout
+        let store = try Store.temporary(schema: try Fixtures.demoSchema(), configuration: storeConfiguration)
+        try await Self.fill(store, count: count)
+        try await withTestServer(store: store, configuration: configuration) { _, port in
+            try await withHTTP2Client(port: port, windowSize: 64 << 10) { grpc in
+                let client = Meridian_V1_Meridian.Client(wrapping: grpc)
+                try await withSyncStream(client, capacity: 1) { stream in try await body(store, stream) }
+            }
+        }
+    }
+
     @Test(
         "a snapshot ten times the server's budget streams as the client reads; commits during it arrive exactly, with it",
         arguments: Wire.allCases)
@@ -79,35 +98,25 @@ struct SnapshotStreamTests {
 
     @Test("a client that takes none of its snapshot for the query timeout loses that subscription, and only that")
     func stalledSnapshotEnds() async throws {
-        var storeConfiguration = Store.Configuration()
-        storeConfiguration.readTimeout = .milliseconds(500)
-        let store = try Store.temporary(schema: try Fixtures.demoSchema(), configuration: storeConfiguration)
-        try await Self.fill(store, count: 3_000)
-        try await withTestServer(store: store, configuration: Fixtures.configuration()) { _, port in
-            // A small HTTP/2 window: a client that stops reading stops the server's writer at once.
-            try await withHTTP2Client(port: port, windowSize: 64 << 10) { grpc in
-                let client = Meridian_V1_Meridian.Client(wrapping: grpc)
-                try await withSyncStream(client, capacity: 1) { stream in
-                    stream.hello(maxBatchBytes: UInt32(Self.chunkBytes))
-                    var mirror = Mirror()
-                    mirror.apply(try await stream.nextMessage())
-                    stream.subscribe("small", Fixtures.fetch("Point", "category == 7"))
-                    try await mirror.awaitSnapshot(stream, "small")
-                    stream.subscribe("all", Fixtures.fetch("Point"))
-                    // Reads nothing for four times the timeout.
-                    try await Task.sleep(for: .seconds(2))
-                    let seq = try await commit(store, [.insert("Point", id: "q", Fixtures.point("q", category: 7))])
-                    // (Not `catchUp`: the chunks of "all" that were sent stay staged, never applied.)
-                    while mirror.errors.isEmpty || mirror.seq < seq { mirror.apply(try await stream.next()) }
-                    let error = try #require(mirror.errors.first)
-                    #expect(error.subscriptionID == "all")
-                    #expect(error.ended)
-                    #expect(error.error.code == .limitExceeded)
-                    #expect(error.error.message.contains("took none of the snapshot"))
-                    #expect(mirror.results["all"] == nil)
-                    #expect(mirror.ids("small") == ["q"])
-                }
-            }
+        try await Self.withSlowReader(readTimeout: .milliseconds(500)) { store, stream in
+            stream.hello(maxBatchBytes: UInt32(Self.chunkBytes))
+            var mirror = Mirror()
+            mirror.apply(try await stream.nextMessage())
+            stream.subscribe("small", Fixtures.fetch("Point", "category == 7"))
+            try await mirror.awaitSnapshot(stream, "small")
+            stream.subscribe("all", Fixtures.fetch("Point"))
+            // Reads nothing for four times the timeout.
+            try await Task.sleep(for: .seconds(2))
+            let seq = try await commit(store, [.insert("Point", id: "q", Fixtures.point("q", category: 7))])
+            // (Not `catchUp`: the chunks of "all" that were sent stay staged, never applied.)
+            while mirror.errors.isEmpty || mirror.seq < seq { mirror.apply(try await stream.next()) }
+            let error = try #require(mirror.errors.first)
+            #expect(error.subscriptionID == "all")
+            #expect(error.ended)
+            #expect(error.error.code == .limitExceeded)
+            #expect(error.error.message.contains("took none of the snapshot"))
+            #expect(mirror.results["all"] == nil)
+            #expect(mirror.ids("small") == ["q"])
         }
     }
 
@@ -115,35 +124,26 @@ struct SnapshotStreamTests {
     func slowReaderWithinTimeout() async throws {
         // The read's time limit counts SQLite's work: the waits for the client's room are left out. Here the read
         // lasts more than twice the limit, the client taking a message every 30 ms.
-        var storeConfiguration = Store.Configuration()
-        storeConfiguration.readTimeout = .seconds(1)
-        let store = try Store.temporary(schema: try Fixtures.demoSchema(), configuration: storeConfiguration)
-        try await Self.fill(store, count: 5_000)
-        try await withTestServer(store: store, configuration: Fixtures.configuration()) { _, port in
-            try await withHTTP2Client(port: port, windowSize: 64 << 10) { grpc in
-                let client = Meridian_V1_Meridian.Client(wrapping: grpc)
-                try await withSyncStream(client, capacity: 1) { stream in
-                    stream.hello(maxBatchBytes: UInt32(Self.chunkBytes))
-                    var mirror = Mirror()
-                    mirror.apply(try await stream.nextMessage())
-                    let started = ContinuousClock.now
-                    stream.subscribe("all", Fixtures.fetch("Point"))
-                    while mirror.snapshotsReceived["all", default: 0] < 1, mirror.errors.isEmpty {
-                        mirror.apply(try await stream.next())
-                        try await Task.sleep(for: .milliseconds(30))
-                    }
-                    let elapsed = ContinuousClock.now - started
-                    // The read is never stopped for its length. (On a machine so loaded that this client takes
-                    // nothing for a whole second, the subscription ends for that instead: the server's other bound.)
-                    let messages = mirror.errors.map(\.error.message)
-                    #expect(!messages.contains { $0.contains("ran longer than") }, "\(messages)")
-                    if messages.isEmpty {
-                        #expect(elapsed > .seconds(2), "the read lasted twice its limit")
-                        #expect(mirror.results["all"]?.count == 5_000)
-                    } else {
-                        #expect(messages.allSatisfy { $0.contains("took none of the snapshot") }, "\(messages)")
-                    }
-                }
+        try await Self.withSlowReader(readTimeout: .seconds(1), count: 5_000) { _, stream in
+            stream.hello(maxBatchBytes: UInt32(Self.chunkBytes))
+            var mirror = Mirror()
+            mirror.apply(try await stream.nextMessage())
+            let started = ContinuousClock.now
+            stream.subscribe("all", Fixtures.fetch("Point"))
+            while mirror.snapshotsReceived["all", default: 0] < 1, mirror.errors.isEmpty {
+                mirror.apply(try await stream.next())
+                try await Task.sleep(for: .milliseconds(30))
+            }
+            let elapsed = ContinuousClock.now - started
+            // The read is never stopped for its length. (On a machine so loaded that this client takes
+            // nothing for a whole second, the subscription ends for that instead: the server's other bound.)
+            let messages = mirror.errors.map(\.error.message)
+            #expect(!messages.contains { $0.contains("ran longer than") }, "\(messages)")
+            if messages.isEmpty {
+                #expect(elapsed > .seconds(2), "the read lasted twice its limit")
+                #expect(mirror.results["all"]?.count == 5_000)
+            } else {
+                #expect(messages.allSatisfy { $0.contains("took none of the snapshot") }, "\(messages)")
             }
         }
     }
@@ -154,41 +154,32 @@ struct SnapshotStreamTests {
     func bufferDuringSnapshotIsBounded() async throws {
         // The client reads nothing while it commits: on a loaded machine that can pass the default 15 s after which
         // a snapshot nobody takes ends its subscription (seen in CI), which is another test's subject.
-        var storeConfiguration = Store.Configuration()
-        storeConfiguration.readTimeout = .seconds(120)
-        let store = try Store.temporary(schema: try Fixtures.demoSchema(), configuration: storeConfiguration)
-        try await Self.fill(store, count: 3_000)
         // Chunks of 16 KiB; 48 KiB of changes may wait (each change below is about 1 KiB: its before image).
         let configuration = Fixtures.configuration { $0.clientQueueBytes = 48 << 10 }
-        try await withTestServer(store: store, configuration: configuration) { _, port in
-            try await withHTTP2Client(port: port, windowSize: 64 << 10) { grpc in
-                let client = Meridian_V1_Meridian.Client(wrapping: grpc)
-                try await withSyncStream(client, capacity: 1) { stream in
-                    stream.hello(maxBatchBytes: 16 << 10)
-                    var mirror = Mirror()
-                    mirror.apply(try await stream.nextMessage())
-                    stream.subscribe("all", Fixtures.fetch("Point"))
-                    var first = mirror.apply(try await stream.nextMessage())
-                    while case .heartbeat = first.kind { first = mirror.apply(try await stream.nextMessage()) }
-                    guard case .snapshotChunk = first.kind else {
-                        Issue.record("expected a snapshot chunk, got \(first)")
-                        return
-                    }
-                    // The client reads nothing more while 60 rows change one by one (about 66 KiB: each change holds
-                    // the row's 1 KiB image from before).
-                    var last: Int64 = 0
-                    for i in 0..<60 {
-                        let id = "r" + String(String(i + 10_000).dropFirst())
-                        last = try await commit(store, [.update("Point", id: id, ["title": .string("t\(i)")])])
-                    }
-                    try await mirror.catchUp(stream, to: last)
-                    try await mirror.awaitSnapshot(stream, "all")
-                    try await mirror.catchUp(stream, to: last)
-                    #expect(mirror.resnapshots >= 1, "the buffered changes passed the queue bound: a re-snapshot")
-                    #expect(mirror.results["all"] == (try await directQuery(store, Fixtures.fetch("Point"))))
-                    #expect(mirror.errors.isEmpty)
-                }
+        try await Self.withSlowReader(readTimeout: .seconds(120), configuration: configuration) { store, stream in
+            stream.hello(maxBatchBytes: 16 << 10)
+            var mirror = Mirror()
+            mirror.apply(try await stream.nextMessage())
+            stream.subscribe("all", Fixtures.fetch("Point"))
+            var first = mirror.apply(try await stream.nextMessage())
+            while case .heartbeat = first.kind { first = mirror.apply(try await stream.nextMessage()) }
+            guard case .snapshotChunk = first.kind else {
+                Issue.record("expected a snapshot chunk, got \(first)")
+                return
             }
+            // The client reads nothing more while 60 rows change one by one (about 66 KiB: each change holds
+            // the row's 1 KiB image from before).
+            var last: Int64 = 0
+            for i in 0..<60 {
+                let id = "r" + String(String(i + 10_000).dropFirst())
+                last = try await commit(store, [.update("Point", id: id, ["title": .string("t\(i)")])])
+            }
+            try await mirror.catchUp(stream, to: last)
+            try await mirror.awaitSnapshot(stream, "all")
+            try await mirror.catchUp(stream, to: last)
+            #expect(mirror.resnapshots >= 1, "the buffered changes passed the queue bound: a re-snapshot")
+            #expect(mirror.results["all"] == (try await directQuery(store, Fixtures.fetch("Point"))))
+            #expect(mirror.errors.isEmpty)
         }
     }
 
