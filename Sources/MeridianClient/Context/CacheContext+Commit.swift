@@ -89,8 +89,11 @@ extension CacheContext {
                 actions[id] = .reset(self.effectiveRows(of: subscription))
             } else if let ids = work.affected[record.subscriptionID], !ids.isEmpty {
                 actions[id] = .apply(
-                    ids.map { id in self.effectiveRow(id, in: subscription).map(RowMutation.upsert) ?? .delete(id: id) }
-                )
+                    self.writes.overlay.isEmpty
+                        ? self.replica.serverMutations(ids, of: subscription)
+                        : ids.map { id in
+                            self.effectiveRow(id, in: subscription).map(RowMutation.upsert) ?? .delete(id: id)
+                        })
             }
         }
         let seq = self.replica.appliedSeq
@@ -106,7 +109,8 @@ extension CacheContext {
                 var changedUntold = false
                 switch actions[id] {
                 case .apply(let mutations)?:
-                    changeSet = box.results.apply(mutations)
+                    // One mutation per id: the ids of a set.
+                    changeSet = box.results.apply(uniqueMutations: mutations)
                 case .reset(let rows)? where box.sinks.isEmpty && !self.validatesChangeSets:
                     // No change stream, no delegate: the change set would reach no one (one that starts later gets
                     // the rows as they are then); whether the rows changed still says whether to tell observers.

@@ -64,6 +64,24 @@ struct ReplicaState: Sendable {
         return rows
     }
 
+    /// What each of `ids` is for a subscription with no write pending: its server row while it is a member, a
+    /// delete otherwise. The entity's cache is looked up once; when the subscription's members are all of the
+    /// entity's cached rows (its one subscription, or the widest), the cache alone says whether an id is a member.
+    func serverMutations(_ ids: Set<String>, of subscription: SubscriptionState) -> [RowMutation] {
+        let cached = self.rows[subscription.entity] ?? [:]
+        let membersAreCached = subscription.members.count == cached.count
+        var mutations: [RowMutation] = []
+        mutations.reserveCapacity(ids.count)
+        for id in ids {
+            if membersAreCached || subscription.members.contains(id), let row = cached[id]?.row(id) {
+                mutations.append(.upsert(row))
+            } else {
+                mutations.append(.delete(id: id))
+            }
+        }
+        return mutations
+    }
+
     /// The version of a cached row, if any subscription holds it.
     func version(_ entity: String, _ id: String) -> Int64? {
         self.rows[entity]?[id]?.version

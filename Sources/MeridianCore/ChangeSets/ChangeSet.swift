@@ -69,6 +69,7 @@ where Element.ID: Sendable {
         case update(id: Element.ID, from: ListIndexPath, to: ListIndexPath, element: Element, changed: [String])
 
         /// The id of the row.
+        @inlinable
         public var id: Element.ID {
             switch self {
             case .delete(let id, _), .insert(let id, _, _), .move(let id, _, _, _, _), .update(let id, _, _, _, _):
@@ -77,6 +78,7 @@ where Element.ID: Sendable {
         }
 
         /// The row's path in the old list (`nil` for an insert).
+        @inlinable
         public var oldPath: ListIndexPath? {
             switch self {
             case .delete(_, let from), .move(_, let from, _, _, _), .update(_, let from, _, _, _): from
@@ -85,6 +87,7 @@ where Element.ID: Sendable {
         }
 
         /// The row's path in the new list (`nil` for a delete).
+        @inlinable
         public var newPath: ListIndexPath? {
             switch self {
             case .insert(_, let to, _), .move(_, _, let to, _, _), .update(_, _, let to, _, _): to
@@ -93,6 +96,7 @@ where Element.ID: Sendable {
         }
 
         /// The row's new value (`nil` for a delete).
+        @inlinable
         public var element: Element? {
             switch self {
             case .insert(_, _, let element), .move(_, _, _, let element, _), .update(_, _, _, let element, _): element
@@ -101,6 +105,7 @@ where Element.ID: Sendable {
         }
 
         /// The names of the changed attributes of a move or an update (empty otherwise).
+        @inlinable
         public var changed: [String] {
             switch self {
             case .move(_, _, _, _, let changed), .update(_, _, _, _, let changed): changed
@@ -109,6 +114,7 @@ where Element.ID: Sendable {
         }
 
         /// The operation's name, as the CLI prints it: `delete`, `insert`, `move` or `update`.
+        @inlinable
         public var operation: String {
             switch self {
             case .delete: "delete"
@@ -119,6 +125,7 @@ where Element.ID: Sendable {
         }
 
         /// Whether the change removes a row from the old list (a delete or a move).
+        @inlinable
         public var removesRow: Bool {
             switch self {
             case .delete, .move: true
@@ -127,6 +134,7 @@ where Element.ID: Sendable {
         }
 
         /// Whether the change adds a row to the new list (an insert or a move).
+        @inlinable
         public var addsRow: Bool {
             switch self {
             case .insert, .move: true
@@ -144,7 +152,8 @@ where Element.ID: Sendable {
         }
 
         /// The rank of the operation in the canonical order: deletes, inserts, moves, updates.
-        fileprivate var rank: Int {
+        @usableFromInline
+        var rank: Int {
             switch self {
             case .delete: 0
             case .insert: 1
@@ -203,6 +212,7 @@ where Element.ID: Sendable {
     /// describe the same changes are equal once canonicalized.
     ///
     /// - Returns: A change set with the same changes, reordered.
+    @inlinable
     public func canonicalized() -> ChangeSet {
         var result = self
         result.deletedSections.sort(by: >)
@@ -216,6 +226,7 @@ where Element.ID: Sendable {
     /// changes themselves copied each (its element's values with it) at every step of the merge sort, a quarter of
     /// `meridian watch`'s CPU for a 20,000-row commit (perf). Already ordered changes, the common case for a commit
     /// that appends, are returned as they are. Ties keep their order, as the stable sort did.
+    @inlinable
     static func canonicalOrder(_ changes: [RowChange]) -> [RowChange] {
         guard changes.count > 1 else { return changes }
         var keys: [(rank: Int, section: Int, row: Int, index: Int)] = []

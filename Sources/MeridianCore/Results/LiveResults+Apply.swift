@@ -54,19 +54,31 @@ extension LiveResults {
     /// - Returns: The change set in canonical order (empty when nothing shown changed). Costs O(k log n) for k
     ///   mutations and n matching rows.
     public mutating func apply(_ mutations: [RowMutation]) -> ChangeSet<Row> {
-        let entries = self.touchedEntries(mutations)
-        guard !entries.isEmpty else { return ChangeSet() }
+        self.apply(uniqueMutations: Self.lastPerID(mutations))
+    }
+
+    /// ``apply(_:)`` for mutations that name each id once (a client's commit names the ids of a set): no look-up of
+    /// which mutation of an id is its last.
+    package mutating func apply(uniqueMutations mutations: [RowMutation]) -> ChangeSet<Row> {
         // Nothing matched before (a first load arriving as a batch): every row is an insert, and sorting them at once
         // as a reset does gives the same results and change set as k inserts into the tree, at a fraction of the cost
-        // (each insert compared its way down the tree, with a rank before and after).
-        if self.tree.count == 0 { return self.reset(uniqueRows: entries.compactMap(\.newRow)) }
+        // (each insert compared its way down the tree, with a rank before and after). No row had an old image to
+        // look up, and a delete changes nothing.
+        if self.tree.count == 0 {
+            var rows: [Row] = []
+            rows.reserveCapacity(mutations.count)
+            for case .upsert(let row) in mutations where self.predicate.evaluate(row) { rows.append(row) }
+            return rows.isEmpty ? ChangeSet() : self.reset(uniqueRows: rows)
+        }
+        let entries = self.touchedEntries(mutations)
+        guard !entries.isEmpty else { return ChangeSet() }
         return self.apply(entries)
     }
 
     /// ``apply(_:)`` without the shortcut for results that matched nothing: every row goes into the tree on its own.
     /// For tests that pin the shortcut against it.
     package mutating func applyOneByOne(_ mutations: [RowMutation]) -> ChangeSet<Row> {
-        let entries = self.touchedEntries(mutations)
+        let entries = self.touchedEntries(Self.lastPerID(mutations))
         guard !entries.isEmpty else { return ChangeSet() }
         return self.apply(entries)
     }
@@ -143,10 +155,12 @@ extension LiveResults {
 
     // MARK: - Steps
 
-    /// Step 1: the last mutation of each id, with its old and new images, dropping those that change nothing shown.
-    private func touchedEntries(_ mutations: [RowMutation]) -> [Entry] {
-        var position: [String: Int] = [:]
+    /// The last mutation of each id, in the order of each id's first.
+    private static func lastPerID(_ mutations: [RowMutation]) -> [RowMutation] {
+        guard mutations.count > 1 else { return mutations }
+        var position: [String: Int] = .init(minimumCapacity: mutations.count)
         var latest: [RowMutation] = []
+        latest.reserveCapacity(mutations.count)
         for mutation in mutations {
             if let p = position[mutation.id] {
                 latest[p] = mutation
@@ -155,9 +169,15 @@ extension LiveResults {
                 latest.append(mutation)
             }
         }
+        return latest
+    }
+
+    /// Step 1: each id's old and new images, dropping those that change nothing shown (`mutations` name each id
+    /// once).
+    private func touchedEntries(_ mutations: [RowMutation]) -> [Entry] {
         var entries: [Entry] = []
-        entries.reserveCapacity(latest.count)
-        for mutation in latest {
+        entries.reserveCapacity(mutations.count)
+        for mutation in mutations {
             let old = self.slot(of: mutation.id).map { self.tree[$0] }
             var new: Row?
             if case .upsert(let row) = mutation, self.predicate.evaluate(row) { new = row }

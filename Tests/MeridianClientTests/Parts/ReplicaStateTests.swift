@@ -311,6 +311,34 @@ struct ReplicaStateTests {
         #expect(replica.appliedSeq == 9)
     }
 
+    @Test("a commit's mutations for a subscription: its members' rows, a delete for every other id, however shared")
+    func serverMutations() throws {
+        var replica = try self.replica(["a", "b"])
+        var work = CommitWork()
+        replica.stage(self.chunk("a", seq: 1, [self.versioned(point("x", "X", 1), 1)]))
+        replica.stage(
+            self.chunk("b", seq: 1, [self.versioned(point("x", "X", 1), 1), self.versioned(point("y", "Y", 2), 1)]))
+        _ = try replica.apply(
+            .init(seq: 1, deltas: [self.delta("a", snapshot: true), self.delta("b", snapshot: true)]), work: &work)
+        // The one row-by-row answer: a member's server row, or a delete.
+        func expected(_ ids: Set<String>, _ subscription: SubscriptionState) -> [RowMutation] {
+            ids.map { id in
+                subscription.members.contains(id)
+                    ? replica.serverRow(subscription.entity, id).map(RowMutation.upsert) ?? .delete(id: id)
+                    : .delete(id: id)
+            }
+        }
+        let ids: Set<String> = ["x", "y", "gone"]
+        // "a" holds x only: y is cached (for "b") but not a member of "a".
+        let a = try #require(replica.subscriptions["a"])
+        #expect(replica.serverMutations(ids, of: a) == expected(ids, a))
+        #expect(replica.serverMutations(ids, of: a).filter { if case .upsert = $0 { true } else { false } }.count == 1)
+        // "b" holds every cached row of the entity.
+        let b = try #require(replica.subscriptions["b"])
+        #expect(replica.serverMutations(ids, of: b) == expected(ids, b))
+        #expect(replica.serverMutations(ids, of: b).filter { if case .upsert = $0 { true } else { false } }.count == 2)
+    }
+
     @Test("a rejected Replace keeps the old request; a rejected Subscribe fails the subscription")
     func failures() throws {
         var replica = try self.replica(where: "category < 3")
