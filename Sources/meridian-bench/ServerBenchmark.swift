@@ -193,7 +193,14 @@ enum ServerBenchmark {
 
     /// One benchmark commit: `rows` inserts (with an owner and a team on the rules table's schema).
     static func write(_ store: Store, index: Int, stamp: Int64, rows: Int, rules: Rules = .plain) async throws {
+        try await store.apply(self.operations(index: index, stamp: stamp, rows: rows, rules: rules))
+    }
+
+    /// One benchmark commit's `rows` inserts (the rows of ``request(index:stamp:rows:)``, and with rules on, the
+    /// attributes the rules read).
+    static func operations(index: Int, stamp: Int64, rows: Int, rules: Rules = .plain) -> [WriteOperation] {
         var operations: [WriteOperation] = []
+        operations.reserveCapacity(rows)
         for r in 0..<rows {
             var values: [String: Value] = [
                 "title": .string("row \(index)"), "stamp": .int(stamp), "qty": .int(Int64(r)),
@@ -204,7 +211,7 @@ enum ServerBenchmark {
             }
             operations.append(.insert("Bench", id: "\(index)-\(r)", values))
         }
-        try await store.apply(operations)
+        return operations
     }
 
     /// Commits per run: 2 s at `rate`, or a fixed count calibrated to about 2 s.
@@ -522,21 +529,27 @@ enum ServerBenchmark {
     }
 
     /// Sends the transactions `indices` over one `ApplyStream` call, at most `window` unanswered, each stamped as it is
-    /// sent; throws at the first rejection.
+    /// sent; throws at the first rejection. Each request is written from its Core operations and each answer read as
+    /// the client library's pipelined writer does (`MeridianConnection.applyPipelined`: `ApplyRequestWireEncoding`,
+    /// `ApplyResponseDeserializer`), not through generated messages, so that the figure is that of what a user runs.
     static func pipeline(
         _ client: GRPCClient<HTTP2ClientTransport.Posix>, indices: [Int], window: Int, rows: Int
     ) async throws {
         guard !indices.isEmpty else { return }
         let (credits, grant) = AsyncStream<Void>.makeStream()
         for _ in 0..<window { grant.yield() }
-        try await Meridian_V1_Meridian.Client(wrapping: client).applyStream(
-            requestProducer: { writer in
+        try await client.bidirectionalStreaming(
+            request: StreamingClientRequest<[UInt8]> { writer in
                 var credit = credits.makeAsyncIterator()
                 for index in indices {
                     guard await credit.next() != nil else { return }
-                    try await writer.write(self.request(index: index, stamp: self.now(), rows: rows))
+                    try await writer.write(
+                        ApplyRequestWireEncoding.encode(
+                            self.operations(index: index, stamp: self.now(), rows: rows), policy: .storeWins))
                 }
             },
+            descriptor: Meridian_V1_Meridian.Method.ApplyStream.descriptor,
+            serializer: EncodedMessageSerializer(), deserializer: ApplyResponseDeserializer(), options: .defaults,
             onResponse: { response in
                 defer { grant.finish() }
                 var answered = 0
