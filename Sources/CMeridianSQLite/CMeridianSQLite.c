@@ -20,6 +20,13 @@ int meridian_sqlite3_bind_text(void *statement, int index, const void *text, int
     return sqlite3_bind_text((sqlite3_stmt *)statement, index, (const char *)text, byteCount, SQLITE_TRANSIENT);
 }
 
+int meridian_sqlite3_bind_text_in_place(void *statement, int index, const void *text, int byteCount) {
+    if (text == NULL || byteCount == 0) {
+        return sqlite3_bind_text((sqlite3_stmt *)statement, index, "", 0, SQLITE_STATIC);
+    }
+    return sqlite3_bind_text((sqlite3_stmt *)statement, index, (const char *)text, byteCount, SQLITE_STATIC);
+}
+
 int meridian_sqlite3_step_to_end(void *statement, char *message, int capacity) {
     sqlite3_stmt *stmt = (sqlite3_stmt *)statement;
     int code;

@@ -18,6 +18,13 @@ int meridian_sqlite3_disable_triggers(void *connection);
 /// Returns SQLite's result code.
 int meridian_sqlite3_bind_text(void *statement, int index, const void *text, int byteCount);
 
+/// ``meridian_sqlite3_bind_text`` without the copy (`SQLITE_STATIC`): SQLite reads the bytes where they are, so they
+/// must stay valid and unchanged until the statement has stepped and been reset, and the parameter must be bound
+/// again before the statement next steps. `text` may be NULL when `byteCount` is 0 (an empty string, not SQL NULL).
+///
+/// Returns SQLite's result code.
+int meridian_sqlite3_bind_text_in_place(void *statement, int index, const void *text, int byteCount);
+
 /// Steps `statement` (a `sqlite3_stmt *` whose parameters are bound) to its end, skipping any rows it returns, and
 /// resets it. Returns `SQLITE_DONE` (101), or the extended error code, with the error message copied into `message`
 /// (`capacity` bytes, NUL-terminated) before the reset.

@@ -255,8 +255,8 @@ enum TransactionExecutor {
             let remaining = shapes.pendingInserts.count - start
             let count = StoreDDL.OwnEntries.insertRunSizes.first { $0 <= remaining } ?? 1
             let statement = try db.cachedStatement(sql: StoreDDL.OwnEntries.inserts[count]!)
-            // Every parameter is bound below, over those of the last run (``bind(_:_:first:then:)`` says why there is
-            // no reset or clearing first).
+            // Every parameter is bound below, over those of the last run (``bindAndStep(_:_:first:then:)`` says why
+            // there is no reset or clearing first).
             let handle = statement.sqliteStatement
             var code = shapes.committedAt.bind(to: handle, at: 1)
             var index: CInt = 2
@@ -300,37 +300,79 @@ enum TransactionExecutor {
         StoreError(.notFound, "\(op.label): no such row", operationIndex: op.index)
     }
 
-    /// Binds the id and `values` to `statement` in order (the id first for an insert, last for an update), to run
-    /// with ``stepToEnd(_:)``.
+    /// Binds the id and `values` to `statement` in order (the id first for an insert, last for an update) and runs
+    /// it with ``stepToEnd(_:)``.
     ///
     /// Binds each value itself rather than through `StatementArguments`, whose initializers map their values
     /// through GRDB's unspecialized generic code on every call: that was 8% of the CPU of a 1000-row insert
-    /// (measured with perf), more than the statement's own binding and stepping in GRDB.
-    static func bind(_ statement: Statement, _ values: [Value], first: String? = nil, then last: String? = nil) throws {
-        // No reset and no clearing of the last row's bindings first (GRDB's `setUncheckedArguments` did both, 3% of
-        // a pipelined writer's CPU with perf): these statements run only through ``stepToEnd(_:)``, which resets
-        // the statement whether its step succeeded or failed, and every parameter is bound below, over the last
-        // row's. (A statement just prepared is reset; one never stepped after a failed binding binds again.)
+    /// (measured with perf), more than the statement's own binding and stepping in GRDB. Texts are bound in place
+    /// (`SQLITE_STATIC`), where SQLite copied each into memory of its own and freed it at the next binding (an
+    /// allocation and a free per text): each is bound inside its `withUTF8` and the statement steps inside all of
+    /// them, so every text's bytes are valid for the whole step. The statement keeps those pointers once it is
+    /// reset; that is safe because these statements run only here, and every parameter is bound again before each
+    /// step.
+    ///
+    /// No reset and no clearing of the last row's bindings first (GRDB's `setUncheckedArguments` did both, 3% of a
+    /// pipelined writer's CPU with perf): ``stepToEnd(_:)`` resets the statement whether its step succeeded or
+    /// failed, and every parameter is bound here, over the last row's. (A statement just prepared is reset; one never
+    /// stepped after a failed binding binds again.)
+    static func bindAndStep(
+        _ statement: Statement, _ values: [Value], first: String? = nil, then last: String? = nil
+    ) throws {
         let handle = statement.sqliteStatement
-        var index: CInt = 1
-        var code: CInt = 0
-        if let first {
-            code |= bindText(first, handle, index)
-            index += 1
+        guard var first else { return try self.bindAndStep(statement, handle, values, from: 0, at: 1, then: last) }
+        try first.withUTF8 {
+            try self.bindAndStep(
+                statement, handle, values, from: 0, at: 2, then: last, code: self.bindTextInPlace($0, handle, 1))
         }
-        for value in values {
-            switch value {
+    }
+
+    /// Binds `values[start...]` from parameter `first` on, then `last`, then steps: the other values in a loop, each
+    /// text inside its own `withUTF8` (one call deeper per text).
+    private static func bindAndStep(
+        _ statement: Statement, _ handle: SQLiteStatement, _ values: [Value], from start: Int, at first: CInt,
+        then last: String?, code: CInt = 0
+    ) throws {
+        var code = code
+        var index = first
+        for i in start..<values.count {
+            switch values[i] {
+            case .string(var text):
+                let bound = code
+                let at = index
+                return try text.withUTF8 {
+                    try self.bindAndStep(
+                        statement, handle, values, from: i + 1, at: at + 1, then: last,
+                        code: bound | self.bindTextInPlace($0, handle, at))
+                }
             case .null: code |= DatabaseValue.null.bind(to: handle, at: index)
             case .int(let i): code |= i.bind(to: handle, at: index)
             case .double(let d): code |= d.bind(to: handle, at: index)
-            case .string(let text): code |= bindText(text, handle, index)
             case .bool(let b): code |= Int64(b ? 1 : 0).bind(to: handle, at: index)
-            case .bytes, .timestamp: code |= value.databaseValue.bind(to: handle, at: index)
+            case .bytes, .timestamp: code |= values[i].databaseValue.bind(to: handle, at: index)
             }
             index += 1
         }
-        if let last { code |= bindText(last, handle, index) }
+        if var last {
+            let bound = code
+            return try last.withUTF8 {
+                try self.step(statement, bound: bound | self.bindTextInPlace($0, handle, index))
+            }
+        }
+        try self.step(statement, bound: code)
+    }
+
+    private static func step(_ statement: Statement, bound code: CInt) throws {
         try checkBound(code, statement)
+        try stepToEnd(statement)
+    }
+
+    /// Binds UTF-8 bytes that stay valid until the statement has stepped (``bindAndStep(_:_:first:then:)``).
+    private static func bindTextInPlace(_ bytes: UnsafeBufferPointer<UInt8>, _ handle: SQLiteStatement, _ index: CInt)
+        -> CInt
+    {
+        meridian_sqlite3_bind_text_in_place(
+            UnsafeMutableRawPointer(handle), index, bytes.baseAddress, CInt(bytes.count))
     }
 
     /// Binds `text` from its UTF-8 bytes in place: GRDB's binding of a `String` first makes a NUL-terminated copy of
@@ -343,11 +385,11 @@ enum TransactionExecutor {
         }
     }
 
-    /// Runs a statement whose arguments ``bind(_:_:first:then:)`` set to its end, straight through SQLite: GRDB's
-    /// `execute()` adds its per-execution bookkeeping (observation broker, authorizer, scheduling checks), which a
-    /// store without observers does not need, for every row of a batch (~4% of a batched writer's CPU). Only for the
-    /// store's own statements inside its write transaction; a failure throws the `DatabaseError` GRDB would have
-    /// thrown (its extended result code and SQLite's message).
+    /// Runs a statement whose arguments are bound (``bindAndStep(_:_:first:then:)``) to its end, straight through
+    /// SQLite: GRDB's `execute()` adds its per-execution bookkeeping (observation broker, authorizer, scheduling
+    /// checks), which a store without observers does not need, for every row of a batch (~4% of a batched writer's
+    /// CPU). Only for the store's own statements inside its write transaction; a failure throws the `DatabaseError`
+    /// GRDB would have thrown (its extended result code and SQLite's message).
     static func stepToEnd(_ statement: Statement) throws {
         let failure: (code: CInt, message: String)? = withUnsafeTemporaryAllocation(of: CChar.self, capacity: 512) {
             let code = meridian_sqlite3_step_to_end(
@@ -414,8 +456,7 @@ enum TransactionExecutor {
             shapes.insert = (op.entity.name, op.columns, statement)
         }
         do {
-            try bind(statement, op.values, first: op.id)
-            try stepToEnd(statement)
+            try bindAndStep(statement, op.values, first: op.id)
         } catch let error as DatabaseError {
             switch error.extendedResultCode {
             case .SQLITE_CONSTRAINT_PRIMARYKEY:
@@ -445,8 +486,7 @@ enum TransactionExecutor {
             shapes.update = (op.entity.name, op.columns, statement)
         }
         do {
-            try bind(statement, op.values, then: op.id)
-            try stepToEnd(statement)
+            try bindAndStep(statement, op.values, then: op.id)
         } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
             throw StoreError(
                 .validation, "\(op.label): \(error.message ?? "constraint failed")", operationIndex: op.index,
