@@ -57,6 +57,25 @@ import Testing
         }
     }
 
+    @Test("a repeated key is refused at its column, in small objects (keys compared) and large ones (keys hashed)")
+    func repeatedKeys() throws {
+        // Up to 8 keys are compared with each other, more are hashed (`JSONParser.keysComparedInPlace`).
+        for count in [2, 8, 9, 40] {
+            let keys = (0..<count).map { "\"k\($0)\":\($0)" }
+            #expect(try JSON.parse("{" + keys.joined(separator: ",") + "}").kindDescription == "an object")
+            for repeated in [0, count / 2, count - 1] {
+                let text = "{" + keys.joined(separator: ",") + ",\"k\(repeated)\":0}"
+                do {
+                    _ = try JSON.parse(text)
+                    Issue.record("no error for key k\(repeated) repeated after \(count) keys")
+                } catch {
+                    #expect(error.message == "key \"k\(repeated)\" appears twice", "\(error)")
+                    #expect(error.column == text.count - "\"k\(repeated)\":0}".count + 1)
+                }
+            }
+        }
+    }
+
     @Test("doubles: shortest round-trip form; infinity as 1e999")
     func doubles() {
         #expect(JSON.double(0.1).text == "0.1")
