@@ -39,20 +39,10 @@ public final class ChangeFeed: Sendable {
     /// The changes after `seq`, up to the latest commit, read in one read transaction on the calling thread; as
     /// ``Store/changes(after:entities:limit:)``.
     public func changes(after seq: Int64, entities: Set<String>? = nil, limit: Int? = nil) throws -> ChangesResult {
-        let read = self.store.changesRead(
-            after: seq, entities: entities, limit: limit, images: self.store.insertImages)
+        let read = self.store.changesRead(after: seq, entities: entities, limit: limit)
         let (result, misfits) = try self.read("cannot read the change log", read)
         if misfits > 0 { self.store.reportMisfits(misfits, entity: nil) }
         return result
-    }
-
-    /// Has the store keep the rows its own inserts write, from its next commit on, for this feed's reads of every
-    /// entity to take instead of reading them back from their tables (``changes(after:entities:limit:)``; the
-    /// images are exactly the rows those reads would give), or stop keeping them and drop those kept. Keep them
-    /// while the feed reads every commit soon after it (the fan-out, while it has clients): images no read takes
-    /// are only dropped when a later one is read or when more than 65,536 are kept.
-    public func keepInsertImages(_ keep: Bool) {
-        self.store.insertImages.keep(keep)
     }
 
     /// Runs `body` in one read transaction on the calling thread: what it reads through the ``FeedTransaction`` is
@@ -119,8 +109,7 @@ public final class FeedTransaction {
     /// The changes after `seq`, up to the transaction's seq; as ``Store/changes(after:entities:limit:)``.
     public func changes(after seq: Int64, entities: Set<String>? = nil, limit: Int? = nil) throws -> ChangesResult {
         guard let db else { throw StoreError(.internalError, "a feed transaction used after it ended") }
-        let (result, misfits) = try self.store.changesRead(
-            after: seq, entities: entities, limit: limit, images: self.store.insertImages)(db)
+        let (result, misfits) = try self.store.changesRead(after: seq, entities: entities, limit: limit)(db)
         self.misfits += misfits
         return result
     }

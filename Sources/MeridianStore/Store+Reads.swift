@@ -191,14 +191,10 @@ extension Store {
 
     /// The read transaction of ``changes(after:entities:limit:)``: the result and how many values did not fit their
     /// attributes.
-    ///
-    /// With `images` (the fan-out's reads, of every entity), inserts take the rows kept by the commits that wrote
-    /// them (``InsertImages``) instead of reading them back from their tables, where kept.
     func changesRead(
         after seq: Int64,
         entities: Set<String>?,
-        limit: Int?,
-        images: InsertImages? = nil
+        limit: Int?
     ) -> @Sendable (Database) throws -> (ChangesResult, Int) {
         var sql = """
             SELECT seq, entity, row_id, kind, version, before, after, committed_at FROM meridian_changes WHERE seq > ?
@@ -230,7 +226,6 @@ extension Store {
                 changes.append(try ChangeDecoding.change(row, schema: schema, misfits: &misfits))
             }
             let hasMore = limit.map { changes.count >= max(1, $0) } == true && changes.last!.seq < latest
-            if let images, entities == nil { images.fill(&changes) }
             try ChangeDecoding.completeInserts(&changes, cut: hasMore, schema: schema, db: db, misfits: &misfits)
             let batch = ChangeBatch(
                 changes: changes, throughSeq: hasMore ? changes.last!.seq : latest, hasMore: hasMore)

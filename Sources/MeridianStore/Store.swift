@@ -115,8 +115,6 @@ public final class Store: Sendable {
     let logger: Logger
     let notifier: CommitNotifier
     let committer: GroupCommitter
-    /// The rows the latest commits' inserts wrote, for the change feed (``ChangeFeed/keepInsertImages(_:)``).
-    let insertImages: InsertImages
     let configuration: Configuration
     /// At most one read per reader at a time; the others wait here, at most ``Configuration/readTimeout``.
     let readGate: ReadGate
@@ -137,11 +135,9 @@ public final class Store: Sendable {
         self.ownedDirectory = ownedDirectory
         let notifier = CommitNotifier()
         self.notifier = notifier
-        let insertImages = InsertImages()
-        self.insertImages = insertImages
         self.committer = GroupCommitter(
             writer: writer, own: StoreDDL.OwnEntries(schema: schema), maxBatch: configuration.maxGroupCommitSize,
-            maxRowBytes: configuration.maxRowBytes, images: insertImages
+            maxRowBytes: configuration.maxRowBytes
         ) { seq in
             notifier.publish(seq)
         }

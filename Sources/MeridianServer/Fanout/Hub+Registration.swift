@@ -67,8 +67,6 @@ extension Hub {
             return .success((id, state.processedSeq))
         }
         let connected = try result.get()
-        // Someone to send inserts to: the store keeps the rows they write for the fan-out's reads.
-        self.feed.withLock { $0 }?.keepInsertImages(true)
         self.metrics.streams.increment()
         return connected
     }

@@ -230,9 +230,6 @@ final class Hub: Sendable {
     let metrics: ServerMetrics
     let logger: Logger
     let state = Mutex(State())
-    /// The fan-out's change feed while it runs: a client connecting has it keep the rows inserts write
-    /// (``ChangeFeed/keepInsertImages(_:)``) from the next commit on; a read with nobody connected stops it.
-    let feed = Mutex<ChangeFeed?>(nil)
 
     init(store: Store, configuration: ServerConfiguration, metrics: ServerMetrics, logger: Logger) {
         self.store = store
@@ -266,11 +263,7 @@ final class Hub: Sendable {
             self.fail(error)
             return
         }
-        self.feed.withLock { $0 = feed }
-        defer {
-            self.feed.withLock { $0 = nil }
-            feed.close()
-        }
+        defer { feed.close() }
         let thread = FanoutThread(hub: self, feed: feed)
         do {
             try await thread.follow(self.store.commits(pollInterval: self.configuration.commitPollInterval))
@@ -316,9 +309,6 @@ final class Hub: Sendable {
                 guard state.clients.isEmpty, state.pendings.isEmpty else { return nil }
                 let count = latest - state.processedSeq
                 state.processedSeq = max(state.processedSeq, latest)
-                // Nobody to send inserts to: no rows kept for them (under the lock, so that a client connecting
-                // now, which starts keeping them once it is in, is not undone).
-                feed.keepInsertImages(false)
                 return count
             }
             if let skipped {
@@ -329,8 +319,6 @@ final class Hub: Sendable {
                 return
             }
         }
-        // Clients to send changes to (most often kept already since the first connected).
-        feed.keepInsertImages(true)
         let from = self.processedSeq
         let pruned = try feed.withTransaction { transaction -> Int64? in
             switch try transaction.changes(after: from) {

@@ -40,8 +40,6 @@ final class GroupCommitter: Sendable {
     private let own: StoreDDL.OwnEntries
     /// The largest row an update may leave (`Store.Configuration.maxRowBytes`).
     private let maxRowBytes: Int?
-    /// Where the rows the group's inserts wrote go once it has committed, for the fan-out.
-    private let images: InsertImages
     /// Wakes the lingering committer (signalled once per `lingerTarget` reached).
     private let lingerSignal = DispatchSemaphore(value: 0)
 
@@ -50,10 +48,8 @@ final class GroupCommitter: Sendable {
         own: StoreDDL.OwnEntries,
         maxBatch: Int,
         maxRowBytes: Int?,
-        images: InsertImages = InsertImages(),
         onCommit: @escaping @Sendable (Int64) -> Void
     ) {
-        self.images = images
         self.writer = writer
         self.own = own
         self.maxRowBytes = maxRowBytes
@@ -146,8 +142,7 @@ final class GroupCommitter: Sendable {
             var rows: [TransactionExecutor.Outcome] = []
             rows.reserveCapacity(batch.count)
             var seq: Int64 = 0
-            var shapes = TransactionExecutor.Shapes(
-                own: self.own, maxRowBytes: self.maxRowBytes, keepsImages: self.images.isKeeping)
+            var shapes = TransactionExecutor.Shapes(own: self.own, maxRowBytes: self.maxRowBytes)
             try Self.inImmediateTransaction(db) {
                 for pending in batch {
                     do {
@@ -163,8 +158,6 @@ final class GroupCommitter: Sendable {
                 return .commit
             }
             if firstFailure == nil {
-                // Committed: the fan-out, woken below, may take the rows the inserts wrote.
-                self.images.publish(shapes.images)
                 for (pending, outcome) in zip(batch, rows) {
                     pending.answer.resume(
                         returning: CommitResult(seq: outcome.replayedSeq ?? seq, rows: outcome.rows))
@@ -204,14 +197,11 @@ final class GroupCommitter: Sendable {
         var outcomes: [Result<TransactionExecutor.Outcome, any Error>] = []
         outcomes.reserveCapacity(batch.count)
         var seq: Int64 = 0
-        var images: [InsertImages.Image] = []
         do {
-            var shapes = TransactionExecutor.Shapes(
-                own: self.own, maxRowBytes: self.maxRowBytes, keepsImages: self.images.isKeeping)
+            var shapes = TransactionExecutor.Shapes(own: self.own, maxRowBytes: self.maxRowBytes)
             try Self.inImmediateTransaction(db) {
                 for pending in batch {
                     let knownKey = pending.idempotencyKey.map { shapes.keys[$0.key] != nil } ?? true
-                    let imagesBefore = shapes.images.count
                     do {
                         var outcome = TransactionExecutor.Outcome(rows: [], replayedSeq: nil)
                         try db.inSavepoint {
@@ -224,8 +214,7 @@ final class GroupCommitter: Sendable {
                         // A statement that failed must not be reused before it is reset: start the next transaction
                         // from GRDB's statement cache (which resets them).
                         shapes.forget()
-                        // Its savepoint is rolled back: so are the rows it wrote, and the key it kept.
-                        shapes.images.removeSubrange(imagesBefore...)
+                        // Its savepoint is rolled back: so is the key it kept.
                         if !knownKey { shapes.keys[pending.idempotencyKey!.key] = nil }
                         outcomes.append(.failure(error))
                         // Some SQLite errors (disk full, I/O) abort the whole transaction: fail the batch.
@@ -234,18 +223,14 @@ final class GroupCommitter: Sendable {
                 }
                 seq = try Store.latestSeq(db)
                 try TransactionExecutor.recordKeys(shapes, seq: seq, db: db)
-                images = shapes.images
                 return .commit
             }
         } catch {
-            images = []
             outcomes = batch.indices.map { i in
                 if i < outcomes.count, case .failure = outcomes[i] { return outcomes[i] }
                 return .failure(error)
             }
         }
-        // Committed (empty when the commit failed, and without the rows of the transactions rolled back).
-        self.images.publish(images)
         var committed = false
         for (pending, outcome) in zip(batch, outcomes) {
             switch outcome {

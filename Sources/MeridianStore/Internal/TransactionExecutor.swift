@@ -136,7 +136,7 @@ enum TransactionExecutor {
             case .insert:
                 if let authorizer { try authorize(op, .insert, before: nil, after: insertedRow(op), authorizer) }
                 try insert(op, db, &shapes)
-                shapes.pendingInserts.append((op.entity.name, op.id, shapes.keepsImages ? image(op, &shapes) : nil))
+                shapes.pendingInserts.append((op.entity.name, op.id))
                 rows.append(WrittenRow(entity: op.entity.name, id: op.id, kind: .insert, version: 1))
             case .update, .upsert:
                 guard let current = try currentRow(op, db, shapes) else {
@@ -153,8 +153,7 @@ enum TransactionExecutor {
                         try OperationValidation.checkRowSize(OperationValidation.insertedSize(op), of: op, limit: limit)
                     }
                     try insert(op, db, &shapes)
-                    shapes.pendingInserts.append(
-                        (op.entity.name, op.id, shapes.keepsImages ? image(op, &shapes) : nil))
+                    shapes.pendingInserts.append((op.entity.name, op.id))
                     rows.append(WrittenRow(entity: op.entity.name, id: op.id, kind: .insert, version: 1))
                     continue
                 }
@@ -213,49 +212,6 @@ enum TransactionExecutor {
         return MeridianCore.Row(id: op.id, values: values)
     }
 
-    /// The row an insert writes exactly as a reader of its table gets it back (``ChangeDecoding/RowReader``: the
-    /// entity's attributes in order, each stored value typed by its attribute), for the fan-out (``InsertImages``);
-    /// `nil` when SQLite could store a value otherwise than given. Each value must be of its attribute's type, which
-    /// its column stores as it is (validation has already refused NaN and made -0.0 the +0.0 SQLite would store), or
-    /// null; an attribute left out must have no default (the default is SQLite's to fill in). `InsertImagesTests`
-    /// pins the images against the rows read back, bit for bit, through the edges (infinities, -0.0, empty texts and
-    /// blobs, the extreme integers).
-    static func image(_ op: PreparedOperation, _ shapes: inout Shapes) -> MeridianCore.Row? {
-        let plan: (entity: String, columns: [String], positions: [Int], layout: RowLayout)
-        if let last = shapes.imagePlan, last.entity == op.entity.name, last.columns == op.columns {
-            plan = last
-        } else {
-            var position: [String: Int] = [:]
-            for (i, name) in op.columns.enumerated() { position[name] = i }
-            plan = (
-                op.entity.name, op.columns, op.entity.attributes.map { position[$0.name] ?? -1 },
-                RowLayout(names: op.entity.attributes.map(\.name))
-            )
-            shapes.imagePlan = plan
-        }
-        var values = shapes.imageValues
-        shapes.imageValues = []
-        values.removeAll(keepingCapacity: true)
-        defer { shapes.imageValues = values }
-        for (attribute, position) in zip(op.entity.attributes, plan.positions) {
-            guard position >= 0 else {
-                if let value = attribute.defaultValue, !value.isNull { return nil }
-                values.append(.null)
-                continue
-            }
-            let value = op.values[position]
-            switch (attribute.type, value) {
-            case (_, .null), (.string, .string), (.int, .int), (.double, .double), (.bool, .bool),
-                (.timestamp, .timestamp), (.bytes, .bytes):
-                break
-            default:
-                return nil
-            }
-            values.append(value)
-        }
-        return MeridianCore.Row(id: op.id, layout: plan.layout, values: values)
-    }
-
     /// A stored image as a typed row.
     static func imageRow(_ op: PreparedOperation, _ image: String) throws -> MeridianCore.Row {
         var misfits = 0
@@ -311,15 +267,6 @@ enum TransactionExecutor {
             }
             try checkBound(code, statement)
             try stepToEnd(statement)
-            if shapes.keepsImages {
-                // One statement's entries take consecutive seqs (the log's AUTOINCREMENT), the last one's the
-                // connection's last inserted rowid.
-                let first = db.lastInsertedRowID - Int64(count) + 1
-                for (k, entry) in shapes.pendingInserts[start..<(start + count)].enumerated() {
-                    guard let image = entry.image else { continue }
-                    shapes.images.append(InsertImages.Image(seq: first + Int64(k), entity: entry.entity, row: image))
-                }
-            }
             start += count
         }
         shapes.pendingInserts.removeAll(keepingCapacity: true)
@@ -476,25 +423,15 @@ enum TransactionExecutor {
         /// Inserts run whose entries are not written yet, in order (see ``logPendingInserts(_:_:)``). A group
         /// commit without savepoints writes those of all its transactions together: eight single-row transactions
         /// then write one statement of eight entries.
-        var pendingInserts: [(entity: String, id: String, image: MeridianCore.Row?)] = []
-        /// Whether inserts keep the rows they write (``InsertImages``), and those kept, with the seqs of their log
-        /// entries once written.
-        let keepsImages: Bool
-        var images: [InsertImages.Image] = []
-        /// Where each attribute of the last insert shape's entity is among its columns (-1: not set), and the layout
-        /// of the rows read from that entity's table.
-        var imagePlan: (entity: String, columns: [String], positions: [Int], layout: RowLayout)?
-        /// The values of the image being built, reused for every insert (the row copies them into its storage).
-        var imageValues: [Value] = []
+        var pendingInserts: [(entity: String, id: String)] = []
         /// The idempotency keys of the group's applied transactions, with their rows (see ``recordKeys(_:seq:db:)``).
         var keys: [String: (rows: [WrittenRow], digest: [UInt8])] = [:]
         var insert: (entity: String, columns: [String], statement: Statement)?
         var update: (entity: String, columns: [String], statement: Statement)?
 
-        init(own: StoreDDL.OwnEntries, maxRowBytes: Int?, keepsImages: Bool = false) {
+        init(own: StoreDDL.OwnEntries, maxRowBytes: Int?) {
             self.own = own
             self.maxRowBytes = maxRowBytes
-            self.keepsImages = keepsImages
             self.committedAt = Store.nowMicroseconds()
         }
 
