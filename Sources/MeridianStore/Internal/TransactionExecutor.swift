@@ -346,7 +346,7 @@ enum TransactionExecutor {
                         code: bound | self.bindTextInPlace($0, handle, at))
                 }
             case .null: code |= DatabaseValue.null.bind(to: handle, at: index)
-            case .int(let i): code |= i.bind(to: handle, at: index)
+            case .int(let integer): code |= integer.bind(to: handle, at: index)
             case .double(let d): code |= d.bind(to: handle, at: index)
             case .bool(let b): code |= Int64(b ? 1 : 0).bind(to: handle, at: index)
             case .bytes, .timestamp: code |= values[i].databaseValue.bind(to: handle, at: index)
