@@ -196,8 +196,8 @@ enum ServerBenchmark {
         try await store.apply(self.operations(index: index, stamp: stamp, rows: rows, rules: rules))
     }
 
-    /// One benchmark commit's `rows` inserts (the rows of ``request(index:stamp:rows:)``, and with rules on, the
-    /// attributes the rules read).
+    /// One benchmark commit's `rows` inserts (with rules on, with the attributes the rules read): what the in-process
+    /// writers apply and the gRPC writers send.
     static func operations(index: Int, stamp: Int64, rows: Int, rules: Rules = .plain) -> [WriteOperation] {
         var operations: [WriteOperation] = []
         operations.reserveCapacity(rows)
@@ -496,7 +496,7 @@ enum ServerBenchmark {
                 },
                 write: { index, stamp in
                     let response = try await Meridian_V1_Meridian.Client(wrapping: clients[index % writers]).apply(
-                        self.request(index: index, stamp: stamp, rows: 1))
+                        Meridian_V1_ApplyRequest(self.operations(index: index, stamp: stamp, rows: 1)))
                     if case .error(let detail) = response.outcome {
                         throw BulkBenchmark.BenchError(description: "an Apply failed: \(detail.message)")
                     }
@@ -515,17 +515,6 @@ enum ServerBenchmark {
         GRPCClient(
             transport: try HTTP2ClientTransport.Posix(
                 target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext))
-    }
-
-    /// One benchmark commit as an `Apply` request: `rows` inserts, the same rows as `write(_:index:stamp:rows:)`.
-    static func request(index: Int, stamp: Int64, rows: Int) -> Meridian_V1_ApplyRequest {
-        var request = Meridian_V1_ApplyRequest()
-        request.operations = (0..<rows).map { r in
-            Meridian_V1_Operation(
-                kind: .insert, entity: "Bench", id: "\(index)-\(r)",
-                values: ["title": .string("row \(index)"), "stamp": .int(stamp), "qty": .int(Int64(r))])
-        }
-        return request
     }
 
     /// Sends the transactions `indices` over one `ApplyStream` call, at most `window` unanswered, each stamped as it is
