@@ -244,9 +244,12 @@ package enum DeltaWireEncoding {
     }
 
     /// The size of a length-delimited field with a one-byte tag and `length` bytes of payload.
-    static func fieldSize(_ length: Int) -> Int { 1 + varintSize(UInt64(length)) + length }
+    @inlinable
+    package static func fieldSize(_ length: Int) -> Int { 1 + varintSize(UInt64(length)) + length }
 
-    static func varintSize(_ value: UInt64) -> Int {
+    /// The bytes `value` takes as a varint (the server's streamed chunks size their fields with it too).
+    @inlinable
+    package static func varintSize(_ value: UInt64) -> Int {
         value < 0x80 ? 1 : (64 - value.leadingZeroBitCount + 6) / 7
     }
 

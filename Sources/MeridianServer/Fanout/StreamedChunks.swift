@@ -111,7 +111,7 @@ struct StreamedChunks {
         case .double(let d): (tag, payload) = (0x19, d.bitPattern)
         case .null, .string, .bytes: preconditionFailure("not a scalar column value: \(value)")
         }
-        let valueBytes = tag == 0x19 ? 9 : 1 + RowBytes.varintSize(payload)
+        let valueBytes = tag == 0x19 ? 9 : 1 + DeltaWireEncoding.varintSize(payload)
         out.reserve(name.count + 32)
         out.entryHead(name, valueBytes: valueBytes)
         out.byte(tag)
@@ -123,7 +123,7 @@ struct StreamedChunks {
     private static func valueEntry(
         _ name: UnsafeBufferPointer<UInt8>, field: UInt8, _ bytes: UnsafeRawBufferPointer, to out: RowBytes
     ) {
-        let valueBytes = 1 + RowBytes.varintSize(UInt64(bytes.count)) + bytes.count
+        let valueBytes = DeltaWireEncoding.fieldSize(bytes.count)
         out.reserve(name.count + bytes.count + 32)
         out.entryHead(name, valueBytes: valueBytes)
         out.byte(field << 3 | 2)
@@ -201,8 +201,8 @@ final class RowBytes {
     /// A map entry's tag and length, its key (field 1) and its value's tag and length, before the value's own bytes.
     @inline(__always)
     func entryHead(_ name: UnsafeBufferPointer<UInt8>, valueBytes: Int) {
-        let nameField = 1 + Self.varintSize(UInt64(name.count)) + name.count
-        let valueField = 1 + Self.varintSize(UInt64(valueBytes)) + valueBytes
+        let nameField = DeltaWireEncoding.fieldSize(name.count)
+        let valueField = DeltaWireEncoding.fieldSize(valueBytes)
         self.byte(0x1A)
         self.varint(UInt64(nameField + valueField))
         self.byte(0x0A)
@@ -220,17 +220,12 @@ final class RowBytes {
             self.base.storeBytes(of: UInt8(length), toByteOffset: lengthAt, as: UInt8.self)
             return
         }
-        let extra = Self.varintSize(UInt64(length)) - 1
+        let extra = DeltaWireEncoding.varintSize(UInt64(length)) - 1
         self.reserve(extra)
         (self.base + lengthAt + 1 + extra).copyMemory(from: self.base + lengthAt + 1, byteCount: length)
         let end = self.count + extra
         self.count = lengthAt
         self.varint(UInt64(length))
         self.count = end
-    }
-
-    @inline(__always)
-    static func varintSize(_ value: UInt64) -> Int {
-        value < 0x80 ? 1 : (64 - value.leadingZeroBitCount + 6) / 7
     }
 }
