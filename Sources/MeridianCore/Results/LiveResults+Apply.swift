@@ -63,11 +63,11 @@ extension LiveResults {
         // Nothing matched before (a first load arriving as a batch): every row is an insert, and sorting them at once
         // as a reset does gives the same results and change set as k inserts into the tree, at a fraction of the cost
         // (each insert compared its way down the tree, with a rank before and after). No row had an old image to
-        // look up, and a delete changes nothing.
+        // look up, and a delete changes nothing; the reset keeps the rows that match.
         if self.tree.count == 0 {
             var rows: [Row] = []
             rows.reserveCapacity(mutations.count)
-            for case .upsert(let row) in mutations where self.predicate.evaluate(row) { rows.append(row) }
+            for case .upsert(let row) in mutations { rows.append(row) }
             return rows.isEmpty ? ChangeSet() : self.reset(uniqueRows: rows)
         }
         let entries = self.touchedEntries(mutations)
