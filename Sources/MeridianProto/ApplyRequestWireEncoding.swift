@@ -154,38 +154,48 @@ extension ApplyRequestWireEncoding {
         _ operations: [WriteOperation], policy: ConflictPolicy, clientTag: String = "", idempotencyKey: String = ""
     ) -> [UInt8] {
         let policyValue = UInt64(Meridian_V1_ConflictPolicy(policy).rawValue)
+        var operationSizes: [Int] = []
+        operationSizes.reserveCapacity(operations.count)
         var size = 0
-        for operation in operations { size += DeltaWireEncoding.fieldSize(self.operationSize(operation)) }
+        for operation in operations {
+            let operationSize = self.operationSize(operation)
+            operationSizes.append(operationSize)
+            size += DeltaWireEncoding.fieldSize(operationSize)
+        }
         if policyValue != 0 { size += 1 + DeltaWireEncoding.varintSize(policyValue) }
         if !clientTag.isEmpty { size += DeltaWireEncoding.fieldSize(clientTag.utf8.count) }
         if !idempotencyKey.isEmpty { size += DeltaWireEncoding.fieldSize(idempotencyKey.utf8.count) }
-        var out: [UInt8] = []
-        out.reserveCapacity(size)
-        for operation in operations {
-            out.append(0x0A)
-            DeltaWireEncoding.appendVarint(UInt64(self.operationSize(operation)), to: &out)
-            self.appendOperation(operation, to: &out)
+        // Every length is known before its bytes are written, so the request is written into memory of its exact
+        // size, byte by byte without `Array`'s checks (a third of the CLI's encoding was `append`'s capacity and
+        // uniqueness checks, perf of a 1,000,000-row import).
+        guard size > 0 else { return [] }
+        return [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+            var out = WireCursor(buffer.baseAddress!)
+            for (operation, operationSize) in zip(operations, operationSizes) {
+                out.byte(0x0A)
+                out.varint(UInt64(operationSize))
+                self.writeOperation(operation, to: &out)
+            }
+            if policyValue != 0 {
+                out.byte(0x10)
+                out.varint(policyValue)
+            }
+            out.string(field: 3, clientTag)
+            out.string(field: 4, idempotencyKey)
+            initialized = out.written(from: buffer.baseAddress!)
+            precondition(initialized == size, "an ApplyRequest's size was computed as \(size), \(initialized) written")
         }
-        if policyValue != 0 {
-            out.append(0x10)
-            DeltaWireEncoding.appendVarint(policyValue, to: &out)
-        }
-        DeltaWireEncoding.appendString(field: 3, clientTag, to: &out)
-        DeltaWireEncoding.appendString(field: 4, idempotencyKey, to: &out)
-        return out
     }
 
-    static func appendOperation(_ operation: WriteOperation, to out: inout [UInt8]) {
-        out.append(0x08)
-        DeltaWireEncoding.appendVarint(UInt64(Meridian_V1_Operation.Kind(operation.kind).rawValue), to: &out)
-        DeltaWireEncoding.appendString(field: 2, operation.entity, to: &out)
-        if let id = operation.id { DeltaWireEncoding.appendString(field: 3, id, to: &out, always: true) }
-        for (name, value) in operation.values {
-            DeltaWireEncoding.appendValueEntry(tag: 0x22, name, value, to: &out)
-        }
+    static func writeOperation(_ operation: WriteOperation, to out: inout WireCursor) {
+        out.byte(0x08)
+        out.varint(UInt64(Meridian_V1_Operation.Kind(operation.kind).rawValue))
+        out.string(field: 2, operation.entity)
+        if let id = operation.id { out.string(field: 3, id, always: true) }
+        for (name, value) in operation.values { out.valueEntry(tag: 0x22, name, value) }
         if let expectedVersion = operation.expectedVersion {
-            out.append(0x28)
-            DeltaWireEncoding.appendVarint(UInt64(bitPattern: expectedVersion), to: &out)
+            out.byte(0x28)
+            out.varint(UInt64(bitPattern: expectedVersion))
         }
     }
 
@@ -199,6 +209,97 @@ extension ApplyRequestWireEncoding {
             size += 1 + DeltaWireEncoding.varintSize(UInt64(bitPattern: expectedVersion))
         }
         return size
+    }
+}
+
+/// Writes protobuf fields into memory already sized for them (every length computed first), without the capacity,
+/// count and uniqueness checks of appending to an `Array` byte by byte. The writer must not write past the memory it
+/// was given: its caller sized it from the same values.
+struct WireCursor {
+    private var next: UnsafeMutablePointer<UInt8>
+
+    /// A cursor at `start`.
+    init(_ start: UnsafeMutablePointer<UInt8>) {
+        self.next = start
+    }
+
+    /// How many bytes were written since `start`.
+    func written(from start: UnsafeMutablePointer<UInt8>) -> Int {
+        self.next - start
+    }
+
+    @inline(__always)
+    mutating func byte(_ value: UInt8) {
+        self.next.initialize(to: value)
+        self.next += 1
+    }
+
+    @inline(__always)
+    mutating func varint(_ value: UInt64) {
+        var v = value
+        while v >= 0x80 {
+            self.byte(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        self.byte(UInt8(v))
+    }
+
+    @inline(__always)
+    mutating func bytes(_ source: UnsafeBufferPointer<UInt8>) {
+        guard let start = source.baseAddress, !source.isEmpty else { return }
+        self.next.initialize(from: start, count: source.count)
+        self.next += source.count
+    }
+
+    /// A string field (nothing for an empty one unless `always`), as ``DeltaWireEncoding/appendString(field:_:to:always:)``.
+    @inline(__always)
+    mutating func string(field: UInt64, _ text: String, always: Bool = false) {
+        var text = text
+        text.withUTF8 { utf8 in
+            if utf8.isEmpty && !always { return }
+            self.varint(field << 3 | 2)
+            self.varint(UInt64(utf8.count))
+            self.bytes(utf8)
+        }
+    }
+
+    /// One map entry, as ``DeltaWireEncoding/appendValueEntry(tag:_:_:to:)``.
+    @inline(__always)
+    mutating func valueEntry(tag: UInt8, _ name: String, _ value: Value) {
+        let valueBytes = DeltaWireEncoding.valueSize(value)
+        self.byte(tag)
+        self.varint(UInt64(DeltaWireEncoding.fieldSize(name.utf8.count) + DeltaWireEncoding.fieldSize(valueBytes)))
+        self.string(field: 1, name, always: true)
+        self.byte(0x12)
+        self.varint(UInt64(valueBytes))
+        self.value(value)
+    }
+
+    /// A `Value`'s fields, as ``DeltaWireEncoding/appendValue(_:to:)``.
+    mutating func value(_ value: Value) {
+        switch value {
+        case .null:
+            self.byte(0x08)
+            self.byte(0x00)
+        case .int(let i):
+            self.byte(0x10)
+            self.varint(UInt64(bitPattern: i))
+        case .double(let d):
+            self.byte(0x19)
+            withUnsafeBytes(of: d.bitPattern.littleEndian) { self.bytes($0.assumingMemoryBound(to: UInt8.self)) }
+        case .string(let s):
+            self.string(field: 4, s, always: true)
+        case .bool(let b):
+            self.byte(0x28)
+            self.byte(b ? 0x01 : 0x00)
+        case .bytes(let b):
+            self.byte(0x32)
+            self.varint(UInt64(b.count))
+            b.withUnsafeBufferPointer { self.bytes($0) }
+        case .timestamp(let t):
+            self.byte(0x38)
+            self.varint(UInt64(bitPattern: t.microseconds))
+        }
     }
 }
 
