@@ -173,8 +173,9 @@ enum OperationValidation {
             throw StoreError(error)
         }
         return PreparedOperation(
-            index: index, kind: operation.kind, shared: SharedEntity(validated.entity), id: operation.id ?? RandomID.uuidString(),
-            columns: validated.columns, values: validated.values, expectedVersion: operation.expectedVersion)
+            index: index, kind: operation.kind, shared: SharedEntity(validated.entity),
+            id: operation.id ?? RandomID.uuidString(), columns: validated.columns, values: validated.values,
+            expectedVersion: operation.expectedVersion)
     }
 
     /// How many attributes an insert must supply.
