@@ -139,3 +139,12 @@ extension Store {
     /// subscriptions: one per subscription on a file store, until it ends (tests check that none outlives it).
     package var runningCommitPollers: Int { self.notifier.pollers.value.load(ordering: .relaxed) }
 }
+
+extension Store {
+    /// Calls `observer` with the `seq` of each of this store's own commits as soon as the commit is durable, on the
+    /// committing thread, before any ``commits(pollInterval:)`` subscriber is offered it (replacing an earlier
+    /// observer). `meridian-bench server` starts its commit→client latencies there; the observer must be quick.
+    package func observeCommits(_ observer: @escaping @Sendable (Int64) -> Void) {
+        self.notifier.observe(observer)
+    }
+}

@@ -9,6 +9,9 @@
 //   now − that time (it keeps no rows: 100 clients' dictionaries of 100,000 rows took 11 GB of this process and
 //   measured its allocator more than the server, docs/server.md). p50/p99 over
 //   every (row, client). The raw side stamps its message at the same point, so both include the same clock reads.
+//   The same arrivals are also timed from the moment each commit was durable — the store's commit observer, on the
+//   committing thread before the fan-out is woken — so that what the server adds after the commit is compared with
+//   raw gRPC, which stores nothing: "commit to client". The first figure, the flush included, is "write to client".
 // - Rules: 100 clients with rules on — 100 principals, each client's read rule bound to its own claims, so no two
 //   share a subscription — against the same schema without rules (one subscription shared by all); every row is
 //   visible to every principal, so both deliver the same rows.
@@ -87,8 +90,13 @@ enum ServerBenchmark {
 
     /// One measured run.
     struct Figure {
+        /// From just before the writer's commit (a durable `Store.apply`) to the row's arrival.
         var p50: Double?
         var p99: Double?
+        /// From the moment the commit was durable (``Store/observeCommits(_:)``) to the row's arrival: the latency
+        /// cases of an in-process store only (`nil` otherwise; for raw gRPC, `p50` and `p99` are the same thing).
+        var commitP50: Double? = nil
+        var commitP99: Double? = nil
         var changesPerSecond: Double
         /// Seconds from the first commit until the writer's last commit returned (the rest is the pipeline's drain).
         var writerSeconds: Double = 0
@@ -145,7 +153,8 @@ enum ServerBenchmark {
         cpu.stop()
         let delivered = Double(self.commits(rowsPerCommit: rows, rate: rate) * rows * clients)
         print(
-            spec, "p50", ms(figure.p50), "p99", ms(figure.p99), "changes/s", count(figure.changesPerSecond),
+            spec, "p50", ms(figure.p50), "p99", ms(figure.p99), "from commit p50", ms(figure.commitP50), "p99",
+            ms(figure.commitP99), "changes/s", count(figure.changesPerSecond),
             "writer done s", String(format: "%.2f", figure.writerSeconds),
             "last row s", String(format: "%.2f", figure.seconds),
             "process cpu s", String(format: "%.2f", cpu.result.cpu),
@@ -192,7 +201,10 @@ enum ServerBenchmark {
     }
 
     /// One benchmark commit: `rows` inserts (with an owner and a team on the rules table's schema).
-    static func write(_ store: Store, index: Int, stamp: Int64, rows: Int, rules: Rules = .plain) async throws {
+    @discardableResult
+    static func write(
+        _ store: Store, index: Int, stamp: Int64, rows: Int, rules: Rules = .plain
+    ) async throws -> CommitResult {
         try await store.apply(self.operations(index: index, stamp: stamp, rows: rows, rules: rules))
     }
 
@@ -252,19 +264,30 @@ enum ServerBenchmark {
             "server benchmark: \(ProcessInfo.processInfo.activeProcessorCount) cores, loopback HTTP/2, one connection per client"
         )
         printer.note("")
-        printer.note("latency at 1,000 commits/s (1-row transactions), commit to client apply, ms")
         printer.note(
-            pad("clients", 8) + pad("meridian p50", 14) + pad("p99", 9) + pad("raw p50", 10) + pad("raw p99", 9))
+            "latency at 1,000 commits/s (1-row transactions) to the client's decoded batch, ms: from the moment the "
+                + "commit was durable, and from just before the writer's durable commit (the flush included)")
+        printer.note(
+            pad("clients", 8) + pad("from commit p50", 17) + pad("p99", 9) + pad("from write p50", 16)
+                + pad("p99", 9) + pad("raw p50", 10) + pad("raw p99", 9))
         for clients in [1, 10, 100] {
             let meridian = try await self.meridian(clients: clients, rowsPerCommit: 1, rate: 1_000)
             let raw = try await self.raw(clients: clients, rowsPerCommit: 1, rate: 1_000)
             printer.note(
-                pad("\(clients)", 8) + pad(ms(meridian.p50), 14) + pad(ms(meridian.p99), 9) + pad(ms(raw.p50), 10)
-                    + pad(ms(raw.p99), 9))
-            if let p99 = meridian.p99 {
+                pad("\(clients)", 8) + pad(ms(meridian.commitP50), 17) + pad(ms(meridian.commitP99), 9)
+                    + pad(ms(meridian.p50), 16) + pad(ms(meridian.p99), 9) + pad(ms(raw.p50), 10) + pad(ms(raw.p99), 9))
+            if let p99 = meridian.commitP99 {
                 figures.append(
                     BenchFigure(
                         bench: "server", name: "p99 commit to client at 1,000 commits/s, \(clients) clients",
+                        value: p99, unit: "ms", ceiling: raw.p99))
+            }
+            if let p99 = meridian.p99 {
+                figures.append(
+                    BenchFigure(
+                        bench: "server",
+                        name: "p99 write to client (the durable commit included) at 1,000 commits/s, "
+                            + "\(clients) clients",
                         value: p99, unit: "ms", ceiling: raw.p99))
             }
         }
@@ -411,6 +434,9 @@ enum ServerBenchmark {
         let server = MeridianServer(
             store: store, configuration: configuration, logger: logger, authenticator: authenticator)
         let nextClient = Atomic<Int>(0)
+        // The latency cases also time each row from its commit's durable moment.
+        let clock = rate == nil ? nil : CommitClock()
+        if let clock { store.observeCommits { seq in clock.committed(seq) } }
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await server.run() }
             defer { server.beginGracefulShutdown() }
@@ -425,6 +451,8 @@ enum ServerBenchmark {
                         writerConnection, indices: Array(0..<commits), window: pipelineWindow, rows: rowsPerCommit)
                 }
             }
+            var commitInstant: (@Sendable (Int64) -> Int64?)? = nil
+            if let clock { commitInstant = { stamp in clock.instant(ofStamp: stamp) } }
             let results = try await self.drive(
                 clients: clients, rowsPerCommit: rowsPerCommit, rate: rate, writers: writers,
                 connect: { [tokens] collector, ready, expected in
@@ -435,9 +463,11 @@ enum ServerBenchmark {
                         predicate: rules == .offDistinct ? "qty > \(-1 - index)" : "", metadata: metadata)
                 },
                 write: { index, stamp in
-                    try await self.write(store, index: index, stamp: stamp, rows: rowsPerCommit, rules: rules)
+                    let result = try await self.write(
+                        store, index: index, stamp: stamp, rows: rowsPerCommit, rules: rules)
+                    clock?.wrote(stamp: stamp, seq: result.seq)
                 },
-                writeAll: writeAll)
+                writeAll: writeAll, commitInstant: commitInstant)
             writerConnection?.beginGracefulShutdown()
             server.beginGracefulShutdown()
             try await group.waitForAll()
@@ -570,7 +600,7 @@ enum ServerBenchmark {
                 requestProducer: { writer in for await request in requests { try await writer.write(request) } },
                 onResponse: { response in
                     var received = 0
-                    var latencies: [Int64] = []
+                    var arrivals: [Arrival] = []
                     for try await message in response.messages {
                         switch message.kind {
                         case .batch(let batch):
@@ -580,7 +610,7 @@ enum ServerBenchmark {
                                 if delta.snapshot { ready() }
                                 for row in delta.entered {
                                     if case .intValue(let stamp) = row.values["stamp"]?.kind {
-                                        latencies.append(now - stamp)
+                                        arrivals.append(Arrival(stamp: stamp, at: now))
                                     }
                                 }
                                 received += delta.entered.count
@@ -590,7 +620,7 @@ enum ServerBenchmark {
                         if received >= expected { break }
                     }
                     continuation.finish()
-                    collector.finish(latencies: latencies, rows: received)
+                    collector.finish(arrivals: arrivals, rows: received)
                 })
         }
     }
@@ -673,7 +703,7 @@ enum ServerBenchmark {
                 options: .defaults
             ) { response in
                 var received = 0
-                var latencies: [Int64] = []
+                var arrivals: [Arrival] = []
                 var first = true
                 for try await message in response.messages {
                     if first {
@@ -684,13 +714,15 @@ enum ServerBenchmark {
                     let now = self.now()
                     for delta in message.batch.deltas {
                         for row in delta.entered {
-                            if case .intValue(let stamp) = row.values["stamp"]?.kind { latencies.append(now - stamp) }
+                            if case .intValue(let stamp) = row.values["stamp"]?.kind {
+                                arrivals.append(Arrival(stamp: stamp, at: now))
+                            }
                         }
                         received += delta.entered.count
                     }
                     if received >= expected { break }
                 }
-                collector.finish(latencies: latencies, rows: received)
+                collector.finish(arrivals: arrivals, rows: received)
             }
         }
     }
@@ -704,7 +736,8 @@ enum ServerBenchmark {
         writers: Int = 1,
         connect: @escaping @Sendable (Collector, @escaping @Sendable () -> Void, Int) async throws -> Void,
         write: @escaping @Sendable (Int, Int64) async throws -> Void,
-        writeAll: (@Sendable (Int) async throws -> Void)? = nil
+        writeAll: (@Sendable (Int) async throws -> Void)? = nil,
+        commitInstant: (@Sendable (Int64) -> Int64?)? = nil
     ) async throws -> Figure {
         let commits = self.commits(rowsPerCommit: rowsPerCommit, rate: rate)
         let expected = commits * rowsPerCommit
@@ -742,29 +775,71 @@ enum ServerBenchmark {
             let writerDone = self.now()
             try await group.waitForAll()
             let seconds = Double(collector.lastFinish - start) / 1e9
-            let latencies = collector.latencies.sorted()
-            func percentile(_ p: Double) -> Double? {
+            let arrivals = collector.arrivals
+            let latencies = arrivals.map { $0.at - $0.stamp }.sorted()
+            func percentile(_ latencies: [Int64], _ p: Double) -> Double? {
                 latencies.isEmpty
                     ? nil : Double(latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))]) / 1e6
             }
-            return Figure(
-                p50: percentile(0.5), p99: percentile(0.99), changesPerSecond: Double(expected * clients) / seconds,
-                writerSeconds: Double(writerDone - start) / 1e9, seconds: seconds)
+            var figure = Figure(
+                p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99),
+                changesPerSecond: Double(expected * clients) / seconds, writerSeconds: Double(writerDone - start) / 1e9,
+                seconds: seconds)
+            if let commitInstant {
+                var fromCommit: [Int64] = []
+                fromCommit.reserveCapacity(arrivals.count)
+                for arrival in arrivals {
+                    guard let committed = commitInstant(arrival.stamp) else {
+                        throw BulkBenchmark.BenchError(description: "a row arrived whose commit was not observed")
+                    }
+                    fromCommit.append(arrival.at - committed)
+                }
+                fromCommit.sort()
+                figure.commitP50 = percentile(fromCommit, 0.5)
+                figure.commitP99 = percentile(fromCommit, 0.99)
+            }
+            return figure
         }
     }
 
-    /// Gathers every client's latencies and the time the last one finished.
+    /// A row's arrival at a client: the stamp its writer gave it and the time it arrived (`now()`, nanoseconds).
+    struct Arrival {
+        var stamp: Int64
+        var at: Int64
+    }
+
+    /// Gathers every client's arrivals and the time the last one finished.
     final class Collector: Sendable {
-        private let state = Mutex<(latencies: [Int64], last: Int64)>(([], 0))
-        func finish(latencies: [Int64], rows: Int) {
+        private let state = Mutex<(arrivals: [Arrival], last: Int64)>(([], 0))
+        func finish(arrivals: [Arrival], rows: Int) {
             let now = ServerBenchmark.now()
             self.state.withLock {
-                $0.latencies += latencies
+                $0.arrivals += arrivals
                 $0.last = max($0.last, now)
             }
         }
-        var latencies: [Int64] { self.state.withLock { $0.latencies } }
+        var arrivals: [Arrival] { self.state.withLock { $0.arrivals } }
         var lastFinish: Int64 { self.state.withLock { $0.last } }
+    }
+
+    /// When each commit of a latency case became durable, by the stamp its rows carry: the store's commit observer
+    /// (``Store/observeCommits(_:)``, called on the committing thread before the fan-out is woken) gives each `seq`
+    /// its moment, and the writer each stamp its `seq` once `Store.apply` returns.
+    final class CommitClock: Sendable {
+        private let state = Mutex<(seqByStamp: [Int64: Int64], instantBySeq: [Int64: Int64])>(([:], [:]))
+
+        func committed(_ seq: Int64) {
+            let now = ServerBenchmark.now()
+            self.state.withLock { $0.instantBySeq[seq] = now }
+        }
+
+        func wrote(stamp: Int64, seq: Int64) {
+            self.state.withLock { $0.seqByStamp[stamp] = seq }
+        }
+
+        func instant(ofStamp stamp: Int64) -> Int64? {
+            self.state.withLock { state in state.seqByStamp[stamp].flatMap { state.instantBySeq[$0] } }
+        }
     }
 
     static func pad(_ text: String, _ width: Int) -> String {

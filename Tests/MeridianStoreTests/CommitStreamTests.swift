@@ -1,5 +1,6 @@
 import MeridianCore
 import MeridianStore
+import Synchronization
 import Testing
 
 @Suite struct CommitStreamTests {
@@ -15,6 +16,26 @@ import Testing
             #expect(await iterator.next() == 2)
             try await store.apply([.update("Tag", id: "b", ["name": "y"]), .delete("Tag", id: "a")])
             #expect(await iterator.next() == 4)
+        }
+    }
+
+    @Test(
+        "the commit observer sees each of the store's own commits, before commits() offers it",
+        .timeLimit(.minutes(5)), arguments: StoreVariant.allCases)
+    func observer(variant: StoreVariant) async throws {
+        try await withStore(variant) { store in
+            let observed = Mutex<[Int64]>([])
+            store.observeCommits { seq in observed.withLock { $0.append(seq) } }
+            var iterator = store.commits().makeAsyncIterator()
+            #expect(await iterator.next() == 0)
+            var committed: [Int64] = []
+            for name in ["a", "b", "c"] {
+                committed.append(try await store.apply([.insert("Tag", id: name, ["name": "x"])]).seq)
+                let offered = await iterator.next()
+                #expect(offered == committed.last)
+                #expect(observed.withLock { $0.last } == offered)
+            }
+            #expect(observed.withLock { $0 } == committed)
         }
     }
 

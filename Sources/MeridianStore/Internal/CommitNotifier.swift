@@ -31,8 +31,16 @@ final class CommitNotifier: Sendable {
         _ = self.state.withLock { $0.subscribers.removeValue(forKey: id) }
     }
 
-    /// After the store's own commit: every subscriber.
+    /// Called with each of the store's own commits before its subscribers are offered it (``Store/observeCommits(_:)``).
+    private let observer = Mutex<(@Sendable (Int64) -> Void)?>(nil)
+
+    func observe(_ observer: @escaping @Sendable (Int64) -> Void) {
+        self.observer.withLock { $0 = observer }
+    }
+
+    /// After the store's own commit: the observer, then every subscriber.
     func publish(_ seq: Int64) {
+        if let observer = self.observer.withLock({ $0 }) { observer(seq) }
         self.state.withLock { state in
             for id in state.subscribers.keys { Self.offer(seq, to: id, &state) }
         }
