@@ -148,8 +148,9 @@ package enum ApplyRequestWireEncoding {
 extension ApplyRequestWireEncoding {
     /// The bytes of the request ``Meridian_V1_ApplyRequest/init(_:policy:idempotencyKey:)`` would build from these
     /// operations, written straight from them: no generated message, no map of wire values per row in between.
-    /// Byte for byte what ``encode(_:)`` writes for that message (the wire map is made with `mapValues`, so its
-    /// entries come in the Core map's order).
+    /// Byte for byte what ``encode(_:)`` writes for that message when the operations keep their values in
+    /// dictionaries (the wire map is made with `mapValues`, so its entries come in the Core map's order); an
+    /// operation kept compactly writes its entries in its layout's order (a map's order carries no meaning).
     package static func encode(
         _ operations: [WriteOperation], policy: ConflictPolicy, clientTag: String = "", idempotencyKey: String = ""
     ) -> [UInt8] {
@@ -192,7 +193,7 @@ extension ApplyRequestWireEncoding {
         out.varint(UInt64(Meridian_V1_Operation.Kind(operation.kind).rawValue))
         out.string(field: 2, operation.entity)
         if let id = operation.id { out.string(field: 3, id, always: true) }
-        for (name, value) in operation.values { out.valueEntry(tag: 0x22, name, value) }
+        operation.forEachValue { name, value in out.valueEntry(tag: 0x22, name, value) }
         if let expectedVersion = operation.expectedVersion {
             out.byte(0x28)
             out.varint(UInt64(bitPattern: expectedVersion))
@@ -204,7 +205,7 @@ extension ApplyRequestWireEncoding {
         var size = 2
         if !operation.entity.isEmpty { size += DeltaWireEncoding.fieldSize(operation.entity.utf8.count) }
         if let id = operation.id { size += DeltaWireEncoding.fieldSize(id.utf8.count) }
-        for (name, value) in operation.values { size += DeltaWireEncoding.valueEntrySize(name, value) }
+        operation.forEachValue { name, value in size += DeltaWireEncoding.valueEntrySize(name, value) }
         if let expectedVersion = operation.expectedVersion {
             size += 1 + DeltaWireEncoding.varintSize(UInt64(bitPattern: expectedVersion))
         }

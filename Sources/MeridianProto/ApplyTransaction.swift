@@ -58,11 +58,13 @@ extension ApplyRequestWireDecoding {
         var policy = ConflictPolicy.storeWins
         var clientTag = ""
         var idempotencyKey = ""
+        var scratch = OperationScratch()
         while !reader.atEnd {
             guard let (field, wireType) = reader.tag() else { return nil }
             switch (field, wireType) {
             case (1, 2):
-                guard let body = reader.lengthDelimited(), let (operation, idBytes) = self.coreOperation(body) else {
+                guard let body = reader.lengthDelimited(), let (operation, idBytes) = self.coreOperation(body, &scratch)
+                else {
                     return nil
                 }
                 if operations.isEmpty {
@@ -91,17 +93,32 @@ extension ApplyRequestWireDecoding {
             clientTag: clientTag, idempotencyKey: idempotencyKey)
     }
 
-    /// An operation and its id's byte length, as ``Meridian_V1_Operation/decoded()`` converts it; `nil` when that
+    /// What reading a request's operations keeps from one to the next: the last layout of values' names (operations
+    /// of one shape share it, and it is compared with the next one's names, not hashed), and the arrays an
+    /// operation's names and values are gathered in.
+    struct OperationScratch {
+        var layout: RowLayout?
+        var names: [String] = []
+        var values: [Value] = []
+        /// Where values are put in another layout's order, and which of its positions are set.
+        var placed: [Value] = []
+        var filled: [Bool] = []
+    }
+
+    /// An operation and its id's byte length, as ``Meridian_V1_Operation/decoded()`` converts it (its values kept
+    /// compactly, in a layout shared with the previous operation's when the names are the same); `nil` when that
     /// would throw or the bytes are unusual.
-    static func coreOperation(_ bytes: UnsafeRawBufferPointer) -> (WriteOperation, Int)? {
+    static func coreOperation(_ bytes: UnsafeRawBufferPointer, _ scratch: inout OperationScratch) -> (
+        WriteOperation, Int
+    )? {
         var reader = SyncResponseWireDecoding.Reader(bytes)
         var kind: WriteOperation.Kind?
         var entity = ""
         var id: String?
         var idBytes = 0
-        var values: [String: Value] = [:]
         var expectedVersion: Int64?
-        var entries = 0
+        scratch.names.removeAll(keepingCapacity: true)
+        scratch.values.removeAll(keepingCapacity: true)
         while !reader.atEnd {
             guard let (field, wireType) = reader.tag() else { return nil }
             switch (field, wireType) {
@@ -128,11 +145,8 @@ extension ApplyRequestWireDecoding {
                 else {
                     return nil
                 }
-                if entries == 0 {
-                    values = Dictionary(minimumCapacity: SyncResponseWireDecoding.count(ofField: 4, in: bytes))
-                }
-                entries += 1
-                values[name] = value
+                scratch.names.append(name)
+                scratch.values.append(value)
             case (5, 0):
                 guard let raw = reader.varint() else { return nil }
                 expectedVersion = Int64(bitPattern: raw)
@@ -140,11 +154,61 @@ extension ApplyRequestWireDecoding {
                 return nil
             }
         }
-        guard let kind, kind == .insert || id != nil, kind != .delete || values.isEmpty else { return nil }
-        return (
-            WriteOperation(kind: kind, entity: entity, id: id, values: values, expectedVersion: expectedVersion),
-            idBytes
-        )
+        guard let kind, kind == .insert || id != nil, kind != .delete || scratch.names.isEmpty else { return nil }
+        let operation: WriteOperation
+        if scratch.names.isEmpty {
+            operation = WriteOperation(kind: kind, entity: entity, id: id, expectedVersion: expectedVersion)
+        } else if let layout = self.layout(of: &scratch) {
+            operation = scratch.values.withUnsafeBufferPointer {
+                WriteOperation(
+                    kind: kind, entity: entity, id: id, layout: layout, values: $0, expectedVersion: expectedVersion)
+            }
+        } else {
+            // A name given twice: the last value wins, as in a decoded map.
+            var values = [String: Value](minimumCapacity: scratch.names.count)
+            for (name, value) in zip(scratch.names, scratch.values) { values[name] = value }
+            operation = WriteOperation(
+                kind: kind, entity: entity, id: id, values: values, expectedVersion: expectedVersion)
+        }
+        return (operation, idBytes)
+    }
+
+    /// The layout of the names gathered in `scratch`: the previous operation's when they are the same names, in the
+    /// same order or in another (a map's entries come in any order: swift-protobuf and a Swift dictionary give each
+    /// operation its own; the values are then put in the layout's order); else a new one in this operation's order,
+    /// kept for the next. `nil` when a name repeats (the names and values are then left as they came).
+    static func layout(of scratch: inout OperationScratch) -> RowLayout? {
+        if let layout = scratch.layout {
+            if layout.names == scratch.names { return layout }
+            if layout.count == scratch.names.count, self.reorder(&scratch, as: layout) { return layout }
+        }
+        let names = scratch.names
+        if names.count <= 8 {
+            for i in names.indices.dropFirst() where names[..<i].contains(names[i]) { return nil }
+        } else if Set(names).count != names.count {
+            return nil
+        }
+        let layout = RowLayout(names: names)
+        scratch.layout = layout
+        return layout
+    }
+
+    /// Puts the values gathered in `scratch` in the order of `layout`, which has as many names, when those are the
+    /// names gathered, each once; else leaves them as they are and returns `false`.
+    private static func reorder(_ scratch: inout OperationScratch, as layout: RowLayout) -> Bool {
+        let count = layout.count
+        scratch.placed.removeAll(keepingCapacity: true)
+        scratch.placed.append(contentsOf: repeatElement(Value.null, count: count))
+        scratch.filled.removeAll(keepingCapacity: true)
+        scratch.filled.append(contentsOf: repeatElement(false, count: count))
+        for (i, name) in scratch.names.enumerated() {
+            guard let position = layout.position(of: name), !scratch.filled[position] else { return false }
+            scratch.filled[position] = true
+            scratch.placed[position] = scratch.values[i]
+        }
+        // Every position filled once: the same names. (The names stay in their order; only the values are used.)
+        swap(&scratch.values, &scratch.placed)
+        return true
     }
 
     /// A wire `Value` in Core terms (no case set: null, as the protocol says); `nil` for NaN or anything unusual.

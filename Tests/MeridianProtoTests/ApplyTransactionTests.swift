@@ -73,7 +73,7 @@ import Testing
         }
     }
 
-    @Test("an import's plain insert is read straight, its map sized to its entries")
+    @Test("an import's plain insert is read straight, its values kept compactly")
     func plainInsert() throws {
         let message = Meridian_V1_ApplyRequest(
             [.insert("Bench", id: "r1", ["title": "row 1", "stamp": .int(1), "qty": .int(1)])])
@@ -82,7 +82,44 @@ import Testing
         let operation = try #require(try plain.operations.get().first)
         #expect(
             operation == WriteOperation.insert("Bench", id: "r1", ["title": "row 1", "stamp": .int(1), "qty": .int(1)]))
-        #expect(operation.values.capacity < 8)
+        #expect(operation.withCompactValues { layout, values in layout.count == 3 && values.count == 3 } == true)
         #expect(plain.idByteCounts == [2])
+    }
+
+    @Test("operations of one shape share one layout of their names; a name given twice keeps its last value")
+    func layouts() throws {
+        let message = Meridian_V1_ApplyRequest([
+            .insert("Bench", id: "r1", ["title": "a", "qty": .int(1)]),
+            .insert("Bench", id: "r2", ["title": "b", "qty": .int(2)]),
+            .update("Bench", id: "r1", ["qty": .int(3)]),
+        ])
+        let bytes: [UInt8] = try message.serializedBytes()
+        let plain = try #require(bytes.withUnsafeBytes { ApplyRequestWireDecoding.plainTransaction($0) })
+        let operations = try plain.operations.get()
+        #expect(operations == (try ApplyTransaction(message).operations.get()))
+        let layouts = operations.map { $0.withCompactValues { layout, _ in ObjectIdentifier(layout) } }
+        #expect(layouts[0] != nil && layouts[0] == layouts[1] && layouts[2] != layouts[0])
+
+        // One operation whose map names `qty` twice (two messages' bytes merged, as protobuf allows): the last wins.
+        var first = Meridian_V1_Operation()
+        first.kind = .insert
+        first.entity = "Bench"
+        first.id = "r1"
+        first.values = ["qty": Meridian_V1_Value(.int(1)), "title": Meridian_V1_Value(.string("a"))]
+        var second = Meridian_V1_Operation()
+        second.values = ["qty": Meridian_V1_Value(.int(2))]
+        let operationBytes: [UInt8] = try first.serializedBytes() + second.serializedBytes()
+        var request: [UInt8] = [0x0A]
+        var length = UInt64(operationBytes.count)
+        while length >= 0x80 {
+            request.append(UInt8(truncatingIfNeeded: length) | 0x80)
+            length >>= 7
+        }
+        request.append(UInt8(length))
+        request += operationBytes
+        let decoded = try Meridian_V1_ApplyRequest(serializedBytes: request)
+        let merged = try #require(request.withUnsafeBytes { ApplyRequestWireDecoding.plainTransaction($0) })
+        #expect(try merged.operations.get() == (try ApplyTransaction(decoded).operations.get()))
+        #expect(try merged.operations.get().first?.values == ["qty": .int(2), "title": .string("a")])
     }
 }

@@ -67,9 +67,10 @@ struct ImportCommand: AsyncParsableCommand {
             let chunks = stride(from: 0, to: items.count, by: batchSize).map { $0..<min($0 + batchSize, items.count) }
             let transactions = chunks.map { chunk in
                 items[chunk].map { item in
-                    WriteOperation(
-                        kind: upsert && item.id != nil ? .upsert : .insert, entity: entity.name, id: item.id,
-                        values: item.values)
+                    var operation = item.insert
+                    operation.kind = upsert && item.id != nil ? .upsert : .insert
+                    operation.entity = entity.name
+                    return operation
                 }
             }
             let done = Mutex(0)

@@ -15,8 +15,29 @@ enum ImportReader {
     /// One row to write and the line it came from.
     struct Item: Sendable, Equatable {
         var line: Int
-        var id: String?
-        var values: [String: Value]
+        /// The row as an insert of no entity in particular (its id and values; the command sets the kind and the
+        /// entity): a CSV row's values kept compactly, in the layout of the header's attribute columns.
+        var insert: WriteOperation
+
+        var id: String? {
+            get { self.insert.id }
+            set { self.insert.id = newValue }
+        }
+
+        var values: [String: Value] {
+            get { self.insert.values }
+            set { self.insert.values = newValue }
+        }
+
+        init(line: Int, id: String?, values: [String: Value]) {
+            self.line = line
+            self.insert = WriteOperation(kind: .insert, entity: "", id: id, values: values)
+        }
+
+        init(line: Int, id: String?, layout: RowLayout, values: UnsafeBufferPointer<Value>) {
+            self.line = line
+            self.insert = WriteOperation(kind: .insert, entity: "", id: id, layout: layout, values: values)
+        }
     }
 
     /// An input format.
@@ -88,30 +109,43 @@ enum ImportReader {
     private static func items(_ records: ArraySlice<CSV.Record>, columns: [Attribute?]) throws(CLIError) -> [Item] {
         var items: [Item] = []
         items.reserveCapacity(records.count)
-        // Each row's map made at its size once, not grown entry by entry.
-        let attributeCount = columns.count { $0 != nil }
+        // A row that gives every column keeps its values in the columns' layout, shared by all such rows (no map per
+        // row to hash each name into); one that leaves a required attribute out (its default applies) keeps a map.
+        let layout = RowLayout(names: columns.compactMap { $0?.name })
+        var values: [Value] = []
+        values.reserveCapacity(layout.count)
         for record in records {
             guard record.fields.count == columns.count else {
                 throw CLIError.badInput(
                     "line \(record.line): \(record.fields.count) fields, but the header has \(columns.count)")
             }
-            var item = Item(line: record.line, id: nil, values: Dictionary(minimumCapacity: attributeCount))
+            values.removeAll(keepingCapacity: true)
+            var id: String?
+            var omitted: [Int] = []  // positions in `layout` of required attributes not given
             for (field, column) in zip(record.fields, columns) {
                 guard let attribute = column else {
-                    item.id = field.text.isEmpty ? nil : field.text
+                    id = field.text.isEmpty ? nil : field.text
                     continue
                 }
                 if field.text.isEmpty, !(field.quoted && attribute.type == .string) {
-                    if attribute.isOptional { item.values[attribute.name] = .null }
+                    if !attribute.isOptional { omitted.append(values.count) }
+                    values.append(.null)  // for a required attribute, a placeholder left out below
                     continue
                 }
                 do {
-                    item.values[attribute.name] = try ValueParsing.parse(field.text, as: attribute.type)
+                    values.append(try ValueParsing.parse(field.text, as: attribute.type))
                 } catch {
                     throw CLIError.badInput("line \(record.line), column '\(attribute.name)': \(error.message)")
                 }
             }
-            items.append(item)
+            if omitted.isEmpty {
+                items.append(
+                    values.withUnsafeBufferPointer { Item(line: record.line, id: id, layout: layout, values: $0) })
+            } else {
+                var map = [String: Value](minimumCapacity: layout.count)
+                for (i, name) in layout.names.enumerated() where !omitted.contains(i) { map[name] = values[i] }
+                items.append(Item(line: record.line, id: id, values: map))
+            }
         }
         return items
     }

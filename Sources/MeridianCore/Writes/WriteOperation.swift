@@ -15,6 +15,13 @@
 ///     .delete("Item", id: "c"),
 /// ], policy: .storeWins)
 /// ```
+///
+/// An operation read from the wire or from a file keeps its values compactly, one per name of a ``RowLayout`` that
+/// the operations read with it share (a `.null` there is an explicit null, as in the dictionary), instead of a
+/// dictionary of its own: the server, the CLI and the client library's encoder read them in place, and hashing
+/// every name into a dictionary per row was a good part of decoding and validating an `Apply` (perf). Reading
+/// `values` then builds the dictionary; how an operation keeps its values never shows in its behaviour (equality
+/// and hashing are by content).
 public struct WriteOperation: Sendable, Hashable {
     /// What the operation does.
     public enum Kind: String, Sendable, Hashable, CaseIterable {
@@ -35,7 +42,28 @@ public struct WriteOperation: Sendable, Hashable {
     /// The row's id; may be `nil` only for an insert into an entity whose id policy is `auto`.
     public var id: String?
     /// The attributes to set (all of them for an insert, only the changed ones for an update).
-    public var values: [String: Value]
+    public var values: [String: Value] {
+        get {
+            if let compact = self.compact { return Self.dictionary(of: compact) }
+            return self.dictionary
+        }
+        set {
+            self.dictionary = newValue
+            self.compact = nil
+        }
+        _modify {
+            if let compact = self.compact {
+                self.dictionary = Self.dictionary(of: compact)
+                self.compact = nil
+            }
+            yield &self.dictionary
+        }
+    }
+    /// The values by name when `compact` is nil; empty otherwise.
+    private var dictionary: [String: Value]
+    /// The compact form: one value per name of the buffer's layout, each set (`.null` an explicit null); nil for an
+    /// operation kept in `dictionary`. (`nonisolated(unsafe)`: a buffer is never written once shared, as `Row`'s.)
+    nonisolated(unsafe) private var compact: RowValueBuffer?
     /// The row version the writer last saw; a different current version is a conflict unless resolved.
     public var expectedVersion: Int64?
 
@@ -46,8 +74,96 @@ public struct WriteOperation: Sendable, Hashable {
         self.kind = kind
         self.entity = entity
         self.id = id
-        self.values = values
+        self.dictionary = values
+        self.compact = nil
         self.expectedVersion = expectedVersion
+    }
+
+    /// Creates an operation setting each name of `layout` to the value at its position (`.null`: to null).
+    package init(
+        kind: Kind, entity: String, id: String?, layout: RowLayout, values: UnsafeBufferPointer<Value>,
+        expectedVersion: Int64? = nil
+    ) {
+        self.kind = kind
+        self.entity = entity
+        self.id = id
+        self.dictionary = [:]
+        self.compact = layout.count == 0 ? nil : RowValueBuffer.make(layout, values)
+        self.expectedVersion = expectedVersion
+    }
+
+    private static func dictionary(of buffer: RowValueBuffer) -> [String: Value] {
+        let names = buffer.layout.names
+        return buffer.withValues { values in
+            var dictionary = [String: Value](minimumCapacity: values.count)
+            for (i, value) in values.enumerated() { dictionary[names[i]] = value }
+            return dictionary
+        }
+    }
+
+    /// The number of attributes set (`values.count`).
+    package var valueCount: Int {
+        if let compact = self.compact { return compact.layout.count }
+        return self.dictionary.count
+    }
+
+    /// Calls `body` with each attribute set and its value (`.null` for one set to null), in no particular order.
+    @inline(__always)
+    package func forEachValue(_ body: (String, Value) throws -> Void) rethrows {
+        if let compact = self.compact {
+            let names = compact.layout.names
+            try compact.withValues { values in
+                for i in values.indices { try body(names[i], values[i]) }
+            }
+        } else {
+            for (name, value) in self.dictionary { try body(name, value) }
+        }
+    }
+
+    /// The compact form's layout and values, or `nil` for an operation that keeps a dictionary.
+    @inline(__always)
+    package func withCompactValues<R>(_ body: (RowLayout, UnsafeBufferPointer<Value>) throws -> R) rethrows -> R? {
+        guard let compact = self.compact else { return nil }
+        return try compact.withValues { try body(compact.layout, $0) }
+    }
+
+    /// The value set for `name`, or `nil` when the operation does not set it.
+    package func value(named name: String) -> Value? {
+        if let compact = self.compact {
+            guard let position = compact.layout.position(of: name) else { return nil }
+            return compact[position]
+        }
+        return self.dictionary[name]
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        guard lhs.kind == rhs.kind, lhs.entity == rhs.entity, lhs.id == rhs.id,
+            lhs.expectedVersion == rhs.expectedVersion, lhs.valueCount == rhs.valueCount
+        else { return false }
+        if let a = lhs.compact, let b = rhs.compact, a.layout === b.layout || a.layout.names == b.layout.names {
+            return a === b || a.withValues { a in b.withValues { b in a.elementsEqual(b) } }
+        }
+        var equal = true
+        lhs.forEachValue { name, value in
+            if equal, rhs.value(named: name) != value { equal = false }
+        }
+        return equal
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(self.kind)
+        hasher.combine(self.entity)
+        hasher.combine(self.id)
+        hasher.combine(self.expectedVersion)
+        // Order-independent, as the values' names come in no particular order.
+        var combined = 0
+        self.forEachValue { name, value in
+            var element = hasher
+            element.combine(name)
+            element.combine(value)
+            combined ^= element.finalize()
+        }
+        hasher.combine(combined)
     }
 
     /// An insert; without an id, the store generates one (a time-ordered UUID) if the entity's id policy is `auto`.

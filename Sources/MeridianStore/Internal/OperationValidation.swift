@@ -75,8 +75,9 @@ enum OperationValidation {
         func prepare(_ operations: [WriteOperation]) throws(StoreError) -> [PreparedOperation] {
             var out: [PreparedOperation] = []
             out.reserveCapacity(operations.count)
+            var positions = Positions()
             for (index, operation) in operations.enumerated() {
-                if let prepared = self.quick(operation, index: index) {
+                if let prepared = self.quick(operation, index: index, positions: &positions) {
                     out.append(prepared)
                 } else {
                     out.append(try OperationValidation.prepare(operation, index: index, schema: self.schema))
@@ -97,8 +98,31 @@ enum OperationValidation {
             return out
         }
 
+        /// Where the attributes of an entity (in `byName` order) are in a layout of operations' values, `-1` for one
+        /// the layout does not name: worked out once for the operations of a request that share a layout.
+        struct Positions {
+            var layout: RowLayout?
+            var entity = ""
+            var positions: [Int] = []
+
+            mutating func of(_ layout: RowLayout, in entity: Entity) -> [Int] {
+                if self.layout !== layout || self.entity != entity.schema.name {
+                    self.layout = layout
+                    self.entity = entity.schema.name
+                    self.positions = entity.byName.map { layout.position(of: $0.name) ?? -1 }
+                }
+                return self.positions
+            }
+        }
+
         /// The prepared operation if it is valid and of the common shape, else `nil` (the general way decides).
         func quick(_ operation: WriteOperation, index: Int) -> PreparedOperation? {
+            var positions = Positions()
+            return self.quick(operation, index: index, positions: &positions)
+        }
+
+        /// ``quick(_:index:)``, with the positions of the previous operation's layout.
+        func quick(_ operation: WriteOperation, index: Int, positions: inout Positions) -> PreparedOperation? {
             guard let entity = self.entities[operation.entity] else { return nil }
             if let given = operation.id {
                 guard !given.isEmpty, !given.utf8.contains(0) else { return nil }
@@ -108,22 +132,48 @@ enum OperationValidation {
             // Generated only once the operation is accepted: one the general way would replace is not drawn.
             var id: String { operation.id ?? RandomID.uuidString() }
             if operation.kind == .delete {
-                guard operation.values.isEmpty else { return nil }
+                guard operation.valueCount == 0 else { return nil }
                 return PreparedOperation(
                     index: index, kind: .delete, shared: entity.shared, id: id, columns: [], values: [],
                     expectedVersion: operation.expectedVersion)
             }
+            let checked = operation.withCompactValues { layout, given in
+                let at = positions.of(layout, in: entity)
+                return self.check(operation, index: index, entity: entity, id: id, count: given.count) { i in
+                    // Not `nil`: `Value` is expressible by `nil`, which would read as a value set to null.
+                    at[i] < 0 ? Value?.none : given[at[i]]
+                }
+            }
+            if let checked { return checked }
             let given = operation.values
+            return self.check(operation, index: index, entity: entity, id: id, count: given.count) { i in
+                given[entity.byName[i].name]
+            }
+        }
+
+        /// The prepared operation if its `count` values, `given(i)` the one for the `i`-th attribute of
+        /// `entity.byName` (`nil` for one not set), are valid and of the common shape, else `nil`.
+        @inline(__always)
+        private func check(
+            _ operation: WriteOperation, index: Int, entity: Entity, id: @autoclosure () -> String, count: Int,
+            given: (Int) -> Value?
+        ) -> PreparedOperation? {
             var values: [Value] = []
-            values.reserveCapacity(given.count)
+            values.reserveCapacity(count)
             var found = 0
-            var all = given.count == entity.byName.count
+            var all = count == entity.byName.count
             var requiredGiven = 0
-            for attribute in entity.byName {
-                guard let value = given[attribute.name] else {
-                    all = false
+            var set: [Bool] = []
+            for (i, attribute) in entity.byName.enumerated() {
+                guard let value = given(i) else {
+                    if all {
+                        all = false
+                        set = Array(repeating: true, count: i)
+                    }
+                    set.append(false)
                     continue
                 }
+                if !all { set.append(true) }
                 found += 1
                 switch (value, attribute.type) {
                 case (.null, _):
@@ -146,7 +196,7 @@ enum OperationValidation {
                 }
                 if attribute.isRequiredOnInsert { requiredGiven += 1 }
             }
-            guard found == given.count else { return nil }  // a name that is not an attribute
+            guard found == count else { return nil }  // a name that is not an attribute
             if operation.kind == .insert, requiredGiven != entity.requiredCount { return nil }
             var columns: [String]
             if all {
@@ -154,10 +204,10 @@ enum OperationValidation {
             } else {
                 columns = []
                 columns.reserveCapacity(found)
-                for attribute in entity.byName where given[attribute.name] != nil { columns.append(attribute.name) }
+                for (i, attribute) in entity.byName.enumerated() where set[i] { columns.append(attribute.name) }
             }
             return PreparedOperation(
-                index: index, kind: operation.kind, shared: entity.shared, id: id, columns: columns, values: values,
+                index: index, kind: operation.kind, shared: entity.shared, id: id(), columns: columns, values: values,
                 expectedVersion: operation.expectedVersion)
         }
     }
