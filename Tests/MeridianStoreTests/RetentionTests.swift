@@ -1,6 +1,8 @@
+import GRDB
 import MeridianCore
-import MeridianStore
 import Testing
+
+@testable import MeridianStore
 
 @Suite struct RetentionTests {
     @Test(
@@ -76,6 +78,38 @@ import Testing
                 return
             }
             #expect(one.changes.map(\.seq) == [2] && one.hasMore && one.throughSeq == 2)
+        }
+    }
+
+    @Test(
+        "a feed transaction whose body throws is ended: the feed's next reads see later commits",
+        arguments: StoreVariant.allCases)
+    func feedTransactionThatThrows(variant: StoreVariant) async throws {
+        struct Stop: Error {}
+        try await withStore(variant) { store in
+            let feed = try store.changeFeed()
+            defer { feed.close() }
+            try await store.apply([.insert("Tag", id: "a", ["name": "x"])])
+            for round in 0..<2 {
+                #expect(throws: StoreError.self) {  // the body's error, wrapped as the feed wraps its reads' errors
+                    try feed.withTransaction { transaction in
+                        _ = try transaction.changes(after: 0)
+                        throw Stop()
+                    }
+                }
+                // Not left inside the read transaction (whose snapshot would hide every later commit).
+                if let queue = feed.connection as? DatabaseQueue {
+                    #expect(queue.inDatabase { $0.isInsideTransaction } == false)
+                }
+                let seq = try await store.apply([.insert("Tag", id: "b\(round)", ["name": "y"])]).seq
+                #expect(try feed.latestSeq() == seq)
+                let seen = try feed.withTransaction { transaction in try transaction.changes(after: seq - 1) }
+                guard case .changes(let batch) = seen else {
+                    Issue.record("the feed does not see a later commit: \(seen)")
+                    return
+                }
+                #expect(batch.throughSeq == seq)
+            }
         }
     }
 
