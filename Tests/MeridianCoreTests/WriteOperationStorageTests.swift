@@ -57,6 +57,14 @@ import Testing
         }
     }
 
+    @Test("an operation describes itself by its values, however it keeps them")
+    func description() {
+        let compact = Self.compact(.insert, id: "a", [("qty", .int(1))])
+        let plain = WriteOperation(kind: .insert, entity: "Item", id: "a", values: ["qty": .int(1)], expectedVersion: 3)
+        #expect("\(compact)" == "\(plain)")
+        #expect("\(plain)".contains("values: [\"qty\": 1]"), "\(plain)")
+    }
+
     @Test("writing through values turns a compact operation into a dictionary one; copies are not affected")
     func mutation() {
         let original = Self.compact(.insert, id: nil, [("title", .string("a")), ("qty", .int(1))])

@@ -240,3 +240,17 @@ public struct CommitResult: Sendable, Hashable {
         self.rows = rows
     }
 }
+
+extension WriteOperation: CustomReflectable {
+    /// The operation's kind, entity, id, values (by name, however it keeps them) and expected version: what its
+    /// description and `dump` show.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "kind": self.kind, "entity": self.entity, "id": self.id as Any, "values": self.values,
+                "expectedVersion": self.expectedVersion as Any,
+            ],
+            displayStyle: .struct)
+    }
+}
