@@ -15,6 +15,8 @@ final class CommitNotifier: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Called with each of the store's own commits before its subscribers are offered it (``Store/observeCommits(_:)``).
+    private let observer = Mutex<(@Sendable (Int64) -> Void)?>(nil)
     /// The subscribers' pollers running (``CommitPoller``).
     let pollers = PollerCounter()
 
@@ -30,9 +32,6 @@ final class CommitNotifier: Sendable {
     func remove(_ id: Int) {
         _ = self.state.withLock { $0.subscribers.removeValue(forKey: id) }
     }
-
-    /// Called with each of the store's own commits before its subscribers are offered it (``Store/observeCommits(_:)``).
-    private let observer = Mutex<(@Sendable (Int64) -> Void)?>(nil)
 
     func observe(_ observer: @escaping @Sendable (Int64) -> Void) {
         self.observer.withLock { $0 = observer }
