@@ -237,12 +237,7 @@ struct WireCursor {
 
     @inline(__always)
     mutating func varint(_ value: UInt64) {
-        var v = value
-        while v >= 0x80 {
-            self.byte(UInt8(truncatingIfNeeded: v) | 0x80)
-            v >>= 7
-        }
-        self.byte(UInt8(v))
+        self.next += DeltaWireEncoding.writeVarint(value, at: UnsafeMutableRawPointer(self.next))
     }
 
     @inline(__always)

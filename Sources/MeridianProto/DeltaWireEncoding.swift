@@ -253,6 +253,22 @@ package enum DeltaWireEncoding {
         value < 0x80 ? 1 : (64 - value.leadingZeroBitCount + 6) / 7
     }
 
+    /// Writes `value` as a varint at `start`, into memory with room for it (``varintSize(_:)`` bytes), without
+    /// checks; returns the bytes written. (The writers into memory sized up front share it: `WireCursor`, the server's
+    /// `RowBytes`.)
+    @inlinable @inline(__always)
+    package static func writeVarint(_ value: UInt64, at start: UnsafeMutableRawPointer) -> Int {
+        var v = value
+        var written = 0
+        while v >= 0x80 {
+            start.storeBytes(of: UInt8(truncatingIfNeeded: v) | 0x80, toByteOffset: written, as: UInt8.self)
+            written += 1
+            v >>= 7
+        }
+        start.storeBytes(of: UInt8(v), toByteOffset: written, as: UInt8.self)
+        return written + 1
+    }
+
     static func appendVarint(_ value: UInt64, to out: inout [UInt8]) {
         var v = value
         while v >= 0x80 {

@@ -177,12 +177,7 @@ final class RowBytes {
 
     @inline(__always)
     func varint(_ value: UInt64) {
-        var v = value
-        while v >= 0x80 {
-            self.byte(UInt8(truncatingIfNeeded: v) | 0x80)
-            v >>= 7
-        }
-        self.byte(UInt8(v))
+        self.count += DeltaWireEncoding.writeVarint(value, at: self.base + self.count)
     }
 
     @inline(__always)
