@@ -181,8 +181,8 @@ extension ApplyRequestWireEncoding {
                 out.byte(0x10)
                 out.varint(policyValue)
             }
-            out.string(field: 3, clientTag)
-            out.string(field: 4, idempotencyKey)
+            DeltaWireEncoding.appendString(field: 3, clientTag, to: &out)
+            DeltaWireEncoding.appendString(field: 4, idempotencyKey, to: &out)
             initialized = out.written(from: buffer.baseAddress!)
             precondition(initialized == size, "an ApplyRequest's size was computed as \(size), \(initialized) written")
         }
@@ -191,9 +191,9 @@ extension ApplyRequestWireEncoding {
     static func writeOperation(_ operation: WriteOperation, to out: inout WireCursor) {
         out.byte(0x08)
         out.varint(UInt64(Meridian_V1_Operation.Kind(operation.kind).rawValue))
-        out.string(field: 2, operation.entity)
-        if let id = operation.id { out.string(field: 3, id, always: true) }
-        operation.forEachValue { name, value in out.valueEntry(tag: 0x22, name, value) }
+        DeltaWireEncoding.appendString(field: 2, operation.entity, to: &out)
+        if let id = operation.id { DeltaWireEncoding.appendString(field: 3, id, to: &out, always: true) }
+        operation.forEachValue { name, value in DeltaWireEncoding.appendValueEntry(tag: 0x22, name, value, to: &out) }
         if let expectedVersion = operation.expectedVersion {
             out.byte(0x28)
             out.varint(UInt64(bitPattern: expectedVersion))
@@ -213,10 +213,11 @@ extension ApplyRequestWireEncoding {
     }
 }
 
-/// Writes protobuf fields into memory already sized for them (every length computed first), without the capacity,
-/// count and uniqueness checks of appending to an `Array` byte by byte. The writer must not write past the memory it
-/// was given: its caller sized it from the same values.
-struct WireCursor {
+/// Writes protobuf bytes into memory already sized for them (every length computed first), without the capacity,
+/// count and uniqueness checks of appending to an `Array` byte by byte; ``DeltaWireEncoding``'s field writers write
+/// through it as through an `Array` (``WireOutput``). The writer must not write past the memory it was given: its
+/// caller sized it from the same values.
+struct WireCursor: WireOutput {
     private var next: UnsafeMutablePointer<UInt8>
 
     /// A cursor at `start`.
@@ -245,57 +246,6 @@ struct WireCursor {
         guard let start = source.baseAddress, !source.isEmpty else { return }
         self.next.initialize(from: start, count: source.count)
         self.next += source.count
-    }
-
-    /// A string field (nothing for an empty one unless `always`), as ``DeltaWireEncoding/appendString(field:_:to:always:)``.
-    @inline(__always)
-    mutating func string(field: UInt64, _ text: String, always: Bool = false) {
-        var text = text
-        text.withUTF8 { utf8 in
-            if utf8.isEmpty && !always { return }
-            self.varint(field << 3 | 2)
-            self.varint(UInt64(utf8.count))
-            self.bytes(utf8)
-        }
-    }
-
-    /// One map entry, as ``DeltaWireEncoding/appendValueEntry(tag:_:_:to:)``.
-    @inline(__always)
-    mutating func valueEntry(tag: UInt8, _ name: String, _ value: Value) {
-        let valueBytes = DeltaWireEncoding.valueSize(value)
-        self.byte(tag)
-        self.varint(UInt64(DeltaWireEncoding.fieldSize(name.utf8.count) + DeltaWireEncoding.fieldSize(valueBytes)))
-        self.string(field: 1, name, always: true)
-        self.byte(0x12)
-        self.varint(UInt64(valueBytes))
-        self.value(value)
-    }
-
-    /// A `Value`'s fields, as ``DeltaWireEncoding/appendValue(_:to:)``.
-    mutating func value(_ value: Value) {
-        switch value {
-        case .null:
-            self.byte(0x08)
-            self.byte(0x00)
-        case .int(let i):
-            self.byte(0x10)
-            self.varint(UInt64(bitPattern: i))
-        case .double(let d):
-            self.byte(0x19)
-            withUnsafeBytes(of: d.bitPattern.littleEndian) { self.bytes($0.assumingMemoryBound(to: UInt8.self)) }
-        case .string(let s):
-            self.string(field: 4, s, always: true)
-        case .bool(let b):
-            self.byte(0x28)
-            self.byte(b ? 0x01 : 0x00)
-        case .bytes(let b):
-            self.byte(0x32)
-            self.varint(UInt64(b.count))
-            b.withUnsafeBufferPointer { self.bytes($0) }
-        case .timestamp(let t):
-            self.byte(0x38)
-            self.varint(UInt64(bitPattern: t.microseconds))
-        }
     }
 }
 

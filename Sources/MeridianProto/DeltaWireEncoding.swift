@@ -170,13 +170,13 @@ package enum DeltaWireEncoding {
     /// `Operation`'s: field 4, 0x22): the key (field 1) and the value (field 2), a Value message holding one oneof
     /// case.
     @inline(__always)
-    static func appendValueEntry(tag: UInt8, _ name: String, _ value: Value, to out: inout [UInt8]) {
+    static func appendValueEntry(tag: UInt8, _ name: String, _ value: Value, to out: inout some WireOutput) {
         let valueBytes = valueSize(value)
-        out.append(tag)
-        appendVarint(UInt64(fieldSize(name.utf8.count) + fieldSize(valueBytes)), to: &out)
+        out.byte(tag)
+        out.varint(UInt64(fieldSize(name.utf8.count) + fieldSize(valueBytes)))
         appendString(field: 1, name, to: &out, always: true)
-        out.append(0x12)
-        appendVarint(UInt64(valueBytes), to: &out)
+        out.byte(0x12)
+        out.varint(UInt64(valueBytes))
         appendValue(value, to: &out)
     }
 
@@ -207,39 +207,41 @@ package enum DeltaWireEncoding {
     }
 
     /// The fields of a `Value` (its oneof case, always written, as proto3 does for a set oneof).
-    package static func appendValue(_ value: Value, to out: inout [UInt8]) {
+    package static func appendValue(_ value: Value, to out: inout some WireOutput) {
         switch value {
         case .null:
-            out.append(contentsOf: [0x08, 0x00])
+            out.byte(0x08)
+            out.byte(0x00)
         case .int(let i):
-            out.append(0x10)
-            appendVarint(UInt64(bitPattern: i), to: &out)
+            out.byte(0x10)
+            out.varint(UInt64(bitPattern: i))
         case .double(let d):
-            out.append(0x19)
-            withUnsafeBytes(of: d.bitPattern.littleEndian) { out.append(contentsOf: $0) }
+            out.byte(0x19)
+            withUnsafeBytes(of: d.bitPattern.littleEndian) { out.bytes($0.assumingMemoryBound(to: UInt8.self)) }
         case .string(let s):
             appendString(field: 4, s, to: &out, always: true)
         case .bool(let b):
-            out.append(contentsOf: [0x28, b ? 0x01 : 0x00])
+            out.byte(0x28)
+            out.byte(b ? 0x01 : 0x00)
         case .bytes(let b):
-            out.append(0x32)
-            appendVarint(UInt64(b.count), to: &out)
-            out.append(contentsOf: b)
+            out.byte(0x32)
+            out.varint(UInt64(b.count))
+            b.withUnsafeBufferPointer { out.bytes($0) }
         case .timestamp(let t):
-            out.append(0x38)
-            appendVarint(UInt64(bitPattern: t.microseconds), to: &out)
+            out.byte(0x38)
+            out.varint(UInt64(bitPattern: t.microseconds))
         }
     }
 
     // MARK: - Primitives
 
-    static func appendString(field: UInt64, _ text: String, to out: inout [UInt8], always: Bool = false) {
+    static func appendString(field: UInt64, _ text: String, to out: inout some WireOutput, always: Bool = false) {
         var text = text
         text.withUTF8 { utf8 in
             if utf8.isEmpty && !always { return }
-            appendVarint(field << 3 | 2, to: &out)
-            appendVarint(UInt64(utf8.count), to: &out)
-            out.append(contentsOf: utf8)
+            out.varint(field << 3 | 2)
+            out.varint(UInt64(utf8.count))
+            out.bytes(utf8)
         }
     }
 
@@ -277,4 +279,24 @@ package enum DeltaWireEncoding {
         }
         out.append(UInt8(v))
     }
+}
+
+/// Where protobuf bytes are written: an `Array` that grows (the fan-out's deltas, the server's messages), or a
+/// ``WireCursor`` over memory sized up front (requests written from Core operations). The field writers of
+/// ``DeltaWireEncoding`` (strings, map entries, values) serve both.
+package protocol WireOutput {
+    mutating func byte(_ value: UInt8)
+    mutating func bytes(_ source: UnsafeBufferPointer<UInt8>)
+    mutating func varint(_ value: UInt64)
+}
+
+extension Array: WireOutput where Element == UInt8 {
+    @inline(__always)
+    package mutating func byte(_ value: UInt8) { self.append(value) }
+
+    @inline(__always)
+    package mutating func bytes(_ source: UnsafeBufferPointer<UInt8>) { self.append(contentsOf: source) }
+
+    @inline(__always)
+    package mutating func varint(_ value: UInt64) { DeltaWireEncoding.appendVarint(value, to: &self) }
 }
