@@ -115,13 +115,8 @@ enum OperationValidation {
             }
         }
 
-        /// The prepared operation if it is valid and of the common shape, else `nil` (the general way decides).
-        func quick(_ operation: WriteOperation, index: Int) -> PreparedOperation? {
-            var positions = Positions()
-            return self.quick(operation, index: index, positions: &positions)
-        }
-
-        /// ``quick(_:index:)``, with the positions of the previous operation's layout.
+        /// The prepared operation if it is valid and of the common shape, else `nil` (the general way decides);
+        /// `positions` carries the previous operation's layout over to this one.
         func quick(_ operation: WriteOperation, index: Int, positions: inout Positions) -> PreparedOperation? {
             guard let entity = self.entities[operation.entity] else { return nil }
             if let given = operation.id {
