@@ -36,6 +36,10 @@ public final class ChangeFeed: Sendable {
         }
     }
 
+    /// Whether the feed reads on a connection of its own (a file store), not on the store's single connection (an
+    /// in-memory store, whose writer it would wait for: then it must not be read from the committing thread).
+    package var hasOwnConnection: Bool { self.ownsConnection }
+
     /// The changes after `seq`, up to the latest commit, read in one read transaction on the calling thread; as
     /// ``Store/changes(after:entities:limit:)``.
     public func changes(after seq: Int64, entities: Set<String>? = nil, limit: Int? = nil) throws -> ChangesResult {

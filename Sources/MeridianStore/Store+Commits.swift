@@ -20,8 +20,18 @@ extension Store {
     /// }
     /// ```
     public func commits(pollInterval: Duration = .milliseconds(5)) -> CommitSequence {
+        self.commits(pollInterval: pollInterval, follower: nil)
+    }
+
+    /// ``commits(pollInterval:)``, with `follower` first offered each of the store's own commits on the committing
+    /// thread, right after the commit, whenever the committer is otherwise idle: the commit held one transaction and
+    /// no other waits. A follower that returns `true` has handled the commit, and the sequence does not yield it (it
+    /// yields every commit the follower declined, and other processes' commits). The server's fan-out follows this
+    /// way (at most one follower per store: a new one replaces the last). While `follower` runs, no other commit
+    /// starts: it must be short, and must not wait for the store's writer.
+    package func commits(pollInterval: Duration, follower: (@Sendable (Int64) -> Bool)?) -> CommitSequence {
         let (stream, continuation) = AsyncStream<Int64>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        let id = self.notifier.add(continuation)
+        let id = self.notifier.add(continuation, follower: follower)
         let notifier = self.notifier
         if let path = self.path,
             let queue = try? DatabaseQueue(path: path, configuration: Configuration().grdb(readonly: true))

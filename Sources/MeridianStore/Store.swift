@@ -138,8 +138,8 @@ public final class Store: Sendable {
         self.committer = GroupCommitter(
             writer: writer, own: StoreDDL.OwnEntries(schema: schema), maxBatch: configuration.maxGroupCommitSize,
             maxRowBytes: configuration.maxRowBytes
-        ) { seq in
-            notifier.publish(seq)
+        ) { seq, idle in
+            notifier.publish(seq, committerIdle: idle)
         }
     }
 

@@ -224,4 +224,67 @@ struct FanoutTests {
             }
         }
     }
+
+    @Test(
+        "lone commits fan out on the committing thread and concurrent ones on the fan-out's: every row once, in order",
+        arguments: [true, false])
+    func inlineFanout(inline: Bool) async throws {
+        let store = try Fixtures.store()
+        // A budget no run reaches (every lone commit's fan-out on the committing thread), or none (never there).
+        let configuration = Fixtures.configuration { $0.inlineFanoutBudget = inline ? .seconds(600) : .zero }
+        let metrics = TestMetrics()
+        let all = Fixtures.fetch("Point")
+        try await withTestServer(store: store, configuration: configuration, metricsFactory: metrics) { _, port in
+            try await withHTTP2Client(port: port) { client in
+                try await withSyncStream(Meridian_V1_Meridian.Client(wrapping: client)) { stream in
+                    var mirror = try await Mirror.subscribed(stream, "all", all)
+                    let deadline = ContinuousClock.now + .seconds(60)
+                    // Heartbeats come every 50 ms: a commit that never arrives fails the test at the deadline.
+                    struct NeverArrived: Error {}
+                    func read(through seq: Int64) async throws {
+                        while mirror.seq < seq {
+                            guard ContinuousClock.now < deadline else {
+                                Issue.record("seq \(seq) never arrived (at \(mirror.seq))")
+                                throw NeverArrived()
+                            }
+                            mirror.apply(try await stream.next())
+                        }
+                    }
+                    // Lone commits, each waited for by the client before the next.
+                    for i in 0..<20 {
+                        let seq = try await commit(store, [.insert("Point", id: "lone\(i)", Fixtures.point("t\(i)"))])
+                        try await read(through: seq)
+                        #expect(mirror.results["all"]?.count == i + 1)
+                    }
+                    // Eight writers at once: their transactions share group commits, fanned out on its own thread.
+                    let last = try await withThrowingTaskGroup(of: Int64.self) { group in
+                        for w in 0..<8 {
+                            group.addTask {
+                                var seq: Int64 = 0
+                                for k in 0..<25 {
+                                    seq = try await commit(
+                                        store,
+                                        [
+                                            .insert("Point", id: "w\(w)-\(k)", Fixtures.point("w\(w)", category: 1)),
+                                            .update("Point", id: "lone\(k % 20)", ["category": .int(Int64(w))]),
+                                        ])
+                                }
+                                return seq
+                            }
+                        }
+                        return try await group.reduce(0) { max($0, $1) }
+                    }
+                    try await read(through: last)
+                    #expect(mirror.results["all"] == (try await directQuery(store, all)))
+                    #expect(mirror.results["all"]?.count == 220)
+                    let inlineRuns = metrics.counterTotal(label: "meridian_fanout_inline_runs_total")
+                    if inline {
+                        #expect(inlineRuns >= 1)
+                    } else {
+                        #expect(inlineRuns == 0)
+                    }
+                }
+            }
+        }
+    }
 }

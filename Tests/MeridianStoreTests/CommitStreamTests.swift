@@ -39,6 +39,57 @@ import Testing
         }
     }
 
+    @Test(
+        "a follower is offered each lone commit on the committing thread; what it handles is not yielded, the rest is",
+        .timeLimit(.minutes(5)), arguments: StoreVariant.allCases)
+    func follower(variant: StoreVariant) async throws {
+        try await withStore(variant) { store in
+            let offered = Mutex<[Int64]>([])
+            let handles = Atomic<Bool>(true)
+            let observed = Mutex<[Int64]>([])
+            store.observeCommits { seq in observed.withLock { $0.append(seq) } }
+            // A long poll: the poller offers the latest seq once at the start, and not again during the test.
+            let observedFirst = Mutex(true)
+            let commits = store.commits(pollInterval: .seconds(600)) { seq in
+                // After the observer: the commit is durable and observed before its follower runs.
+                if observed.withLock({ $0.last }) != seq { observedFirst.withLock { $0 = false } }
+                offered.withLock { $0.append(seq) }
+                return handles.load(ordering: .relaxed)
+            }
+            // Every element, as it comes (a reader that lags could see two of them coalesced into the newest).
+            let yielded = Mutex<[Int64]>([])
+            let reader = Task { for await seq in commits { yielded.withLock { $0.append(seq) } } }
+            defer { reader.cancel() }
+            let deadline = ContinuousClock.now + .seconds(60)
+            func wait(until done: () -> Bool) async throws {
+                while !done(), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+            }
+            try await wait { yielded.withLock { $0 } == [0] }
+            // Handled: offered, never yielded. The answer may come before the follower ran: wait for it.
+            let a = try await store.apply([.insert("Tag", id: "a", ["name": "x"])]).seq
+            try await wait { offered.withLock { $0 } == [a] }
+            #expect(offered.withLock { $0 } == [a])
+            // Declined: offered, then yielded — and the handled one before it was not.
+            handles.store(false, ordering: .relaxed)
+            let b = try await store.apply([.insert("Tag", id: "b", ["name": "x"])]).seq
+            try await wait { yielded.withLock { $0.last } == b }
+            #expect(yielded.withLock { $0 } == [0, b])
+            #expect(offered.withLock { $0 } == [a, b])
+            // Handled again: nothing is yielded for it (a reader would have had it within the pause).
+            handles.store(true, ordering: .relaxed)
+            let c = try await store.apply([.insert("Tag", id: "c", ["name": "x"])]).seq
+            try await wait { offered.withLock { $0 }.count == 3 }
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(yielded.withLock { $0 } == [0, b])
+            handles.store(false, ordering: .relaxed)
+            let d = try await store.apply([.insert("Tag", id: "d", ["name": "x"])]).seq
+            try await wait { yielded.withLock { $0.last } == d }
+            #expect(yielded.withLock { $0 } == [0, b, d])
+            #expect(offered.withLock { $0 } == [a, b, c, d])
+            #expect(observedFirst.withLock { $0 })
+        }
+    }
+
     @Test("commits() sees commits by another process (the sqlite3 shell) through polling", .timeLimit(.minutes(5)))
     func externalCommits() async throws {
         let directory = try TemporaryDirectory()

@@ -1,19 +1,39 @@
-// MARK: - FanoutThread: the fan-out on a thread of its own
+// MARK: - FanoutThread: the fan-out on a thread of its own, or on the committing one
 
+internal import CoreMetrics
+internal import MeridianCore
 internal import MeridianStore
 internal import NIOCore
 internal import NIOPosix
+internal import Synchronization
 
 /// The fan-out's own thread: an actor whose executor is a NIO event loop that nothing else uses.
 ///
 /// The hub reads the log synchronously after every commit (see ``ChangeFeed``) and then evaluates, diffs and encodes
 /// the batch. On the cooperative pool that would hold one of its threads (of two, on a 2-core machine) for as long
 /// as SQLite reads; here the wake-up, the read and the processing run on this thread, with no hop between them.
+///
+/// A commit that leaves the store's committer idle (one transaction, none waiting) is offered to the fan-out on the
+/// committing thread first (``followInline(_:)``): when no run is under way and the last one was short, the fan-out
+/// runs there, right after the commit, and this thread is not woken — one thread wake-up less between a lone commit
+/// and its clients. Runs never overlap (a gate serializes them), so the hub still sees one fan-out at a time.
 actor FanoutThread {
+    private struct Gate {
+        /// Set when the fan-out stops: no run starts afterwards (the feed is closed next).
+        var closed = false
+        /// A run on the committing thread that failed: this thread throws it (and the hub stops) at its next wake.
+        var failure: (any Error)?
+    }
+
     private let group: MultiThreadedEventLoopGroup
     private let loop: any EventLoop
     private let hub: Hub
     private let feed: ChangeFeed
+    private let gate = Mutex(Gate())
+    /// How long the last run took, in nanoseconds.
+    private let lastRun = Atomic<Int64>(0)
+    /// Runs on the committing thread while the last run took less (``ServerConfiguration/inlineFanoutBudget``).
+    private let inlineBudget: Int64
 
     nonisolated var unownedExecutor: UnownedSerialExecutor {
         self.loop.executor.asUnownedSerialExecutor()
@@ -25,6 +45,7 @@ actor FanoutThread {
         self.loop = group.next()
         self.hub = hub
         self.feed = feed
+        self.inlineBudget = hub.configuration.inlineFanoutBudget.nanoseconds
     }
 
     /// Processes the log after every element of `commits`, until it ends or the task is cancelled.
@@ -33,9 +54,48 @@ actor FanoutThread {
     func follow(_ commits: CommitSequence) async throws {
         for await _ in commits {
             try Task.checkCancellation()
-            try self.hub.catchUp(self.feed)
+            try self.gate.withLock { gate throws in
+                if let failure = gate.failure { throw failure }
+                guard !gate.closed else { return }
+                try self.run()
+            }
         }
         try Task.checkCancellation()
+    }
+
+    /// Runs the fan-out on the calling thread — the committing one, right after a commit — unless a run is under way,
+    /// the last one took the budget or longer (``ServerConfiguration/inlineFanoutBudget``: no other commit starts
+    /// while this one runs, so a costly fan-out stays on this thread, in parallel with the next commit), or the
+    /// fan-out has stopped.
+    ///
+    /// - Returns: `true` when it ran (the commit needs no wake-up of this thread); `false` leaves it to this thread.
+    ///   A run that fails returns `false`, and this thread, woken for the commit, throws its error.
+    nonisolated func followInline(_ seq: Int64) -> Bool {
+        guard self.lastRun.load(ordering: .relaxed) < self.inlineBudget else { return false }
+        let ran = self.gate.withLockIfAvailable { gate -> Bool in
+            guard !gate.closed, gate.failure == nil else { return false }
+            do {
+                try self.run()
+                self.hub.metrics.fanoutInlineRuns.increment()
+                return true
+            } catch {
+                gate.failure = error
+                return false
+            }
+        }
+        return ran ?? false
+    }
+
+    /// One run of the fan-out, timed; called with the gate held.
+    private nonisolated func run() throws {
+        let start = ContinuousClock.now
+        try self.hub.catchUp(self.feed)
+        self.lastRun.store((ContinuousClock.now - start).nanoseconds, ordering: .relaxed)
+    }
+
+    /// Ends the runs: none starts after this returns (a run under way is waited for), so the feed may be closed.
+    nonisolated func close() {
+        self.gate.withLock { $0.closed = true }
     }
 
     /// Stops the thread; call once ``follow(_:)`` has returned.

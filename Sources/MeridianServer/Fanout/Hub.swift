@@ -9,6 +9,8 @@
 //
 // The hub runs on a thread of its own (FanoutThread, a one-thread NIO event loop) and reads the log on a database
 // connection of its own (ChangeFeed), so neither a slow snapshot or Query nor a busy cooperative pool delays deltas.
+// After a lone commit (one transaction, none waiting) whose fan-out is cheap, it runs on the committing thread
+// instead, saving that thread's wake-up; the runs never overlap.
 //
 // The registry — clients, subscriptions, pending registrations, distinct subscriptions — lives in one Mutex: the
 // queuing of one batch, and every registration, are atomic with respect to each other, so "the hub has processed
@@ -250,7 +252,8 @@ final class Hub: Sendable {
     }
 
     /// Follows the store's commits until cancelled, processing the log once per wake-up, on a thread of its own
-    /// (``FanoutThread``) with a database connection of its own (``ChangeFeed``).
+    /// (``FanoutThread``) — or, after a lone commit whose fan-out is cheap, on the committing thread — with a database
+    /// connection of its own (``ChangeFeed``).
     ///
     /// A read or decode error stops the fan-out for good (the log at that seq cannot be delivered, and skipping it
     /// would lose changes): it is logged, counted (`meridian_fanout_failures_total`), and every stream ends with
@@ -263,10 +266,17 @@ final class Hub: Sendable {
             self.fail(error)
             return
         }
-        defer { feed.close() }
         let thread = FanoutThread(hub: self, feed: feed)
+        defer {
+            thread.close()
+            feed.close()
+        }
+        // An in-memory store's feed reads on the store's one connection, which the committing thread holds.
+        let follower: (@Sendable (Int64) -> Bool)? =
+            feed.hasOwnConnection ? { @Sendable seq in thread.followInline(seq) } : nil
         do {
-            try await thread.follow(self.store.commits(pollInterval: self.configuration.commitPollInterval))
+            try await thread.follow(
+                self.store.commits(pollInterval: self.configuration.commitPollInterval, follower: follower))
             await thread.shutdown()
         } catch {
             await thread.shutdown()
@@ -294,8 +304,9 @@ final class Hub: Sendable {
         for outbox in outboxes { outbox.fail(with: RPCError(detail)) }
     }
 
-    /// Reads and processes everything after the processed seq, on the calling thread (the fan-out's own), in one
-    /// read transaction: a limited subscription whose window runs short is refilled at the batch's end.
+    /// Reads and processes everything after the processed seq, on the calling thread (the fan-out's own, or the
+    /// committing one; ``FanoutThread`` runs one at a time), in one read transaction: a limited subscription whose
+    /// window runs short is refilled at the batch's end.
     ///
     /// With no client connected and no registration pending, nobody needs the changes: the hub moves to the latest
     /// seq without reading them (an import into a server nobody watches read and decoded every row it wrote: a third
@@ -351,8 +362,8 @@ final class Hub: Sendable {
     }
 
     /// Processes one read of the log (a batch ending at a commit boundary): the unlimited subscriptions' deltas
-    /// outside the lock, the rest under it. Called from the fan-out's thread only, inside the read transaction of
-    /// the batch: `refill` reads a limited request's kept rows at the batch's end.
+    /// outside the lock, the rest under it. Called by one fan-out run at a time (``FanoutThread``), inside the read
+    /// transaction of the batch: `refill` reads a limited request's kept rows at the batch's end.
     func process(
         _ batch: ChangeBatch, from: Int64, refill: (BoundFetchRequest) throws -> [VersionedRow]
     ) throws {

@@ -20,6 +20,7 @@ internal import Synchronization
 /// | `meridian_commit_duration_seconds` | histogram | the store's commit of one transaction (durable, group commit) |
 /// | `meridian_commit_to_send_seconds` | histogram | from a commit (its time in the log) to its batch's write to a stream |
 /// | `meridian_fanout_batches_total` | counter | fan-out wake-ups that processed new commits (each ends at a commit) |
+/// | `meridian_fanout_inline_runs_total` | counter | fan-out runs on the committing thread (after a lone commit) |
 /// | `meridian_fanout_row_changes_total` | counter | row changes the fan-out took from the log |
 /// | `meridian_fanout_duration_seconds` | histogram | time to process one batch for every subscription |
 /// | `meridian_fanout_failures_total` | counter | fan-out stops on a read or decode error (streams end `UNAVAILABLE`) |
@@ -34,6 +35,7 @@ final class ServerMetrics: Sendable {
     let rowChanges: Counter
     let fanoutBatches: Counter
     let fanoutRowChanges: Counter
+    let fanoutInlineRuns: Counter
     let streams: Meter
     let distinctSubscriptions: Meter
     let coalesced: Counter
@@ -56,6 +58,7 @@ final class ServerMetrics: Sendable {
         self.rowChanges = Counter(label: "meridian_row_changes_total", factory: factory)
         self.fanoutBatches = Counter(label: "meridian_fanout_batches_total", factory: factory)
         self.fanoutRowChanges = Counter(label: "meridian_fanout_row_changes_total", factory: factory)
+        self.fanoutInlineRuns = Counter(label: "meridian_fanout_inline_runs_total", factory: factory)
         self.streams = Meter(label: "meridian_streams", factory: factory)
         self.distinctSubscriptions = Meter(label: "meridian_distinct_subscriptions", factory: factory)
         self.coalesced = Counter(label: "meridian_coalesced_row_changes_total", factory: factory)

@@ -9,9 +9,17 @@ final class CommitNotifier: Sendable {
         var last: Int64 = -1
     }
 
+    /// A subscriber that may handle a commit on the committing thread (``Store/commits(pollInterval:follower:)``).
+    struct Follower {
+        var id: Int
+        var follow: @Sendable (Int64) -> Bool
+    }
+
     struct State {
         var subscribers: [Int: Subscriber] = [:]
         var nextID = 0
+        /// At most one: the server's fan-out.
+        var follower: Follower?
     }
 
     private let state = Mutex(State())
@@ -20,28 +28,47 @@ final class CommitNotifier: Sendable {
     /// The subscribers' pollers running (``CommitPoller``).
     let pollers = PollerCounter()
 
-    func add(_ continuation: AsyncStream<Int64>.Continuation) -> Int {
+    /// Adds a subscriber; with `follower`, one that is first offered each commit on the committing thread when the
+    /// committer is otherwise idle (replacing an earlier follower).
+    func add(
+        _ continuation: AsyncStream<Int64>.Continuation, follower: (@Sendable (Int64) -> Bool)? = nil
+    ) -> Int {
         self.state.withLock { state in
             let id = state.nextID
             state.nextID += 1
             state.subscribers[id] = Subscriber(continuation: continuation)
+            if let follower { state.follower = Follower(id: id, follow: follower) }
             return id
         }
     }
 
     func remove(_ id: Int) {
-        _ = self.state.withLock { $0.subscribers.removeValue(forKey: id) }
+        self.state.withLock { state in
+            state.subscribers.removeValue(forKey: id)
+            if state.follower?.id == id { state.follower = nil }
+        }
     }
 
     func observe(_ observer: @escaping @Sendable (Int64) -> Void) {
         self.observer.withLock { $0 = observer }
     }
 
-    /// After the store's own commit: the observer, then every subscriber.
-    func publish(_ seq: Int64) {
+    /// After the store's own commit: the observer, then — when `committerIdle` — the follower, on this thread, then
+    /// every subscriber. A follower that handled the commit (returned `true`) is not woken for it.
+    func publish(_ seq: Int64, committerIdle: Bool) {
         if let observer = self.observer.withLock({ $0 }) { observer(seq) }
+        var handled: Int? = nil
+        if committerIdle, let follower = self.state.withLock({ $0.follower }), follower.follow(seq) {
+            handled = follower.id
+        }
         self.state.withLock { state in
-            for id in state.subscribers.keys { Self.offer(seq, to: id, &state) }
+            for id in state.subscribers.keys {
+                if id == handled {
+                    if let last = state.subscribers[id]?.last, seq > last { state.subscribers[id]?.last = seq }
+                } else {
+                    Self.offer(seq, to: id, &state)
+                }
+            }
         }
     }
 
@@ -61,6 +88,7 @@ final class CommitNotifier: Sendable {
         let all = self.state.withLock { state in
             let all = Array(state.subscribers.values)
             state.subscribers = [:]
+            state.follower = nil
             return all
         }
         for subscriber in all { subscriber.continuation.finish() }

@@ -35,7 +35,9 @@ final class GroupCommitter: Sendable {
     private let state = Mutex(State())
     private let writer: any DatabaseWriter
     private let maxBatch: Int
-    private let onCommit: @Sendable (Int64) -> Void
+    /// Called on the committing thread after each commit, with its seq and whether the committer is otherwise idle
+    /// (the commit held one transaction and none waits for the next).
+    private let onCommit: @Sendable (_ seq: Int64, _ idle: Bool) -> Void
     /// The SQL of the log entries of the store's entities.
     private let own: StoreDDL.OwnEntries
     /// The largest row an update may leave (`Store.Configuration.maxRowBytes`).
@@ -48,7 +50,7 @@ final class GroupCommitter: Sendable {
         own: StoreDDL.OwnEntries,
         maxBatch: Int,
         maxRowBytes: Int?,
-        onCommit: @escaping @Sendable (Int64) -> Void
+        onCommit: @escaping @Sendable (_ seq: Int64, _ idle: Bool) -> Void
     ) {
         self.writer = writer
         self.own = own
@@ -162,7 +164,7 @@ final class GroupCommitter: Sendable {
                     pending.answer.resume(
                         returning: CommitResult(seq: outcome.replayedSeq ?? seq, rows: outcome.rows))
                 }
-                self.onCommit(seq)
+                self.onCommit(seq, batch.count == 1 && self.state.withLock { $0.queue.isEmpty })
                 return
             }
         } catch {
@@ -242,7 +244,7 @@ final class GroupCommitter: Sendable {
                 pending.answer.resume(throwing: StoreError.wrap(error, "the transaction failed"))
             }
         }
-        if committed { self.onCommit(seq) }
+        if committed { self.onCommit(seq, false) }
     }
 }
 
