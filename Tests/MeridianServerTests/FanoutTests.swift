@@ -266,7 +266,11 @@ struct FanoutTests {
                                         store,
                                         [
                                             .insert("Point", id: "w\(w)-\(k)", Fixtures.point("w\(w)", category: 1)),
-                                            .update("Point", id: "lone\(k % 20)", ["category": .int(Int64(w))]),
+                                            // A value no other update writes: an update that changes no attribute
+                                            // is sent to no one (docs/server.md, "Fan-out"), so its new version
+                                            // would not reach the client.
+                                            .update(
+                                                "Point", id: "lone\(k % 20)", ["category": .int(Int64(w * 100 + k))]),
                                         ])
                                 }
                                 return seq

@@ -86,11 +86,14 @@ actor FanoutThread {
         return ran ?? false
     }
 
-    /// One run of the fan-out, timed; called with the gate held.
+    /// One run of the fan-out, timed when it found commits to process (a run woken for commits that an earlier one
+    /// already read costs next to nothing, and would let a costly fan-out onto the committing thread); called with
+    /// the gate held.
     private nonisolated func run() throws {
         let start = ContinuousClock.now
-        try self.hub.catchUp(self.feed)
-        self.lastRun.store((ContinuousClock.now - start).nanoseconds, ordering: .relaxed)
+        if try self.hub.catchUp(self.feed) {
+            self.lastRun.store((ContinuousClock.now - start).nanoseconds, ordering: .relaxed)
+        }
     }
 
     /// Ends the runs: none starts after this returns (a run under way is waited for), so the feed may be closed.

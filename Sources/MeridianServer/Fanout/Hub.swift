@@ -313,7 +313,11 @@ final class Hub: Sendable {
     /// of the server's CPU, measured A/B in docs/speed-of-light.md). A client that connects afterwards registers at
     /// that seq, and its base is read from the store at or after it; one that connects before is seen here, under
     /// the lock, and the log is read.
-    func catchUp(_ feed: ChangeFeed) throws {
+    ///
+    /// - Returns: Whether there was anything after the processed seq (a run woken for commits an earlier run already
+    ///   read returns `false`: its time says nothing of a commit's fan-out).
+    @discardableResult
+    func catchUp(_ feed: ChangeFeed) throws -> Bool {
         if self.state.withLock({ $0.clients.isEmpty && $0.pendings.isEmpty }) {
             let latest = try feed.latestSeq()
             let skipped = self.state.withLock { state -> Int64? in
@@ -327,14 +331,16 @@ final class Hub: Sendable {
                     self.metrics.fanoutBatches.increment()
                     self.metrics.fanoutRowChanges.increment(by: skipped)
                 }
-                return
+                return skipped > 0
             }
         }
         let from = self.processedSeq
+        var processed = false
         let pruned = try feed.withTransaction { transaction -> Int64? in
             switch try transaction.changes(after: from) {
             case .changes(let batch):
                 guard batch.throughSeq > from else { return nil }
+                processed = true
                 let start = ContinuousClock.now
                 try self.process(batch, from: from) { request in
                     let snapshot = try transaction.snapshot(
@@ -358,7 +364,9 @@ final class Hub: Sendable {
                 state.processedSeq = max(state.processedSeq, latest)
                 for id in Array(state.clients.keys) { self.resnapshotAll(id, &state) }
             }
+            return true
         }
+        return processed
     }
 
     /// Processes one read of the log (a batch ending at a commit boundary): the unlimited subscriptions' deltas
