@@ -30,7 +30,7 @@ actor FanoutThread {
     private let hub: Hub
     private let feed: ChangeFeed
     private let gate = Mutex(Gate())
-    /// How long the last run took, in nanoseconds.
+    /// How long the last run that found commits took, in nanoseconds.
     private let lastRun = Atomic<Int64>(0)
     /// Runs on the committing thread while the last run took less (``ServerConfiguration/inlineFanoutBudget``).
     private let inlineBudget: Int64
@@ -64,7 +64,7 @@ actor FanoutThread {
     }
 
     /// Runs the fan-out on the calling thread — the committing one, right after a commit — unless a run is under way,
-    /// the last one took the budget or longer (``ServerConfiguration/inlineFanoutBudget``: no other commit starts
+    /// the last one that found commits took the budget or longer (``ServerConfiguration/inlineFanoutBudget``: no other commit starts
     /// while this one runs, so a costly fan-out stays on this thread, in parallel with the next commit), or the
     /// fan-out has stopped.
     ///
