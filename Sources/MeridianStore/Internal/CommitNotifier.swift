@@ -62,13 +62,7 @@ final class CommitNotifier: Sendable {
             handled = follower.id
         }
         self.state.withLock { state in
-            for id in state.subscribers.keys {
-                if id == handled {
-                    if let last = state.subscribers[id]?.last, seq > last { state.subscribers[id]?.last = seq }
-                } else {
-                    Self.offer(seq, to: id, &state)
-                }
-            }
+            for id in state.subscribers.keys { Self.offer(seq, to: id, waking: id != handled, &state) }
         }
     }
 
@@ -77,11 +71,13 @@ final class CommitNotifier: Sendable {
         self.state.withLock { Self.offer(seq, to: id, &$0) }
     }
 
-    private static func offer(_ seq: Int64, to id: Int, _ state: inout State) {
+    /// Records `seq` as offered to `id` and yields it — unless `id` had it, or has handled it already (`waking`
+    /// false: a follower that ran for it, which must not be woken for it again, by this offer or a poller's).
+    private static func offer(_ seq: Int64, to id: Int, waking: Bool = true, _ state: inout State) {
         guard var subscriber = state.subscribers[id], seq > subscriber.last else { return }
         subscriber.last = seq
         state.subscribers[id] = subscriber
-        subscriber.continuation.yield(seq)
+        if waking { subscriber.continuation.yield(seq) }
     }
 
     func finishAll() {
