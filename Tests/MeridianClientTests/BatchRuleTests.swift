@@ -151,6 +151,23 @@ struct BatchRuleTests {
         #expect(await harness.context.version(of: "Point", id: "x") == 3)
     }
 
+    @Test("an update naming no attribute (only the row's version moved) keeps the new version and notifies no one")
+    func versionOnlyUpdate() async throws {
+        let harness = try await Harness()
+        let (one, _, oneID, _) = try await twoControllers(harness)
+        let log = ObservationLog(read: { _ = one.rows }, probe: { one.rows.map(\.id) })
+        let before = one.seq
+        var update = Meridian_V1_SubscriptionDelta()
+        update.subscriptionID = oneID
+        update.epoch = 1
+        update.updated = [Meridian_V1_RowUpdate(point("x", "Xray", 1), version: 9, changed: [])]
+        try await harness.context.receive(batch(before + 1, update))
+        #expect(one.seq == before + 1)
+        #expect(one.rows.map(\.id) == ["a", "x"])
+        #expect(await harness.context.version(of: "Point", id: "x") == 9)
+        #expect(log.values.isEmpty, "a version-only update notified: \(log.values)")
+    }
+
     @Test("a snapshot older than what the client shows (streamed while Batches went on) never puts an older image back")
     func streamedSnapshotOlderThanShown() async throws {
         let harness = try await Harness()

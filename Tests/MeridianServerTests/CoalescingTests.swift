@@ -35,6 +35,18 @@ import Testing
         #expect(proto.updated.map(\.changed) == [["coordinate", "lat"]])
     }
 
+    @Test("a row that left and came back with its values as they were is an update naming nothing, at its new version")
+    func leftAndReenteredUnchanged() {
+        let row = Row(id: "a", values: ["title": "A", "lat": 1.0, "lon": 2.0])
+        var merged = MergedDelta()
+        merged.fold(self.part(left: [("a", row)]))
+        merged.fold(self.part(entered: [row]))
+        let proto = merged.proto(WireSubscription(id: "s", epoch: 1))
+        #expect(proto.entered.isEmpty && proto.left.isEmpty)
+        #expect(proto.updated.map(\.changed) == [[]])
+        #expect(proto.updated.map(\.row.version) == [1])
+    }
+
     @Test("updates fold into one naming every changed attribute; a title-only return names no coordinate")
     func updatesFold() {
         let row = Row(id: "a", values: ["title": "B", "lat": 1.0, "lon": 2.0])

@@ -184,7 +184,9 @@ struct FanoutTests {
                     // Eleven commits of another process (the shell commits each statement alone): ten inserts, then
                     // an update of the first row.
                     var sql = "PRAGMA busy_timeout = 5000;"
-                    for i in 0..<10 { sql += " INSERT INTO Point (id, title, category) VALUES ('ext\(i)', 'shell', 5);" }
+                    for i in 0..<10 {
+                        sql += " INSERT INTO Point (id, title, category) VALUES ('ext\(i)', 'shell', 5);"
+                    }
                     sql += " UPDATE Point SET title = 'shell again' WHERE id = 'ext0';"
                     try #require(await sqlite3(path, sql) == 0)
                     let read = try await store.changes(after: base)
@@ -266,9 +268,7 @@ struct FanoutTests {
                                         store,
                                         [
                                             .insert("Point", id: "w\(w)-\(k)", Fixtures.point("w\(w)", category: 1)),
-                                            // A value no other update writes: an update that changes no attribute
-                                            // is sent to no one (docs/server.md, "Fan-out"), so its new version
-                                            // would not reach the client.
+                                            // A value no other update writes, so that each changes the row.
                                             .update(
                                                 "Point", id: "lone\(k % 20)", ["category": .int(Int64(w * 100 + k))]),
                                         ])
@@ -286,6 +286,50 @@ struct FanoutTests {
                         #expect(inlineRuns >= 1)
                     } else {
                         #expect(inlineRuns == 0)
+                    }
+                }
+            }
+        }
+    }
+
+    /// An update that writes every value as it was, changes that undo each other in one commit, and a delete and
+    /// re-insert of the same row each move the row's version and leave its values: the client must hold the new
+    /// version, or its next write that expects the version it holds is refused as a conflict.
+    @Test(
+        "a change that leaves a row's values as they were still brings the client the row's new version",
+        arguments: [false, true])
+    func versionOnlyChanges(limited: Bool) async throws {
+        let store = try Fixtures.store()
+        try await commit(store, (0..<8).map { .insert("Point", id: "p\($0)", Fixtures.point("t\($0)", category: 1)) })
+        let fetch = limited ? Fixtures.fetch("Point", sort: [("title", true)], limit: 4) : Fixtures.fetch("Point")
+        try await withTestServer(store: store, configuration: Fixtures.configuration()) { _, port in
+            try await withHTTP2Client(port: port) { client in
+                try await withSyncStream(Meridian_V1_Meridian.Client(wrapping: client)) { stream in
+                    var mirror = try await Mirror.subscribed(stream, "q", fetch)
+                    let writes: [(String, [WriteOperation])] = [
+                        ("a no-op update", [.update("Point", id: "p1", ["category": 1])]),
+                        (
+                            "two updates that undo each other",
+                            [
+                                .update("Point", id: "p2", ["category": 5]),
+                                .update("Point", id: "p2", ["category": 1]),
+                            ]
+                        ),
+                        (
+                            // p1 is at version 2 by now; its re-insert is at 1.
+                            "a delete and a re-insert",
+                            [.delete("Point", id: "p1"), .insert("Point", id: "p1", Fixtures.point("t1", category: 1))]
+                        ),
+                    ]
+                    for (what, operations) in writes {
+                        let before = try await directQuery(store, fetch)
+                        let seq = try await commit(store, operations)
+                        try await mirror.catchUp(stream, to: seq)
+                        let after = try await directQuery(store, fetch)
+                        let id = try #require(operations[0].id)
+                        #expect(after[id]?.version != before[id]?.version, "\(what): the store's version moved")
+                        #expect(mirror.results["q"]?[id]?.version == after[id]?.version, "\(what)")
+                        #expect(mirror.results["q"] == after, "\(what)")
                     }
                 }
             }

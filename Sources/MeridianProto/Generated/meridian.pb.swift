@@ -423,6 +423,8 @@ package nonisolated struct Meridian_V1_RowUpdate: Sendable {
 
   /// The names of the attributes whose values changed, sorted by their UTF-8 bytes. Includes the name of every
   /// derived attribute one of whose dependencies changed (a `coordinate` when `latitude` changed).
+  /// Empty when only the row's version moved (an update that wrote every value as it was, or changes that
+  /// undid each other): the reader keeps the row's new version.
   package var changed: [String] = []
 
   package var unknownFields = SwiftProtobuf.UnknownStorage()

@@ -254,9 +254,10 @@ struct MergedDelta: Sendable {
         case (.updated, .left(let id, _)), (.left, .left(let id, _)):
             return .left(id: id, before: nil)
         case (.left(_, let before?), .entered(let row)):
-            // The row left and came back: to the client, which still holds its old image, it changed.
+            // The row left and came back: to the client, which still holds its old image, it changed — if not in
+            // its values, then in its version, which the client must hold as the store's.
             let changed = row.row.changedAttributes(from: before)
-            return changed.isEmpty ? nil : .updated(row, changed: derived.addingDependents(to: changed))
+            return .updated(row, changed: derived.addingDependents(to: changed))
         case (.left(_, nil), .entered(let row)), (.left, .updated(let row, _)), (.updated, .entered(let row)):
             // The client's image is unknown here: report every attribute as changed.
             var all: [String] = []

@@ -534,23 +534,30 @@ final class Hub: Sendable {
             }
         }
         distinct.live = live
-        guard !changes.isEmpty else { return nil }
         var entered: [VersionedRow] = []
         var left: [(id: String, before: Row?)] = []
         var updated: [(row: VersionedRow, changed: [String])] = []
+        var told: Set<String> = []
         for change in changes.rowChanges {
             switch change {
             case .delete(let id, _):
                 left.append((id, byID[id]?.before))
+                told.insert(id)
             case .insert(let id, _, let row):
                 entered.append(VersionedRow(row: row, version: distinct.versions[id] ?? 0))
+                told.insert(id)
             case .move(let id, _, _, let row, _), .update(let id, _, _, let row, _):
+                told.insert(id)
                 guard let before = byID[id]?.before else { continue }
                 let changed = request.changedAttributes(row, from: before)
-                if !changed.isEmpty {
-                    updated.append((VersionedRow(row: row, version: distinct.versions[id] ?? 0), changed))
-                }
+                updated.append((VersionedRow(row: row, version: distinct.versions[id] ?? 0), changed))
             }
+        }
+        // A row in the window before and after whose values did not change (the change set leaves it out) still
+        // has a new version, which the client must hold (``BoundFetchRequest/unlimitedDelta(_:)``).
+        for net in nets where net.before != nil && !told.contains(net.id) {
+            guard previous.row(id: net.id) != nil, let row = live.row(id: net.id) else { continue }
+            updated.append((VersionedRow(row: row, version: distinct.versions[net.id] ?? net.version), []))
         }
         if entered.isEmpty && left.isEmpty && updated.isEmpty { return nil }
         return SharedDelta(entered: entered, left: left, updated: updated)

@@ -131,10 +131,11 @@ extension BoundFetchRequest {
             case (true, false):
                 left.append((change.id, change.before))
             case (true, true):
+                // Sent even when no attribute changed (an update that wrote every value as it was, or changes
+                // that undid each other within the batch): the row's version moved, and the client must hold the
+                // store's, or its next write that expects a version is refused.
                 let changed = self.changedAttributes(change.after!, from: change.before!)
-                if !changed.isEmpty {
-                    updated.append((VersionedRow(row: change.after!, version: change.version), changed))
-                }
+                updated.append((VersionedRow(row: change.after!, version: change.version), changed))
             case (false, false):
                 break
             }
