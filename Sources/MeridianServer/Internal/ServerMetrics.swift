@@ -1,9 +1,10 @@
 // MARK: - ServerMetrics
 
 internal import CoreMetrics
-internal import struct Foundation.Date
 internal import MeridianProto
 internal import Synchronization
+
+internal import struct Foundation.Date
 
 /// The server's metrics, created once per server (bounded dimensions only: never a client or subscription id).
 ///
