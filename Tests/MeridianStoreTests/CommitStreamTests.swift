@@ -1,3 +1,4 @@
+import Foundation
 import MeridianCore
 import MeridianStore
 import Synchronization
@@ -36,6 +37,25 @@ import Testing
                 #expect(observed.withLock { $0.last } == offered)
             }
             #expect(observed.withLock { $0 } == committed)
+        }
+    }
+
+    /// The observer was a `Mutex`'s value and every commit's `withLock` wrapped it in two more reabstraction thunks:
+    /// after n commits, a call ran 2n frames deep (and a long enough run would overflow the committing thread's stack).
+    @Test(
+        "the commit observer runs as deep in the stack after 300 commits as after the first", .timeLimit(.minutes(5)),
+        arguments: StoreVariant.allCases)
+    func observerDoesNotDeepen(variant: StoreVariant) async throws {
+        try await withStore(variant) { store in
+            let depths = Mutex<[Int]>([])
+            store.observeCommits { _ in
+                let depth = Thread.callStackReturnAddresses.count
+                depths.withLock { $0.append(depth) }
+            }
+            for i in 0..<300 { try await store.apply([.insert("Tag", id: "t\(i)", ["name": "x"])]) }
+            let seen = depths.withLock { $0 }
+            #expect(seen.count == 300)
+            #expect(seen.first == seen.last, "the observer's stack depth grew: \(seen.first ?? 0) → \(seen.last ?? 0)")
         }
     }
 

@@ -22,9 +22,17 @@ final class CommitNotifier: Sendable {
         var follower: Follower?
     }
 
+    /// ``Store/observeCommits(_:)``'s observer, in a struct: a closure that is itself a `Mutex`'s value is stored at
+    /// the generic value's abstraction, and every `withLock` rewraps it through its `inout` — a closure that ran
+    /// through two more reabstraction thunks after every commit (4,000 deep after 2,000 commits in the benchmark,
+    /// 3% of its CPU).
+    struct Observer {
+        var observe: @Sendable (Int64) -> Void
+    }
+
     private let state = Mutex(State())
     /// Called with each of the store's own commits before its subscribers are offered it (``Store/observeCommits(_:)``).
-    private let observer = Mutex<(@Sendable (Int64) -> Void)?>(nil)
+    private let observer = Mutex<Observer?>(nil)
     /// The subscribers' pollers running (``CommitPoller``).
     let pollers = PollerCounter()
 
@@ -50,13 +58,13 @@ final class CommitNotifier: Sendable {
     }
 
     func observe(_ observer: @escaping @Sendable (Int64) -> Void) {
-        self.observer.withLock { $0 = observer }
+        self.observer.withLock { $0 = Observer(observe: observer) }
     }
 
     /// After the store's own commit: the observer, then — when `committerIdle` — the follower, on this thread, then
     /// every subscriber. A follower that handled the commit (returned `true`) is not woken for it.
     func publish(_ seq: Int64, committerIdle: Bool) {
-        if let observer = self.observer.withLock({ $0 }) { observer(seq) }
+        if let observer = self.observer.withLock({ $0 }) { observer.observe(seq) }
         var handled: Int? = nil
         if committerIdle, let follower = self.state.withLock({ $0.follower }), follower.follow(seq) {
             handled = follower.id
