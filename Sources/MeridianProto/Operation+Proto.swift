@@ -2,7 +2,6 @@
 
 package import MeridianCore
 
-
 extension Meridian_V1_Operation {
     /// An operation for the wire.
     package init(

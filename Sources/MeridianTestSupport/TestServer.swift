@@ -1,9 +1,9 @@
 // MARK: - A real server for tests, always stopped
 
 public import CoreMetrics
-public import MeridianAuth
 package import GRPCCore
 package import GRPCInProcessTransport
+public import MeridianAuth
 public import MeridianServer
 public import MeridianStore
 

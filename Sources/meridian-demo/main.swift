@@ -32,7 +32,9 @@ struct Options {
             return arguments[i]
         }
         func number(_ text: String, _ flag: String) throws -> Double {
-            guard let n = Double(text), n.isFinite, n >= 0 else { throw DemoError("\(flag): '\(text)' is not a number") }
+            guard let n = Double(text), n.isFinite, n >= 0 else {
+                throw DemoError("\(flag): '\(text)' is not a number")
+            }
             return n
         }
         while i < arguments.count {
@@ -60,7 +62,6 @@ struct DemoError: Error, CustomStringConvertible {
 }
 
 // MARK: - Demo data
-
 
 enum DemoData {
     static let kinds = ["Café", "Miradouro", "Livraria", "Padaria", "Tasca", "Jardim", "Museu", "Galeria"]
@@ -105,7 +106,8 @@ func render(_ changes: ChangeSet<Row>, seq: Int64) -> String {
         case .move(_, let from, let to, let row, _):
             parts.append("move \(from)->\(to) \(Value.quote(row["title"].displayText))")
         case .update(_, let from, let to, let row, let changed):
-            parts.append("update \(from)->\(to) \(Value.quote(row["title"].displayText)) [\(changed.joined(separator: ","))]")
+            parts.append(
+                "update \(from)->\(to) \(Value.quote(row["title"].displayText)) [\(changed.joined(separator: ","))]")
         }
     }
     return "seq \(seq): " + parts.joined(separator: "; ")
@@ -134,7 +136,8 @@ do {
     let fetch = try FetchRequest(entity: "Point", where: options.predicate, sortedBy: options.sort)
     request = try fetch.bind(to: schema)
 } catch let error as QueryError {
-    FileHandle.standardError.write(Data("meridian-demo: \(error)\n\(error.caretDiagram(for: options.predicate))\n".utf8))
+    FileHandle.standardError.write(
+        Data("meridian-demo: \(error)\n\(error.caretDiagram(for: options.predicate))\n".utf8))
     exit(2)
 } catch {
     FileHandle.standardError.write(Data("meridian-demo: \(error)\n".utf8))
@@ -164,9 +167,12 @@ let results = try { () throws -> LiveResults in
     results.reset(rows: snapshot.rows)
     return results
 }()
-print("watching Point where \(request.request.predicateText), sorted by \(request.order): \(results.count) rows at seq \(snapshot.seq)")
+print(
+    "watching Point where \(request.request.predicateText), sorted by \(request.order): \(results.count) rows at seq \(snapshot.seq)"
+)
 print("try, in another terminal (a raw SQLite write; the store captures it too):")
-print("  sqlite3 \(path) \"UPDATE Point SET category = 3 WHERE id = (SELECT id FROM Point WHERE category != 3 LIMIT 1)\"")
+print(
+    "  sqlite3 \(path) \"UPDATE Point SET category = 3 WHERE id = (SELECT id FROM Point WHERE category != 3 LIMIT 1)\"")
 print("stop with Ctrl-C")
 
 // SIGINT and SIGTERM end the demo cleanly.
@@ -197,7 +203,8 @@ await withTaskGroup(of: Void.self) { group in
                 let (lat, lon) = DemoData.position(&rng)
                 operation = .update("Point", id: row.id, ["latitude": .double(lat), "longitude": .double(lon)])
             case 4..<6: operation = .update("Point", id: row.id, ["title": .string(DemoData.title(&rng))])
-            case 6..<8: operation = .update("Point", id: row.id, ["category": .int(Int64.random(in: 0..<8, using: &rng))])
+            case 6..<8:
+                operation = .update("Point", id: row.id, ["category": .int(Int64.random(in: 0..<8, using: &rng))])
             case 8: operation = .insert("Point", DemoData.point(&rng))
             default: operation = .delete("Point", id: row.id)
             }

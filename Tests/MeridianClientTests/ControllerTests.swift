@@ -171,7 +171,8 @@ struct ControllerTests {
         #expect(try Point(row: point("q", "Q", 3)).category == 3)
     }
 
-    @Test("a model that cannot hold every row of its entity is refused when its controller is made, naming the property")
+    @Test(
+        "a model that cannot hold every row of its entity is refused when its controller is made, naming the property")
     func modelMismatch() async throws {
         struct MissingOptional: MeridianModel {  // latitude is optional in the schema
             static let entityName = "Point"
@@ -197,15 +198,21 @@ struct ControllerTests {
         }
         let harness = try await Harness()
         let cases: [(any Error, String)] = [
-            (await #expect(throws: ClientError.self) {
-                try await harness.container.controller(for: FetchRequest(entity: "Point"), as: MissingOptional.self)
-            }!, "property `latitude` (double?): the attribute is optional; make the property optional"),
-            (await #expect(throws: ClientError.self) {
-                try await harness.container.controller(for: FetchRequest(entity: "Point"), as: Narrow.self)
-            }!, "property `category` (int): Int32 cannot hold every value of the attribute"),
-            (await #expect(throws: ClientError.self) {
-                try await harness.container.controller(for: FetchRequest(entity: "Point"), as: Unknown.self)
-            }!, "property `colour`: the entity has no such attribute"),
+            (
+                await #expect(throws: ClientError.self) {
+                    try await harness.container.controller(for: FetchRequest(entity: "Point"), as: MissingOptional.self)
+                }!, "property `latitude` (double?): the attribute is optional; make the property optional"
+            ),
+            (
+                await #expect(throws: ClientError.self) {
+                    try await harness.container.controller(for: FetchRequest(entity: "Point"), as: Narrow.self)
+                }!, "property `category` (int): Int32 cannot hold every value of the attribute"
+            ),
+            (
+                await #expect(throws: ClientError.self) {
+                    try await harness.container.controller(for: FetchRequest(entity: "Point"), as: Unknown.self)
+                }!, "property `colour`: the entity has no such attribute"
+            ),
         ]
         for (error, message) in cases {
             let error = try #require(error as? ClientError)

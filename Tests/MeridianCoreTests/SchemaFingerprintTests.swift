@@ -1,6 +1,7 @@
 import Foundation
-@testable import MeridianCore
 import Testing
+
+@testable import MeridianCore
 
 /// A base schema text and edits of it, each of which must change the fingerprint.
 private let baseText = """
@@ -83,26 +84,27 @@ private let mutations: [(String, String, String)] = [
     @Test("equal schemas have equal fingerprints however they are written")
     func equalSchemas() throws {
         let base = try Schema.parse(yaml: baseText)
-        let reformatted = try Schema.parse(yaml: """
-            # comments and layout do not matter
-            {
-              "version": 1,
-              "entities": {
-                "Point": {
-                  "id": "auto",
-                  "attributes": {
-                    "title": {"type": "string", "optional": false},
-                    "category": {"default": 0, "type": "int"},
-                    "latitude": {"type": "double?"},
-                    "longitude": "double?"
-                  },
-                  "indexes": [{"name": "category_title", "attributes": ["category", "title"]}],
-                  "derived": {"coordinate": {"kind": "coordinate", "latitude": "latitude", "longitude": "longitude"}}
-                },
-                "Author": {"attributes": {"name": "string"}}
-              }
-            }
-            """)
+        let reformatted = try Schema.parse(
+            yaml: """
+                # comments and layout do not matter
+                {
+                  "version": 1,
+                  "entities": {
+                    "Point": {
+                      "id": "auto",
+                      "attributes": {
+                        "title": {"type": "string", "optional": false},
+                        "category": {"default": 0, "type": "int"},
+                        "latitude": {"type": "double?"},
+                        "longitude": "double?"
+                      },
+                      "indexes": [{"name": "category_title", "attributes": ["category", "title"]}],
+                      "derived": {"coordinate": {"kind": "coordinate", "latitude": "latitude", "longitude": "longitude"}}
+                    },
+                    "Author": {"attributes": {"name": "string"}}
+                  }
+                }
+                """)
         #expect(base == reformatted)
         #expect(base.canonicalDescription == reformatted.canonicalDescription)
         #expect(base.fingerprint == reformatted.fingerprint)

@@ -28,22 +28,24 @@ import Testing
 
     @Test("JSON text parses the same as the equivalent YAML text")
     func jsonText() throws {
-        let yaml = try Schema.parse(yaml: """
-            version: 2
-            entities:
-              Author:
-                id: client
-                attributes:
-                  firstName: string
-                  lastName: { type: string, optional: true, default: "Doe" }
-                indexes:
-                  - [lastName]
-            """)
-        let json = try Schema.parse(yaml: """
-            {"version": 2, "entities": {"Author": {"id": "client", "attributes": {
-              "firstName": "string", "lastName": {"type": "string?", "default": "Doe"}},
-              "indexes": [{"attributes": ["lastName"]}]}}}
-            """)
+        let yaml = try Schema.parse(
+            yaml: """
+                version: 2
+                entities:
+                  Author:
+                    id: client
+                    attributes:
+                      firstName: string
+                      lastName: { type: string, optional: true, default: "Doe" }
+                    indexes:
+                      - [lastName]
+                """)
+        let json = try Schema.parse(
+            yaml: """
+                {"version": 2, "entities": {"Author": {"id": "client", "attributes": {
+                  "firstName": "string", "lastName": {"type": "string?", "default": "Doe"}},
+                  "indexes": [{"attributes": ["lastName"]}]}}}
+                """)
         #expect(json == yaml)
     }
 
@@ -54,25 +56,27 @@ import Testing
         let sample = try schema.requireEntity("Sample")
         #expect(sample.idPolicy == .client)
         let defaults = sample.attributes.map { "\($0.name)=\($0.defaultValue.map { "\($0)" } ?? "none")" }
-        #expect(defaults == [
-            #"s="hello, \"world\"""#,
-            "i=-42",
-            "d=2.5",
-            "b=true",
-            #"t="2024-05-01T10:30:00.25Z""#,
-            "x=x'00ff10'",
-            "y=x'00ff10'",
-            "z=x'00ff10'",
-            "o=none",
-            "n=none",
-        ])
+        #expect(
+            defaults == [
+                #"s="hello, \"world\"""#,
+                "i=-42",
+                "d=2.5",
+                "b=true",
+                #"t="2024-05-01T10:30:00.25Z""#,
+                "x=x'00ff10'",
+                "y=x'00ff10'",
+                "z=x'00ff10'",
+                "o=none",
+                "n=none",
+            ])
         #expect(sample.attribute(named: "o")?.isOptional == true)
         #expect(sample.attribute(named: "n")?.type == .int)
-        #expect(sample.indexes == [
-            Index(attributes: ["s"]),
-            Index(name: "unique_i", attributes: ["i"], isUnique: true),
-            Index(attributes: ["id", "t"]),
-        ])
+        #expect(
+            sample.indexes == [
+                Index(attributes: ["s"]),
+                Index(name: "unique_i", attributes: ["i"], isUnique: true),
+                Index(attributes: ["id", "t"]),
+            ])
     }
 
     @Test(
@@ -94,13 +98,14 @@ import Testing
         ]
     )
     func defaults(type: String, text: String, expected: Value) throws {
-        let schema = try Schema.parse(yaml: """
-            version: 1
-            entities:
-              E:
-                attributes:
-                  a: { type: \(type), default: \(text) }
-            """)
+        let schema = try Schema.parse(
+            yaml: """
+                version: 1
+                entities:
+                  E:
+                    attributes:
+                      a: { type: \(type), default: \(text) }
+                """)
         let value = try #require(schema.entities.first?.attribute(named: "a")?.defaultValue)
         #expect(value == expected)
         #expect(value.type == expected.type)
@@ -108,72 +113,77 @@ import Testing
 
     @Test("the short and long forms of attributes, indexes and derived attributes are equivalent")
     func forms() throws {
-        let short = try Schema.parse(yaml: """
-            version: 1
-            entities:
-              P:
-                attributes:
-                  lat: double?
-                  lon: double
-                indexes: [lat, [lat, lon]]
-                derived:
-                  c: { coordinate: [lat, lon] }
-            """)
-        let long = try Schema.parse(yaml: """
-            version: 1
-            entities:
-              P:
-                id: auto
-                attributes:
-                  lat: { type: double, optional: true }
-                  lon: { type: double, optional: false }
-                indexes:
-                  - { attributes: [lat] }
-                  - { name: lat_lon, attributes: [lat, lon], unique: false }
-                derived:
-                  c: { kind: coordinate, latitude: lat, longitude: lon }
-            """)
+        let short = try Schema.parse(
+            yaml: """
+                version: 1
+                entities:
+                  P:
+                    attributes:
+                      lat: double?
+                      lon: double
+                    indexes: [lat, [lat, lon]]
+                    derived:
+                      c: { coordinate: [lat, lon] }
+                """)
+        let long = try Schema.parse(
+            yaml: """
+                version: 1
+                entities:
+                  P:
+                    id: auto
+                    attributes:
+                      lat: { type: double, optional: true }
+                      lon: { type: double, optional: false }
+                    indexes:
+                      - { attributes: [lat] }
+                      - { name: lat_lon, attributes: [lat, lon], unique: false }
+                    derived:
+                      c: { kind: coordinate, latitude: lat, longitude: lon }
+                """)
         #expect(short == long)
         #expect(short.canonicalDescription == long.canonicalDescription)
     }
 
     @Test("declaration order is kept")
     func order() throws {
-        let schema = try Schema.parse(yaml: """
-            version: 1
-            entities:
-              Zeta: { attributes: { z: int, a: int, m: int } }
-              Alpha: { attributes: { b: int } }
-            """)
+        let schema = try Schema.parse(
+            yaml: """
+                version: 1
+                entities:
+                  Zeta: { attributes: { z: int, a: int, m: int } }
+                  Alpha: { attributes: { b: int } }
+                """)
         #expect(schema.entities.map(\.name) == ["Zeta", "Alpha"])
         #expect(schema.entities[0].attributes.map(\.name) == ["z", "a", "m"])
     }
 
     @Test("empty 'indexes' and 'derived' mean none")
     func emptyOptionalSections() throws {
-        let schema = try Schema.parse(yaml: """
-            version: 1
-            entities:
-              A:
-                attributes: {}
-                indexes:
-                derived: {}
-            """)
+        let schema = try Schema.parse(
+            yaml: """
+                version: 1
+                entities:
+                  A:
+                    attributes: {}
+                    indexes:
+                    derived: {}
+                """)
         #expect(schema.entities == [EntitySchema(name: "A", attributes: [])])
     }
 
     @Test("YAML anchors and aliases are followed")
     func aliases() throws {
-        let schema = try Schema.parse(yaml: """
-            version: 1
-            entities:
-              A:
-                attributes: &shared
-                  latitude: double?
-                  longitude: double?
-              B:
-                attributes: *shared
-            """)
+        let schema = try Schema.parse(
+            yaml: """
+                version: 1
+                entities:
+                  A:
+                    attributes: &shared
+                      latitude: double?
+                      longitude: double?
+                  B:
+                    attributes: *shared
+                """)
         #expect(schema.entities[0].attributes == schema.entities[1].attributes)
     }
 }

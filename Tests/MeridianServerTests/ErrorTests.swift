@@ -225,7 +225,7 @@ struct ErrorTests {
         arguments: Wire.allCases)
     func helloTimeout(wire: Wire) async throws {
         let error = try #require(
-            try await self.streamError(wire: wire, configure: { $0.helloTimeout = .milliseconds(200) }) { _ in })
+            try await self.streamError(wire: wire, configure: { $0.helloTimeout = .milliseconds(200) }, { _ in }))
         #expect(error.code == .resourceExhausted)
         #expect(error.errorDetail?.code == .limitExceeded)
         #expect(error.message.contains("no Hello within 200 ms"))

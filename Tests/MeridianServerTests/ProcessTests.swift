@@ -380,7 +380,8 @@ struct ProcessTests {
         // Read until the shell's end closes the pipe (`waitUntilExit()` was seen to hang here: Foundation's
         // monitor of the shell never reported its exit).
         let printed = String(decoding: output.fileHandleForReading.remainingData(), as: UTF8.self)
-        let pid = try #require(pid_t(printed.trimmingCharacters(in: .whitespacesAndNewlines)), "the shell said '\(printed)'")
+        let pid = try #require(
+            pid_t(printed.trimmingCharacters(in: .whitespacesAndNewlines)), "the shell said '\(printed)'")
         /// Whether the server still runs (an exited one that nobody has reaped yet is a zombie: state `Z`).
         func running() -> Bool {
             guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),

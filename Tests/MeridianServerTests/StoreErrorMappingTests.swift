@@ -1,9 +1,10 @@
 // How store errors reach a client: a disk that cannot be written is UNAVAILABLE with SQLite's reason, not INTERNAL.
 
 import MeridianProto
-@testable import MeridianServer
 import MeridianStore
 import Testing
+
+@testable import MeridianServer
 
 @Suite struct StoreErrorMappingTests {
     @Test("a transaction that failed on the disk is UNAVAILABLE with the reason; a conflict stays a conflict")

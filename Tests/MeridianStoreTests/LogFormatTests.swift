@@ -82,7 +82,8 @@ import Testing
             INSERT INTO Tag (id, name) VALUES ('t1', 'one'), ('t2', 'two');
             UPDATE Tag SET name = 'deux' WHERE id = 't2';
             """)
-        #expect(try ChildProcess.sqlite3Output(path, "SELECT count(*) FROM meridian_changes WHERE after IS NULL") == "0")
+        #expect(
+            try ChildProcess.sqlite3Output(path, "SELECT count(*) FROM meridian_changes WHERE after IS NULL") == "0")
         // An old entry's image is read as logged, not rebuilt from the row: make t1's differ from its row.
         try ChildProcess.sqlite3(path, "UPDATE meridian_changes SET after = '{\"name\":\"uno\"}' WHERE row_id = 't1'")
 

@@ -95,7 +95,8 @@ import Testing
                 .insert(
                     "Item", id: "a",
                     [
-                        "title": "a", "price": .double(-0.0), "qty": 1, "active": true, "due": .timestamp(Timestamp(microseconds: 0)),
+                        "title": "a", "price": .double(-0.0), "qty": 1, "active": true,
+                        "due": .timestamp(Timestamp(microseconds: 0)),
                         "data": .bytes([1]), "note": "n",
                     ]),
                 .insert("Item", id: "b", ["title": "b", "price": .double(-0.0)]),

@@ -25,7 +25,8 @@ struct ConnectionOptions: ParsableArguments {
 
     @Option(
         name: .long,
-        help: ArgumentHelp("A file holding the token (read again before the token it holds expires).", valueName: "path"))
+        help: ArgumentHelp(
+            "A file holding the token (read again before the token it holds expires).", valueName: "path"))
     var tokenFile: String?
 
     @Option(

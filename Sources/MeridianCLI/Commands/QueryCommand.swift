@@ -61,7 +61,8 @@ struct QueryCommand: AsyncParsableCommand {
                     Terminal.writeOut(lines.joined(separator: "\n") + "\n")
                 }
             } catch {
-                throw predicateRejection(ServerConnection.map(error, address: address.address), predicate: fetch.predicate)
+                throw predicateRejection(
+                    ServerConnection.map(error, address: address.address), predicate: fetch.predicate)
             }
         }
     }
@@ -121,7 +122,8 @@ struct ExportCommand: AsyncParsableCommand {
                     Terminal.writeOut(text)
                 }
             } catch {
-                throw predicateRejection(ServerConnection.map(error, address: address.address), predicate: fetch.predicate)
+                throw predicateRejection(
+                    ServerConnection.map(error, address: address.address), predicate: fetch.predicate)
             }
         }
     }

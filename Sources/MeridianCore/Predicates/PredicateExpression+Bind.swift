@@ -42,12 +42,6 @@ struct PredicateBinder {
     /// which may not use claims.
     var claims: [String: PredicateVariable]? = nil
 
-    init(entity: EntitySchema, variables: [String: PredicateVariable], claims: [String: PredicateVariable]? = nil) {
-        self.entity = entity
-        self.variables = variables
-        self.claims = claims
-    }
-
     /// A resolved operand: one value or a list, each with the range to blame.
     enum Resolved {
         case single(Value, SourceRange)
@@ -224,7 +218,8 @@ struct PredicateBinder {
             }
             guard let claim = claims[name] else {
                 let known = claims.keys.sorted { $0.utf8Compare($1) < 0 }.map { "@" + $0 }
-                let hint = known.isEmpty ? "the schema declares no claims" : "declared: \(known.joined(separator: ", "))"
+                let hint =
+                    known.isEmpty ? "the schema declares no claims" : "declared: \(known.joined(separator: ", "))"
                 throw QueryError(
                     .unboundVariable,
                     "unknown claim @\(name) (\(hint) under auth.claims)",

@@ -176,7 +176,8 @@ public struct EntitySchema: Sendable, Hashable {
                 throw SchemaError(.duplicateName, "\(self.name): index '\(index.name)' is declared twice")
             }
             for name in index.attributes where !self.hasQueryableAttribute(name) {
-                throw SchemaError(.unknownAttribute, "\(self.name): index '\(index.name)' names unknown attribute '\(name)'")
+                throw SchemaError(
+                    .unknownAttribute, "\(self.name): index '\(index.name)' names unknown attribute '\(name)'")
             }
         }
         for derived in self.derived {

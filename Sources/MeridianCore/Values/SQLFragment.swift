@@ -25,6 +25,7 @@ public struct SQLFragment: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String {
-        self.arguments.isEmpty ? self.sql : "\(self.sql) -- \(self.arguments.map(\.description).joined(separator: ", "))"
+        self.arguments.isEmpty
+            ? self.sql : "\(self.sql) -- \(self.arguments.map(\.description).joined(separator: ", "))"
     }
 }

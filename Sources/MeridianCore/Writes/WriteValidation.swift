@@ -162,7 +162,8 @@ extension Schema {
                 guard value.type == attribute.type else {
                     throw refuse(
                         .validation,
-                        "attribute '\(name)' is \(attribute.type.rawValue), got \(value.type!.rawValue) \(value)", [name])
+                        "attribute '\(name)' is \(attribute.type.rawValue), got \(value.type!.rawValue) \(value)",
+                        [name])
                 }
                 values.append(value.stored)
             }

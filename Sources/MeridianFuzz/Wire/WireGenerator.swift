@@ -74,7 +74,8 @@ struct WireGenerator {
         var hello = Meridian_V1_Hello()
         hello.clientName = "fuzz"
         // Mostly the version this code speaks; sometimes one before it (refused) or after it (served at ours).
-        hello.protocolVersion = random.oneIn(12) ? UInt32(random.pick([0, 2, Int(UInt32.max)])) : ProtocolVersion.current
+        hello.protocolVersion =
+            random.oneIn(12) ? UInt32(random.pick([0, 2, Int(UInt32.max)])) : ProtocolVersion.current
         if random.oneIn(4) { hello.resumeFromSeq = random.interestingInteger() }
         if random.oneIn(4) { hello.maxBatchBytes = UInt32(random.pick([0, 1, 64, 1 << 20, Int(UInt32.max)])) }
         if random.oneIn(6) { hello.schemaFingerprint = random.pick(["", "0000000000000000", "zz"]) }

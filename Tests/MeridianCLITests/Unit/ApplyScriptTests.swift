@@ -81,7 +81,9 @@ import Testing
             let text = lines.joined(separator: "\n")
             let onePass = outcome(text, pieces: 1)
             if onePass.error != nil { errors += 1 }
-            for pieces in 2...5 { #expect(outcome(text, pieces: pieces) == onePass, "round \(round), \(pieces) pieces") }
+            for pieces in 2...5 {
+                #expect(outcome(text, pieces: pieces) == onePass, "round \(round), \(pieces) pieces")
+            }
         }
         #expect(errors >= 4 && errors < 12)
     }
