@@ -42,6 +42,9 @@ run_tests() {
     # crashed or was killed before its own cleanup ran (docs/server.md).
     export MERIDIAN_EXIT_WITH_PARENT=1
     setup
+    # The committed .swift-format, as scripts/format.sh applies it: a file that drifted fails here, in seconds.
+    log "checking the formatting (scripts/format.sh --lint)"
+    scripts/format.sh --lint
     log "building (debug, with tests)"
     swift build --build-tests
     # Separate runs: the multi-process checker soaks and the wire fuzzers start servers and processes of their own and
