@@ -56,9 +56,10 @@ public struct ServerConfiguration: Sendable, Hashable {
     /// How often the server checks the store file for commits by other processes.
     public var commitPollInterval: Duration = .milliseconds(5)
     /// After a lone commit of this server's (one transaction, none waiting to commit), the fan-out runs on the
-    /// committing thread — one thread wake-up less before its clients have it — when its last run that found commits
-    /// took less than this; otherwise, and for every other commit, on its own thread. No commit starts while it runs there, so a
-    /// costly fan-out (many clients, large commits) stays on its thread. `.zero`: always on its own thread.
+    /// committing thread — one thread wake-up less before its clients have it — when its estimate is less than this:
+    /// the last run that found commits, per row change, times the commit's rows; otherwise, and for every other
+    /// commit, on its own thread. No commit starts while it runs there, so a costly fan-out (many clients, large
+    /// commits) stays on its thread. `.zero`: always on its own thread.
     public var inlineFanoutBudget: Duration = .microseconds(250)
     /// How long a `Sync` stream may stay open without sending `Hello`; past it, the stream ends with
     /// `RESOURCE_EXHAUSTED` (`CODE_LIMIT_EXCEEDED`), so that idle streams cannot pile up.

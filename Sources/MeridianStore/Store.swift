@@ -138,8 +138,8 @@ public final class Store: Sendable {
         self.committer = GroupCommitter(
             writer: writer, own: StoreDDL.OwnEntries(schema: schema), maxBatch: configuration.maxGroupCommitSize,
             maxRowBytes: configuration.maxRowBytes
-        ) { seq, idle in
-            notifier.publish(seq, committerIdle: idle)
+        ) { seq, idleRows in
+            notifier.publish(seq, idleRows: idleRows)
         }
     }
 

@@ -292,6 +292,36 @@ struct FanoutTests {
         }
     }
 
+    /// The committing thread runs a lone commit's fan-out when the last run's cost per row change, times the
+    /// commit's rows, is under the budget: small commits run there, and a large one after them does not (the last run's
+    /// time alone let it, and the committer waited for its whole fan-out).
+    @Test("a large lone commit after small ones fans out on the fan-out's thread, not the committing one")
+    func largeCommitStaysOnThread() async throws {
+        let store = try Fixtures.store()
+        let configuration = Fixtures.configuration { $0.inlineFanoutBudget = .milliseconds(50) }
+        let metrics = TestMetrics()
+        try await withTestServer(store: store, configuration: configuration, metricsFactory: metrics) { _, port in
+            try await withHTTP2Client(port: port) { client in
+                try await withSyncStream(Meridian_V1_Meridian.Client(wrapping: client)) { stream in
+                    var mirror = try await Mirror.subscribed(stream, "all", Fixtures.fetch("Point"))
+                    for i in 0..<5 {
+                        let seq = try await commit(store, [.insert("Point", id: "s\(i)", Fixtures.point("s"))])
+                        try await mirror.catchUp(stream, to: seq)
+                    }
+                    let small = metrics.counterTotal(label: "meridian_fanout_inline_runs_total")
+                    #expect(small >= 1, "no small commit's fan-out ran on the committing thread")
+                    // 5,000 rows: at the last small run's cost per row (a read transaction and a Batch, well over
+                    // 10 µs), far over 50 ms.
+                    let seq = try await commit(
+                        store, (0..<5_000).map { .insert("Point", id: "l\($0)", Fixtures.point("l")) })
+                    try await mirror.catchUp(stream, to: seq)
+                    #expect(mirror.results["all"]?.count == 5_005)
+                    #expect(metrics.counterTotal(label: "meridian_fanout_inline_runs_total") == small)
+                }
+            }
+        }
+    }
+
     /// An update that writes every value as it was, changes that undo each other in one commit, and a delete and
     /// re-insert of the same row each move the row's version and leave its values: the client must hold the new
     /// version, or its next write that expects the version it holds is refused as a conflict.

@@ -53,6 +53,11 @@ import Testing
                 depths.withLock { $0.append(depth) }
             }
             for i in 0..<300 { try await store.apply([.insert("Tag", id: "t\(i)", ["name": "x"])]) }
+            // A commit is answered before its observer runs: wait for the last one.
+            let deadline = ContinuousClock.now + .seconds(60)
+            while depths.withLock({ $0.count }) < 300, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(1))
+            }
             let seen = depths.withLock { $0 }
             #expect(seen.count == 300)
             #expect(seen.first == seen.last, "the observer's stack depth grew: \(seen.first ?? 0) → \(seen.last ?? 0)")
@@ -70,7 +75,7 @@ import Testing
             store.observeCommits { seq in observed.withLock { $0.append(seq) } }
             // A long poll: the poller offers the latest seq once at the start, and not again during the test.
             let observedFirst = Mutex(true)
-            let commits = store.commits(pollInterval: .seconds(600)) { seq in
+            let commits = store.commits(pollInterval: .seconds(600)) { seq, _ in
                 // After the observer: the commit is durable and observed before its follower runs.
                 if observed.withLock({ $0.last }) != seq { observedFirst.withLock { $0 = false } }
                 offered.withLock { $0.append(seq) }

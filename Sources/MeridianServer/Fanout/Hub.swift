@@ -272,8 +272,8 @@ final class Hub: Sendable {
             feed.close()
         }
         // An in-memory store's feed reads on the store's one connection, which the committing thread holds.
-        let follower: (@Sendable (Int64) -> Bool)? =
-            feed.hasOwnConnection ? { @Sendable seq in thread.followInline(seq) } : nil
+        let follower: (@Sendable (Int64, Int) -> Bool)? =
+            feed.hasOwnConnection ? { @Sendable seq, rows in thread.followInline(seq, rows: rows) } : nil
         do {
             try await thread.follow(
                 self.store.commits(pollInterval: self.configuration.commitPollInterval, follower: follower))
@@ -314,10 +314,10 @@ final class Hub: Sendable {
     /// that seq, and its base is read from the store at or after it; one that connects before is seen here, under
     /// the lock, and the log is read.
     ///
-    /// - Returns: Whether there was anything after the processed seq (a run woken for commits an earlier run already
-    ///   read returns `false`: its time says nothing of a commit's fan-out).
+    /// - Returns: How many row changes it found after the processed seq (none for a run woken for commits an earlier
+    ///   run already read: its time says nothing of a commit's fan-out).
     @discardableResult
-    func catchUp(_ feed: ChangeFeed) throws -> Bool {
+    func catchUp(_ feed: ChangeFeed) throws -> Int {
         if self.state.withLock({ $0.clients.isEmpty && $0.pendings.isEmpty }) {
             let latest = try feed.latestSeq()
             let skipped = self.state.withLock { state -> Int64? in
@@ -331,16 +331,16 @@ final class Hub: Sendable {
                     self.metrics.fanoutBatches.increment()
                     self.metrics.fanoutRowChanges.increment(by: skipped)
                 }
-                return skipped > 0
+                return Int(max(0, skipped))
             }
         }
         let from = self.processedSeq
-        var processed = false
+        var processed = 0
         let pruned = try feed.withTransaction { transaction -> Int64? in
             switch try transaction.changes(after: from) {
             case .changes(let batch):
                 guard batch.throughSeq > from else { return nil }
-                processed = true
+                processed = max(1, batch.changes.count)
                 let start = ContinuousClock.now
                 try self.process(batch, from: from) { request in
                     let snapshot = try transaction.snapshot(
@@ -364,7 +364,7 @@ final class Hub: Sendable {
                 state.processedSeq = max(state.processedSeq, latest)
                 for id in Array(state.clients.keys) { self.resnapshotAll(id, &state) }
             }
-            return true
+            return Int(max(1, latest - from))
         }
         return processed
     }

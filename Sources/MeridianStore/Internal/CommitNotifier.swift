@@ -12,7 +12,7 @@ final class CommitNotifier: Sendable {
     /// A subscriber that may handle a commit on the committing thread (``Store/commits(pollInterval:follower:)``).
     struct Follower {
         var id: Int
-        var follow: @Sendable (Int64) -> Bool
+        var follow: @Sendable (_ seq: Int64, _ rows: Int) -> Bool
     }
 
     struct State {
@@ -39,7 +39,8 @@ final class CommitNotifier: Sendable {
     /// Adds a subscriber; with `follower`, one that is first offered each commit on the committing thread when the
     /// committer is otherwise idle (replacing an earlier follower).
     func add(
-        _ continuation: AsyncStream<Int64>.Continuation, follower: (@Sendable (Int64) -> Bool)? = nil
+        _ continuation: AsyncStream<Int64>.Continuation,
+        follower: (@Sendable (_ seq: Int64, _ rows: Int) -> Bool)? = nil
     ) -> Int {
         self.state.withLock { state in
             let id = state.nextID
@@ -61,12 +62,13 @@ final class CommitNotifier: Sendable {
         self.observer.withLock { $0 = Observer(observe: observer) }
     }
 
-    /// After the store's own commit: the observer, then — when `committerIdle` — the follower, on this thread, then
-    /// every subscriber. A follower that handled the commit (returned `true`) is not woken for it.
-    func publish(_ seq: Int64, committerIdle: Bool) {
+    /// After the store's own commit: the observer, then — when the committer is idle (`idleRows`: the rows the
+    /// commit's one transaction wrote) — the follower, on this thread, then every subscriber. A follower that handled
+    /// the commit (returned `true`) is not woken for it.
+    func publish(_ seq: Int64, idleRows: Int?) {
         if let observer = self.observer.withLock({ $0 }) { observer.observe(seq) }
         var handled: Int? = nil
-        if committerIdle, let follower = self.state.withLock({ $0.follower }), follower.follow(seq) {
+        if let idleRows, let follower = self.state.withLock({ $0.follower }), follower.follow(seq, idleRows) {
             handled = follower.id
         }
         self.state.withLock { state in

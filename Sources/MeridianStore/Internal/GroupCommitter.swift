@@ -35,9 +35,9 @@ final class GroupCommitter: Sendable {
     private let state = Mutex(State())
     private let writer: any DatabaseWriter
     private let maxBatch: Int
-    /// Called on the committing thread after each commit, with its seq and whether the committer is otherwise idle
-    /// (the commit held one transaction and none waits for the next).
-    private let onCommit: @Sendable (_ seq: Int64, _ idle: Bool) -> Void
+    /// Called on the committing thread after each commit, with its seq and, when the committer is otherwise idle
+    /// (the commit held one transaction and none waits for the next), how many rows that transaction wrote.
+    private let onCommit: @Sendable (_ seq: Int64, _ idleRows: Int?) -> Void
     /// The SQL of the log entries of the store's entities.
     private let own: StoreDDL.OwnEntries
     /// The largest row an update may leave (`Store.Configuration.maxRowBytes`).
@@ -50,7 +50,7 @@ final class GroupCommitter: Sendable {
         own: StoreDDL.OwnEntries,
         maxBatch: Int,
         maxRowBytes: Int?,
-        onCommit: @escaping @Sendable (_ seq: Int64, _ idle: Bool) -> Void
+        onCommit: @escaping @Sendable (_ seq: Int64, _ idleRows: Int?) -> Void
     ) {
         self.writer = writer
         self.own = own
@@ -164,7 +164,8 @@ final class GroupCommitter: Sendable {
                     pending.answer.resume(
                         returning: CommitResult(seq: outcome.replayedSeq ?? seq, rows: outcome.rows))
                 }
-                self.onCommit(seq, batch.count == 1 && self.state.withLock { $0.queue.isEmpty })
+                let idle = batch.count == 1 && self.state.withLock { $0.queue.isEmpty }
+                self.onCommit(seq, idle ? rows[0].rows.count : nil)
                 return
             }
         } catch {
@@ -227,7 +228,7 @@ final class GroupCommitter: Sendable {
                 pending.answer.resume(throwing: StoreError.wrap(error, "the transaction failed"))
             }
         }
-        if committed { self.onCommit(seq, false) }
+        if committed { self.onCommit(seq, nil) }
     }
 }
 
