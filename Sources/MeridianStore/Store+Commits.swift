@@ -25,10 +25,11 @@ extension Store {
 
     /// ``commits(pollInterval:)``, with `follower` first offered each of the store's own commits on the committing
     /// thread, right after the commit, whenever the committer is otherwise idle: the commit held one transaction and
-    /// no other waits; it is given the commit's seq and how many rows that transaction wrote. A follower that returns `true` has handled the commit, and the sequence does not yield it (it
-    /// yields every commit the follower declined, and other processes' commits). The server's fan-out follows this
-    /// way (at most one follower per store: a new one replaces the last). While `follower` runs, no other commit
-    /// starts: it must be short, and must not wait for the store's writer.
+    /// no other waits; it is given the commit's seq and how many rows that transaction wrote. A follower that returns
+    /// `true` has handled the commit, and the sequence does not yield it (it yields every commit the follower
+    /// declined, and other processes' commits). The server's fan-out follows this way (at most one follower per
+    /// store: a new one replaces the last). While `follower` runs, no other commit starts: it must be short, and must
+    /// not wait for the store's writer.
     package func commits(
         pollInterval: Duration, follower: (@Sendable (_ seq: Int64, _ rows: Int) -> Bool)?
     ) -> CommitSequence {
