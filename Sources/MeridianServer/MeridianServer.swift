@@ -103,6 +103,10 @@ public final class MeridianServer: Service, Sendable {
                 // Pings a silent peer, so that a live one speaks (see SilentConnectionHandler).
                 config.connection.keepalive.time = configuration.keepaliveInterval
                 config.connection.keepalive.timeout = configuration.helloTimeout
+                // Each write flushed at once, unless asked otherwise (``ServerConfiguration/flushDelay``).
+                config.connection.flushCoalescing =
+                    configuration.flushDelay > .zero
+                    ? .init(maxFlushDelay: configuration.flushDelay, maxBytes: 64 << 10) : nil
                 config.channelDebuggingCallbacks.onAcceptTCPConnection = { channel in connections.accept(channel) }
                 config.channelDebuggingCallbacks.onAcceptHTTP2Stream = { stream in connections.acceptStream(stream) }
             })

@@ -219,8 +219,7 @@ enum RegionsBenchmark {
     /// Serves the raw service (`meridian-bench raw-server`) on 127.0.0.1, a port of the OS's choosing, until killed;
     /// prints `listening on 127.0.0.1:PORT` first.
     static func serveRaw() async throws {
-        let transport = HTTP2ServerTransport.Posix(
-            address: .ipv4(host: "127.0.0.1", port: 0), transportSecurity: .plaintext)
+        let transport = ServerBenchmark.rawTransport()
         let server = GRPCServer(transport: transport, services: [RawService(broadcast: Broadcast())])
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await server.serve() }

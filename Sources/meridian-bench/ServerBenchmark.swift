@@ -647,11 +647,20 @@ enum ServerBenchmark {
 
     // MARK: - Raw gRPC
 
+    /// The raw ceiling's server transport on 127.0.0.1 (a port of the OS's choosing), configured as `meridian-server`'s
+    /// by default in what touches each message's way out: each write flushed at once (grpc-swift's default holds
+    /// writes up to 100 µs to send them together; `ServerConfiguration.flushDelay` is `.zero`), so that the ceiling
+    /// and Meridian send alike.
+    static func rawTransport() -> HTTP2ServerTransport.Posix {
+        HTTP2ServerTransport.Posix(
+            address: .ipv4(host: "127.0.0.1", port: 0), transportSecurity: .plaintext,
+            config: .defaults { $0.connection.flushCoalescing = nil })
+    }
+
     /// The ceiling: the same bytes (one SyncResponse{batch} per commit, encoded once) streamed by a trivial service.
     static func raw(clients: Int, rowsPerCommit: Int, rate: Int?) async throws -> Figure {
         let broadcast = Broadcast()
-        let transport = HTTP2ServerTransport.Posix(
-            address: .ipv4(host: "127.0.0.1", port: 0), transportSecurity: .plaintext)
+        let transport = ServerBenchmark.rawTransport()
         let server = GRPCServer(transport: transport, services: [RawService(broadcast: broadcast)])
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await server.serve() }

@@ -151,8 +151,7 @@ enum SyncBenchmark {
         try flush(last: true)
 
         let broadcast = Broadcast()
-        let transport = HTTP2ServerTransport.Posix(
-            address: .ipv4(host: "127.0.0.1", port: 0), transportSecurity: .plaintext)
+        let transport = ServerBenchmark.rawTransport()
         let server = GRPCServer(transport: transport, services: [RawService(broadcast: broadcast)])
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await server.serve() }

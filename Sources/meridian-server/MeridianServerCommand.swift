@@ -103,6 +103,12 @@ struct MeridianServerCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            "Microseconds the transport may hold a connection's writes to send them together (0: each at once).",
+            discussion: "grpc-swift's flush coalescing: held bytes go out after this delay, or once 64 KiB wait."))
+    var flushDelayUs = 0
+
+    @Option(
+        help: ArgumentHelp(
             "How long a Sync stream may stay open without sending Hello: seconds, or a number with ms, s, m, h or d (500ms, 10s, 1m).",
             valueName: "duration"))
     var helloTimeout = "10s"
@@ -243,6 +249,7 @@ struct MeridianServerCommand: AsyncParsableCommand {
             ("--client-queue-limit", self.clientQueueLimit), ("--client-queue-bytes", self.clientQueueBytes),
             ("--snapshot-chunk-bytes", self.snapshotChunkBytes),
             ("--heartbeat-ms", self.heartbeatMs), ("--commit-poll-ms", self.commitPollMs),
+            ("--flush-delay-us", self.flushDelayUs),
             ("--max-streams-per-principal", self.maxStreamsPerPrincipal),
             ("--apply-rate-per-principal", self.applyRatePerPrincipal),
             ("--max-subscriptions-per-principal", self.maxSubscriptionsPerPrincipal),
@@ -251,7 +258,7 @@ struct MeridianServerCommand: AsyncParsableCommand {
             || (value == 0
                 && ![
                     "--max-subscriptions", "--max-streams-per-principal", "--apply-rate-per-principal",
-                    "--max-subscriptions-per-principal",
+                    "--max-subscriptions-per-principal", "--flush-delay-us",
                 ].contains(name))
         {
             throw ValidationError("\(name) must be positive, not \(value)")
@@ -352,6 +359,7 @@ struct MeridianServerCommand: AsyncParsableCommand {
         configuration.snapshotChunkBytes = self.snapshotChunkBytes
         configuration.heartbeatInterval = .milliseconds(self.heartbeatMs)
         configuration.commitPollInterval = .milliseconds(self.commitPollMs)
+        configuration.flushDelay = .microseconds(self.flushDelayUs)
         configuration.helloTimeout = Self.duration(self.helloTimeout)!
         configuration.idleTimeout = Self.duration(self.idleTimeout)!
         configuration.keepaliveInterval = Self.duration(self.keepaliveInterval)!

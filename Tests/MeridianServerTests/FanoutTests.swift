@@ -322,6 +322,32 @@ struct FanoutTests {
         }
     }
 
+    /// `flushDelay` reaches the transport: with nothing else written (no heartbeat due), a commit's Batch is held
+    /// for the whole delay. (Off, the default, it goes at once; every other test runs so.)
+    @Test("with a flush delay the transport holds a lone Batch for the delay")
+    func flushDelay() async throws {
+        let store = try Fixtures.store()
+        let configuration = Fixtures.configuration {
+            $0.flushDelay = .milliseconds(400)
+            $0.heartbeatInterval = .seconds(600)
+        }
+        try await withTestServer(store: store, configuration: configuration) { _, port in
+            try await withHTTP2Client(port: port) { client in
+                try await withSyncStream(Meridian_V1_Meridian.Client(wrapping: client)) { stream in
+                    var mirror = try await Mirror.subscribed(stream, "all", Fixtures.fetch("Point"))
+                    // Whatever the subscription wrote has gone out by now.
+                    try await Task.sleep(for: .milliseconds(500))
+                    let start = ContinuousClock.now
+                    let seq = try await commit(store, [.insert("Point", id: "held", Fixtures.point("held"))])
+                    try await mirror.catchUp(stream, to: seq)
+                    let waited = ContinuousClock.now - start
+                    #expect(mirror.results["all"]?["held"] != nil)
+                    #expect(waited >= .milliseconds(350), "the Batch came after \(waited), not held for 400 ms")
+                }
+            }
+        }
+    }
+
     /// An update that writes every value as it was, changes that undo each other in one commit, and a delete and
     /// re-insert of the same row each move the row's version and leave its values: the client must hold the new
     /// version, or its next write that expects the version it holds is refused as a conflict.

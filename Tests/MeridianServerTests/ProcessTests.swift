@@ -296,7 +296,7 @@ struct ProcessTests {
             "--jwt-issuer", "--jwt-audience", "--jwt-leeway", "--jwt-max-lifetime", "--api-keys",
             "--allow-unauthenticated", "--audit-log", "--tls-cert", "--tls-key", "--tls-client-ca", "--tls-client-auth",
             "--tls-reload-interval", "--max-streams-per-principal", "--apply-rate-per-principal",
-            "--max-subscriptions-per-principal",
+            "--max-subscriptions-per-principal", "--flush-delay-us",
         ] {
             #expect(out.contains(flag), "--help mentions \(flag)")
         }
@@ -321,6 +321,7 @@ struct ProcessTests {
             (["--in-memory", "--schema", "s.yaml", "--integrity", "some"], "--integrity must be quick, full or off"),
             (["--in-memory", "--schema", "s.yaml", "--max-row-bytes", "0"], "--max-row-bytes must be positive"),
             (["--in-memory", "--schema", "s.yaml", "--max-connections", "0"], "--max-connections must be positive"),
+            (["--in-memory", "--schema", "s.yaml", "--flush-delay-us=-5"], "--flush-delay-us must be positive"),
         ])
     func badArguments(arguments: [String], message: String) async throws {
         let (status, _, stderr) = try await ServerProcess.run(arguments)
