@@ -96,8 +96,12 @@ public struct ServerAddress: Sendable, Hashable, CustomStringConvertible {
             case .ipv6: .ipv6(address: self.host, port: self.port)
             case .dns: .dns(host: self.host, port: self.port)
             }
+        // Each request sent at once: grpc-swift holds a connection's writes up to 100 µs by default to send them
+        // together, which a client's saves and subscriptions pay in latency (the server does the same,
+        // `ServerConfiguration.flushDelay`).
+        let config = HTTP2ClientTransport.Posix.Config.defaults { $0.connection.flushCoalescing = nil }
         guard let tls = self.tls else {
-            return try HTTP2ClientTransport.Posix(target: target, transportSecurity: .plaintext)
+            return try HTTP2ClientTransport.Posix(target: target, transportSecurity: .plaintext, config: config)
         }
         let security = HTTP2ClientTransport.Posix.TransportSecurity.tls(
             .defaults { config in
@@ -107,7 +111,7 @@ public struct ServerAddress: Sendable, Hashable, CustomStringConvertible {
                     config.privateKey = .file(path: key, format: .pem)
                 }
             })
-        return try HTTP2ClientTransport.Posix(target: target, transportSecurity: security)
+        return try HTTP2ClientTransport.Posix(target: target, transportSecurity: security, config: config)
     }
 }
 
