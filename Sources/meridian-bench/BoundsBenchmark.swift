@@ -101,8 +101,7 @@ enum BoundsBenchmark {
         }
         defer { sampler.cancel() }
         let title = "phase \(index)"
-        let transport = try HTTP2ClientTransport.Posix(
-            target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext)
+        let transport = try ServerBenchmark.clientTransport(port: port)
         let figure = try await withGRPCClient(transport: transport) { writerClient in
             let writer = Meridian_V1_Meridian.Client(wrapping: writerClient)
             return try await ServerBenchmark.drive(
@@ -127,7 +126,10 @@ enum BoundsBenchmark {
     static func hostileClient(port: Int) async throws {
         let transport = try HTTP2ClientTransport.Posix(
             target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext,
-            config: .defaults { $0.http2.targetWindowSize = 64 << 10 })
+            config: .defaults {
+                $0.http2.targetWindowSize = 64 << 10
+                $0.connection.flushCoalescing = nil
+            })
         try await withGRPCClient(transport: transport) { client in
             let meridian = Meridian_V1_Meridian.Client(wrapping: client)
             try await meridian.sync(
@@ -159,8 +161,7 @@ enum BoundsBenchmark {
 
     /// Runs `Query`s of every row whose title contains a text no row holds (a full scan each) until cancelled.
     static func scanner(port: Int, counts: ScanCounts) async throws {
-        let transport = try HTTP2ClientTransport.Posix(
-            target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext)
+        let transport = try ServerBenchmark.clientTransport(port: port)
         try await withGRPCClient(transport: transport) { client in
             let meridian = Meridian_V1_Meridian.Client(wrapping: client)
             var request = Meridian_V1_QueryRequest()

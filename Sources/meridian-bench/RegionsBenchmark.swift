@@ -192,8 +192,7 @@ enum RegionsBenchmark {
             let before = self.residentBytes(of: server.processIdentifier)
             for _ in 0..<clients {
                 group.addTask {
-                    let transport = try HTTP2ClientTransport.Posix(
-                        target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext)
+                    let transport = try ServerBenchmark.clientTransport(port: port)
                     try await withGRPCClient(transport: transport) { client in
                         try await client.serverStreaming(
                             request: ClientRequest(message: [UInt8]()), descriptor: RawService.method,
@@ -240,8 +239,7 @@ enum RegionsBenchmark {
     /// The writer: `commits` 1-row inserts at `rate` commits/s, row i in region i mod the cells, stamped just before
     /// its Apply.
     static func write(port: Int, commits: Int, rate: Int, grid: Grid, metadata: Metadata) async throws {
-        let transport = try HTTP2ClientTransport.Posix(
-            target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext)
+        let transport = try ServerBenchmark.clientTransport(port: port)
         try await withGRPCClient(transport: transport) { client in
             let meridian = Meridian_V1_Meridian.Client(wrapping: client)
             let interval = Duration.seconds(1) / rate
@@ -273,8 +271,7 @@ enum RegionsBenchmark {
         port: Int, predicate: String, metadata: Metadata, collector: Latencies,
         ready: @escaping @Sendable () -> Void
     ) async throws {
-        let transport = try HTTP2ClientTransport.Posix(
-            target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext)
+        let transport = try ServerBenchmark.clientTransport(port: port)
         try await withGRPCClient(transport: transport) { client in
             let meridian = Meridian_V1_Meridian.Client(wrapping: client)
             let (requests, continuation) = ServerBenchmark.helloAndSubscribe(

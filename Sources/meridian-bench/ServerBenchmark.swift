@@ -542,9 +542,7 @@ enum ServerBenchmark {
 
     /// A plaintext gRPC client of the server on loopback `port` (the caller runs its connections).
     static func connection(port: Int) throws -> GRPCClient<HTTP2ClientTransport.Posix> {
-        GRPCClient(
-            transport: try HTTP2ClientTransport.Posix(
-                target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext))
+        GRPCClient(transport: try Self.clientTransport(port: port))
     }
 
     /// Sends the transactions `indices` over one `ApplyStream` call, at most `window` unanswered, each stamped as it is
@@ -590,8 +588,7 @@ enum ServerBenchmark {
         port: Int, collector: Collector, ready: @escaping @Sendable () -> Void, expected: Int, predicate: String = "",
         metadata: Metadata = [:]
     ) async throws {
-        let transport = try HTTP2ClientTransport.Posix(
-            target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext)
+        let transport = try ServerBenchmark.clientTransport(port: port)
         try await withGRPCClient(transport: transport) { client in
             let meridian = Meridian_V1_Meridian.Client(wrapping: client)
             let (requests, continuation) = self.helloAndSubscribe("all", entity: "Bench", predicate: predicate)
@@ -646,6 +643,14 @@ enum ServerBenchmark {
     }
 
     // MARK: - Raw gRPC
+
+    /// A plaintext client transport to 127.0.0.1:`port`, configured as the client library's
+    /// (`ServerAddress.transport()`: each write sent at once): the benchmark's clients, Meridian's and raw gRPC's alike.
+    static func clientTransport(port: Int) throws -> HTTP2ClientTransport.Posix {
+        try HTTP2ClientTransport.Posix(
+            target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext,
+            config: .defaults { $0.connection.flushCoalescing = nil })
+    }
 
     /// The raw ceiling's server transport on 127.0.0.1 (a port of the OS's choosing), configured as `meridian-server`'s
     /// by default in what touches each message's way out: each write flushed at once (grpc-swift's default holds
@@ -704,8 +709,7 @@ enum ServerBenchmark {
     static func rawClient(port: Int, collector: Collector, ready: @escaping @Sendable () -> Void, expected: Int)
         async throws
     {
-        let transport = try HTTP2ClientTransport.Posix(
-            target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext)
+        let transport = try ServerBenchmark.clientTransport(port: port)
         try await withGRPCClient(transport: transport) { client in
             try await client.serverStreaming(
                 request: ClientRequest(message: [UInt8]()),

@@ -159,8 +159,7 @@ enum SyncBenchmark {
             let (subscribed, signal) = AsyncStream<Void>.makeStream()
             let done = Mutex<ContinuousClock.Instant?>(nil)
             group.addTask {
-                let client = try HTTP2ClientTransport.Posix(
-                    target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext)
+                let client = try ServerBenchmark.clientTransport(port: port)
                 try await withGRPCClient(transport: client) { client in
                     try await client.serverStreaming(
                         request: ClientRequest(message: [UInt8]()), descriptor: RawService.method,
