@@ -3,7 +3,7 @@
 public import CoreMetrics
 internal import GRPCCore
 package import GRPCInProcessTransport
-internal import GRPCNIOTransportHTTP2
+package import GRPCNIOTransportHTTP2
 public import Logging
 public import MeridianAuth
 internal import MeridianProto
@@ -103,10 +103,7 @@ public final class MeridianServer: Service, Sendable {
                 // Pings a silent peer, so that a live one speaks (see SilentConnectionHandler).
                 config.connection.keepalive.time = configuration.keepaliveInterval
                 config.connection.keepalive.timeout = configuration.helloTimeout
-                // Each write flushed at once, unless asked otherwise (``ServerConfiguration/flushDelay``).
-                config.connection.flushCoalescing =
-                    configuration.flushDelay > .zero
-                    ? .init(maxFlushDelay: configuration.flushDelay, maxBytes: 64 << 10) : nil
+                config.connection.flushCoalescing = configuration.flushCoalescing
                 config.channelDebuggingCallbacks.onAcceptTCPConnection = { channel in connections.accept(channel) }
                 config.channelDebuggingCallbacks.onAcceptHTTP2Stream = { stream in connections.acceptStream(stream) }
             })
@@ -293,5 +290,13 @@ public final class MeridianServer: Service, Sendable {
             self.beginGracefulShutdown()
         }
         logger.info("meridian server stopped")
+    }
+}
+
+extension ServerConfiguration {
+    /// The transport's flush coalescing for ``flushDelay``: none (each write flushed at once) at `.zero`, the default.
+    /// `meridian-bench`'s raw gRPC ceilings take it from a default configuration, so that they send as the server does.
+    package var flushCoalescing: HTTP2ServerTransport.Config.Connection.FlushCoalescing? {
+        self.flushDelay > .zero ? .init(maxFlushDelay: self.flushDelay, maxBytes: 64 << 10) : nil
     }
 }

@@ -14,6 +14,7 @@
 import Foundation
 import GRPCCore
 import GRPCNIOTransportHTTP2
+import MeridianClient
 import MeridianCore
 import MeridianProto
 import MeridianServer
@@ -126,10 +127,11 @@ enum BoundsBenchmark {
     static func hostileClient(port: Int) async throws {
         let transport = try HTTP2ClientTransport.Posix(
             target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext,
-            config: .defaults {
-                $0.http2.targetWindowSize = 64 << 10
-                $0.connection.flushCoalescing = nil
-            })
+            config: {
+                var config = ServerAddress.transportConfig
+                config.http2.targetWindowSize = 64 << 10
+                return config
+            }())
         try await withGRPCClient(transport: transport) { client in
             let meridian = Meridian_V1_Meridian.Client(wrapping: client)
             try await meridian.sync(

@@ -28,6 +28,7 @@ import GRPCNIOTransportHTTP2
 import GRPCProtobuf
 import Logging
 import MeridianAuth
+import MeridianClient
 import MeridianCore
 import MeridianProto
 import MeridianServer
@@ -645,21 +646,21 @@ enum ServerBenchmark {
     // MARK: - Raw gRPC
 
     /// A plaintext client transport to 127.0.0.1:`port`, configured as the client library's
-    /// (`ServerAddress.transport()`: each write sent at once): the benchmark's clients, Meridian's and raw gRPC's alike.
+    /// (`ServerAddress.transportConfig`): the benchmark's clients, Meridian's and raw gRPC's alike.
     static func clientTransport(port: Int) throws -> HTTP2ClientTransport.Posix {
         try HTTP2ClientTransport.Posix(
             target: .ipv4(address: "127.0.0.1", port: port), transportSecurity: .plaintext,
-            config: .defaults { $0.connection.flushCoalescing = nil })
+            config: ServerAddress.transportConfig)
     }
 
-    /// The raw ceiling's server transport on 127.0.0.1 (a port of the OS's choosing), configured as `meridian-server`'s
-    /// by default in what touches each message's way out: each write flushed at once (grpc-swift's default holds
-    /// writes up to 100 µs to send them together; `ServerConfiguration.flushDelay` is `.zero`), so that the ceiling
-    /// and Meridian send alike.
+    /// The raw ceiling's server transport on 127.0.0.1 (a port of the OS's choosing), flushing as `meridian-server`
+    /// does by default (``ServerConfiguration/flushCoalescing``), so that the ceiling and Meridian send alike.
     static func rawTransport() -> HTTP2ServerTransport.Posix {
         HTTP2ServerTransport.Posix(
             address: .ipv4(host: "127.0.0.1", port: 0), transportSecurity: .plaintext,
-            config: .defaults { $0.connection.flushCoalescing = nil })
+            config: .defaults {
+                $0.connection.flushCoalescing = ServerConfiguration(host: "127.0.0.1", port: 0).flushCoalescing
+            })
     }
 
     /// The ceiling: the same bytes (one SyncResponse{batch} per commit, encoded once) streamed by a trivial service.

@@ -88,6 +88,13 @@ public struct ServerAddress: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The library's transport configuration: grpc-swift's defaults, but each write sent at once — grpc-swift holds a
+    /// connection's writes up to 100 µs by default to send them together, which a client's saves and subscriptions
+    /// pay in latency (the server does the same, `ServerConfiguration.flushDelay`). `meridian-bench`'s clients use it.
+    package static var transportConfig: HTTP2ClientTransport.Posix.Config {
+        .defaults { $0.connection.flushCoalescing = nil }
+    }
+
     /// A plaintext HTTP/2 transport to the address (for the library's connections and the command-line tool's).
     package func transport() throws -> HTTP2ClientTransport.Posix {
         let target: any ResolvableTarget =
@@ -96,10 +103,7 @@ public struct ServerAddress: Sendable, Hashable, CustomStringConvertible {
             case .ipv6: .ipv6(address: self.host, port: self.port)
             case .dns: .dns(host: self.host, port: self.port)
             }
-        // Each request sent at once: grpc-swift holds a connection's writes up to 100 µs by default to send them
-        // together, which a client's saves and subscriptions pay in latency (the server does the same,
-        // `ServerConfiguration.flushDelay`).
-        let config = HTTP2ClientTransport.Posix.Config.defaults { $0.connection.flushCoalescing = nil }
+        let config = Self.transportConfig
         guard let tls = self.tls else {
             return try HTTP2ClientTransport.Posix(target: target, transportSecurity: .plaintext, config: config)
         }
