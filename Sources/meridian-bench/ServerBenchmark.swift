@@ -109,6 +109,8 @@ enum ServerBenchmark {
     /// as possible; WRITERS `pN` is one writer pipelining through the server with N unanswered; RULES is `off`,
     /// `distinct` or `on`, the rules table's cases) runs one case once, for profiling; `rules` runs the rules table;
     /// `writers[:N[:pW]]` the many-small-writers case (8 writers, or N; each pipelining W unanswered with `pW`);
+    /// `lone[:N]` times N lone calls one after another (each waiting for its answer): a unary `GetSchema`, a unary
+    /// `Apply`, one `Apply` on an open `ApplyStream`, and the client library's save until confirmed;
     /// `writer:ROWS` runs the writer alone (same store, same transactions, no server): the bound on the
     /// throughput cases with a single sequential writer; `commit:RATE` the latency cases' writer alone, with the
     /// p50 and p99 of its commits.
@@ -127,6 +129,10 @@ enum ServerBenchmark {
                 "writer done s", String(format: "%.2f", figure.writerSeconds), "last row s",
                 String(format: "%.2f", figure.seconds))
             return
+        }
+        if parts[0] == "lone" {
+            let calls = parts.count > 1 ? Int(parts[1]) ?? 1_000 : 1_000
+            return try await self.loneSaves(calls: calls)
         }
         if spec == "rules" {
             _ = try await self.rulesTable()
@@ -238,7 +244,7 @@ enum ServerBenchmark {
     static let concurrentWriters = 4
 
     /// Transactions the pipelining writer sends before it waits for an answer: as many as a client context sends
-    /// ahead in a burst of saves (`SyncConnection.burstWindow`).
+    /// ahead of their answers (`SyncConnection.pipelineWindow`).
     static let pipelineWindow = 16
 
     static func run(arguments: [String]) async throws {
@@ -329,18 +335,28 @@ enum ServerBenchmark {
         }
         printer.note("")
         let (writers, alone) = try await self.smallWriters()
+        let (streamedWriters, streamedAlone) = try await self.smallWriters(pipelineWindow: 1)
         let (pipelinedWriters, pipelinedAlone) = try await self.smallWriters(pipelineWindow: pipelineWindow)
         printer.note(
             "8 clients writing 1-row transactions through the server, delivered to a subscriber: "
-                + "\(count(writers.changesPerSecond)) transactions/s (each waiting for its answer), "
+                + "\(count(writers.changesPerSecond)) transactions/s (each waiting for its answer to a unary Apply), "
+                + "\(count(streamedWriters.changesPerSecond)) (each waiting for its answer on one ApplyStream, as the "
+                + "client library sends saves), "
                 + "\(count(pipelinedWriters.changesPerSecond)) (each pipelining \(pipelineWindow) over ApplyStream); "
-                + "the store's group commit alone, 8 writers: \(count(alone)), \(count(pipelinedAlone))")
+                + "the store's group commit alone, 8 writers: \(count(alone)), \(count(streamedAlone)), "
+                + "\(count(pipelinedAlone))")
         figures.append(
             BenchFigure(
                 bench: "server",
                 name:
                     "transactions/s delivered, 8 clients writing 1-row transactions (ceiling: the store's group commit alone)",
                 value: writers.changesPerSecond, unit: "tx/s", ceiling: alone))
+        figures.append(
+            BenchFigure(
+                bench: "server",
+                name:
+                    "transactions/s delivered, 8 clients writing 1-row transactions, each waiting for its answer on one ApplyStream (ceiling: the store's group commit alone)",
+                value: streamedWriters.changesPerSecond, unit: "tx/s", ceiling: streamedAlone))
         figures.append(
             BenchFigure(
                 bench: "server",
@@ -539,6 +555,88 @@ enum ServerBenchmark {
             return results
         }
         return (figure, alone)
+    }
+
+    /// Lone calls, one after another, each waiting for its answer (`MERIDIAN_BENCH_ONLY=lone[:N]`): what one call
+    /// costs on its own, where the throughput cases measure many in flight. Prints the median and the mean per call
+    /// of a unary `GetSchema` (gRPC's own cost of a call: the server does next to nothing), a unary `Apply` of one
+    /// row, one `Apply` of one row on an `ApplyStream` already open (the mean only: the stream is timed whole), and
+    /// the client library's lone save of one row (`insert`, `save`, `confirmed()`: its controller shows the committed
+    /// row) — in rounds of each in turn.
+    static func loneSaves(calls: Int) async throws {
+        let store = try Store.temporary(schema: schema(), logger: logger)
+        var configuration = ServerConfiguration(host: "127.0.0.1", port: 0)
+        configuration.logRetention = .unlimited
+        configuration.applyRatePerPrincipal = 0
+        let server = MeridianServer(store: store, configuration: configuration, logger: logger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await server.run() }
+            defer { server.beginGracefulShutdown() }
+            let port = try await server.listeningAddress.port
+            let client = try self.connection(port: port)
+            group.addTask { try await client.runConnections() }
+            let stub = Meridian_V1_Meridian.Client(wrapping: client)
+            let container = try await MeridianContainer(
+                .init(server: "127.0.0.1:\(port)", schema: try Self.schema(), logger: logger))
+            let connection = Task { await container.run() }
+            defer { connection.cancel() }
+            let controller = try await container.controller(for: try FetchRequest(entity: "Bench"))
+            try await controller.waitUntilLoaded()
+            var next = 0
+            func microseconds(_ duration: Duration) -> Double {
+                Double(duration.components.seconds) * 1e6 + Double(duration.components.attoseconds) / 1e12
+            }
+            func timed(_ body: () async throws -> Void) async throws -> [Double] {
+                var times: [Double] = []
+                times.reserveCapacity(calls)
+                for _ in 0..<calls {
+                    let start = ContinuousClock.now
+                    try await body()
+                    times.append(microseconds(ContinuousClock.now - start))
+                }
+                return times
+            }
+            func say(_ name: String, _ times: [Double]) {
+                let sorted = times.sorted()
+                let mean = times.reduce(0, +) / Double(times.count)
+                print(
+                    pad(name, 34) + "median " + String(format: "%7.0f", sorted[sorted.count / 2]) + " µs   mean "
+                        + String(format: "%7.0f", mean) + " µs")
+            }
+            for round in 1...3 {
+                print("round \(round), \(calls) calls each")
+                say("unary GetSchema", try await timed { _ = try await stub.getSchema(Meridian_V1_GetSchemaRequest()) })
+                say(
+                    "unary Apply",
+                    try await timed {
+                        next += 1
+                        let response = try await stub.apply(
+                            Meridian_V1_ApplyRequest(self.operations(index: next, stamp: 0, rows: 1)))
+                        if case .error(let detail) = response.outcome {
+                            throw BulkBenchmark.BenchError(description: "an Apply failed: \(detail.message)")
+                        }
+                    })
+                let first = next + 1
+                next += calls
+                // One stream, each transaction sent once the one before was answered: the mean only.
+                let start = ContinuousClock.now
+                try await self.pipeline(client, indices: Array(first...next), window: 1, rows: 1)
+                let mean = microseconds(ContinuousClock.now - start) / Double(calls)
+                print(
+                    pad("Apply on an open ApplyStream", 34) + "               mean " + String(format: "%7.0f", mean)
+                        + " µs")
+                say(
+                    "client library save until confirmed",
+                    try await timed {
+                        next += 1
+                        try await container.context.insert(
+                            into: "Bench", id: "\(next)-0",
+                            values: ["title": .string("row \(next)"), "stamp": 0, "qty": 0])
+                        _ = try await container.context.save().confirmed()
+                    })
+            }
+            client.beginGracefulShutdown()
+        }
     }
 
     /// A plaintext gRPC client of the server on loopback `port` (the caller runs its connections).

@@ -14,7 +14,7 @@ import Testing
 struct CredentialsTests {
     /// A server that verifies HS256 tokens (no leeway), and a signer for them.
     static func withAuthenticatedServer<R: Sendable>(
-        _ body: (Int, Store, SigningKey) async throws -> R
+        auditLog: String? = nil, _ body: (Int, Store, SigningKey) async throws -> R
     ) async throws -> R {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("meridian-cred-\(UUID())").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -33,6 +33,7 @@ struct CredentialsTests {
         // on two cores a stream could be silent for 600 ms (200 ms heartbeats) and reconnect — what
         // `refreshInPlace` must not see for any other reason than its credential.
         configuration.heartbeatInterval = .seconds(1)
+        configuration.auditLogPath = auditLog
         return try await withTestServer(store: store, configuration: configuration, authenticator: authenticator) {
             _, port in try await body(port, store, signer)
         }
@@ -63,6 +64,44 @@ struct CredentialsTests {
                 #expect(calls.withLock { $0 } >= 3, "the provider was not asked again before expiry")
                 let seen = statuses.withLock { $0 }
                 #expect(!seen.contains(.waitingToReconnect), "the stream was reconnected: \(seen)")
+            }
+        }
+    }
+
+    @Test(
+        "lone saves ride one ApplyStream, kept open while idle; the next save opens a new one once its token was replaced"
+    )
+    func savesReopenTheStreamWithAFreshToken() async throws {
+        let auditLog = FileManager.default.temporaryDirectory.appendingPathComponent("meridian-audit-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: auditLog) }
+        /// The calls of each method the server authenticated, from its audit log.
+        @Sendable func calls(_ method: String) throws -> Int {
+            try String(contentsOfFile: auditLog, encoding: .utf8).split(separator: "\n").count {
+                $0.contains("\"event\":\"authenticated\"") && $0.contains("\"rpc\":\"\(method)\"")
+            }
+        }
+        try await Self.withAuthenticatedServer(auditLog: auditLog) { port, _, signer in
+            let credentials = Credentials.provider {
+                try await signer.sign(subject: "app", claims: [:], lifetime: .seconds(5))
+            }
+            try await withConnectedContainer(port: port, configure: { $0.credentials = credentials }) { container in
+                let points = try await container.controller(for: FetchRequest(entity: "Point"))
+                try await points.waitUntilLoaded()
+                func save(_ id: String) async throws {
+                    try await container.context.insert(into: "Point", id: id, values: ["title": .string(id)])
+                    _ = try await container.context.save().confirmed()
+                }
+                try await save("first")
+                try await Task.sleep(for: .milliseconds(300))
+                try await save("second")
+                #expect(try calls("ApplyStream") == 1, "each lone save opened a stream of its own")
+                #expect(try calls("Apply") == 0)
+                // Past the first token's expiry and the server's leeway: the stream opened with it would be refused
+                // (the save rejected as unauthenticated); the save goes out on a new one, under the fresh token.
+                try await Task.sleep(for: .seconds(8))
+                try await save("third")
+                #expect(try calls("ApplyStream") >= 2)
+                #expect(points.rows.map(\.id).sorted() == ["first", "second", "third"])
             }
         }
     }

@@ -1,7 +1,7 @@
 // MARK: - WriteQueue
 //
 // The client's writes as a value, on Core types: operations staged (checked against the schema as they are staged),
-// saved transactions queued in save order and sent in that order (one at a time, or pipelined in a burst), and the
+// saved transactions queued in save order and sent in that order (pipelined on the connection's one ApplyStream), and the
 // overlay — the pending operations by row — that controllers show on top of the server's rows until each transaction
 // is confirmed (its commit seq applied) or rejected (reverted). The context's actor owns one; the wire form of a
 // transaction is made only when it is sent or persisted (`QueuedTransaction+Wire.swift`).
@@ -89,8 +89,8 @@ struct WriteQueue: Sendable {
     // MARK: - Sending
 
     /// The oldest queued transaction, marked as being sent, or `nil` when none is queued or `inFlightLimit` are in
-    /// flight (transactions are sent in save order: one at a time by default, or pipelined on one `ApplyStream`, whose
-    /// transactions the server commits in the order they were sent).
+    /// flight (transactions are sent in save order, pipelined on one `ApplyStream`, whose transactions the server
+    /// commits in the order they were sent).
     mutating func nextToSend(inFlightLimit: Int = 1) -> QueuedTransaction? {
         guard self.transactions.lazy.filter({ $0.phase == .sending }).count < inFlightLimit,
             let i = self.transactions.firstIndex(where: { $0.phase == .queued })

@@ -1,8 +1,8 @@
 // MARK: - SyncConnection
 //
 // The network side of a container: one gRPC HTTP/2 connection at a time, and on it the Sync stream (fed to the
-// context, message by message, in order), the writer (one Apply at a time from the context's queue, or a burst of
-// them pipelined over one ApplyStream) and a watchdog
+// context, message by message, in order), the writer (the context's queued transactions, pipelined over one
+// ApplyStream that stays open) and a watchdog
 // (no message for three heartbeat intervals means the connection is lost). Any of the three ending ends the session;
 // the loop then waits (exponential backoff with jitter) and reconnects, resuming from the applied seq.
 
@@ -72,49 +72,64 @@ struct SyncConnection: Sendable {
         return options
     }
 
-    /// Transactions a burst sends ahead of their answers.
-    static let burstWindow = 16
+    /// Transactions sent ahead of their answers on the writer's `ApplyStream`.
+    static let pipelineWindow = 16
 
-    /// Sends `first` and the transactions queued behind it over one `ApplyStream`, up to ``burstWindow`` ahead of their
-    /// answers, until none is queued or in flight. The server commits them in the order they are sent, so each one
-    /// sees the ones saved before it, as when they are sent one at a time; a rejected one is reverted alone.
+    /// Sends the saved transactions over one `ApplyStream`, up to ``pipelineWindow`` ahead of their answers, and keeps
+    /// the stream open while none is queued: a lone save is one message on a stream already open, not a call of its
+    /// own (a unary `Apply` costs a new HTTP/2 stream and its tasks on both sides: about twice the time of a message on
+    /// an open stream in `meridian-bench server`'s probe). The server commits them in the order they are sent, so each
+    /// one sees the ones saved before it, as when they are sent one at a time; a rejected one is reverted alone.
     ///
+    /// Returns once the stream ended: when `mustReopen` says so before a send (its token is due for refresh, or was
+    /// replaced: the server refuses a stream's transaction once its token expired) and everything sent is answered,
+    /// or when a failure of the call rejected the transactions in flight. The caller opens the next one.
+    ///
+    /// - Parameters:
+    ///   - wake: Yields when a transaction is saved or answered (the context's write signal) and when the call's
+    ///     responses end; `wakeUp` is its continuation.
     /// - Throws: The call's failure when it is transient or a cancellation (the transactions in flight are queued
     ///   again, to be sent with their idempotency keys on the next connection); other failures reject the
     ///   transactions in flight.
-    static func sendBurst(
-        first: (id: Int64, request: Meridian_V1_ApplyRequest),
+    static func sendOverStream(
         meridian: Meridian_V1_Meridian.Client<some ClientTransport>,
-        context: CacheContext
+        context: CacheContext,
+        wake: AsyncStream<Void>,
+        wakeUp: AsyncStream<Void>.Continuation,
+        mustReopen: @escaping @Sendable () -> Bool
     ) async throws {
         // Sent and not yet answered, oldest first: the answers come in this order.
-        let inFlight = Mutex<[Int64]>([first.id])
-        let (answers, answered) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let inFlight = Mutex<[Int64]>([])
+        let responsesEnded = Mutex(false)
         do {
             try await meridian.applyStreamEncodingByHand(
                 requestProducer: { writer in
-                    try await writer.write(first.request)
-                    var answer = answers.makeAsyncIterator()
-                    while true {
-                        if let (id, request) = await context.nextTransactionToSend(inFlightLimit: Self.burstWindow) {
+                    var signals = wake.makeAsyncIterator()
+                    while !responsesEnded.withLock({ $0 }) {
+                        let reopen = mustReopen()
+                        if !reopen,
+                            let (id, request) = await context.nextTransactionToSend(inFlightLimit: Self.pipelineWindow)
+                        {
                             inFlight.withLock { $0.append(id) }
                             try await writer.write(request)
                             continue
                         }
-                        // Nothing more to send now: end the requests once everything sent is answered, or send
-                        // what was saved meanwhile once an answer frees the window.
-                        if inFlight.withLock({ $0.isEmpty }) { return }
-                        guard await answer.next() != nil else { return }
+                        // Nothing to send now: wait for a save or an answer (the stream stays open while idle), or
+                        // end the requests of a stream to reopen once everything sent is answered.
+                        if reopen, inFlight.withLock({ $0.isEmpty }) { return }
+                        guard await signals.next() != nil else { return }
                     }
                 },
                 onResponse: { response in
-                    defer { answered.finish() }
+                    defer {
+                        responsesEnded.withLock { $0 = true }
+                        wakeUp.yield()
+                    }
                     for try await message in response.messages {
                         guard let id = inFlight.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else {
                             throw ClientError(.internal, "the server answered a transaction that was not sent")
                         }
                         await context.transactionAnswered(id, outcome: ApplyOutcome(message))
-                        answered.yield()
                     }
                 })
         } catch {
@@ -195,26 +210,28 @@ struct SyncConnection: Sendable {
                     )
                 }
                 group.addTask {
-                    let (signal, signalContinuation) = AsyncStream<Void>.makeStream(
-                        bufferingPolicy: .bufferingNewest(1))
-                    await context.setWriteSignal(signalContinuation)
-                    for await _ in signal {
-                        while let (id, request) = await context.nextTransactionToSend() {
-                            // A burst (more saved behind this one) is pipelined over one ApplyStream.
-                            if await context.hasTransactionToSend {
-                                try await Self.sendBurst(first: (id, request), meridian: meridian, context: context)
-                                continue
-                            }
-                            do {
-                                let response = try await meridian.applyEncodingByHand(request)
-                                await context.transactionAnswered(id, outcome: ApplyOutcome(response))
-                            } catch {
-                                let failure = ClientError(calling: error)
-                                await context.transactionFailed(id, error: failure)
-                                // Cancelled, it was queued again: sending it again at once would fail the same way.
-                                if failure.isTransient || failure.code == .cancelled { throw failure }
-                            }
+                    // The writer: every saved transaction goes out over one ApplyStream, opened at the first save
+                    // and kept open; a new one replaces it when its token is due for refresh (the Sync stream's
+                    // refresh below replaces the source's token), so no transaction is sent under an expired one.
+                    let source = self.credentials?.source
+                    while true {
+                        try Task.checkCancellation()
+                        // A signal of its own for each stream: a call that ends cancels what waits on it.
+                        let (wake, wakeUp) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+                        await context.setWriteSignal(wakeUp)
+                        var signals = wake.makeAsyncIterator()
+                        while await !context.hasTransactionToSend {
+                            guard await signals.next() != nil else { return }
                         }
+                        // The token the stream's call is about to send (the interceptor asks the source too).
+                        let token = try await source?.current()
+                        try await Self.sendOverStream(
+                            meridian: meridian, context: context, wake: wake, wakeUp: wakeUp,
+                            mustReopen: {
+                                guard let source else { return false }
+                                if let refreshAt = source.refreshAt, refreshAt <= Date() { return true }
+                                return source.token != token
+                            })
                     }
                 }
                 if let source = self.credentials?.source {
