@@ -41,6 +41,27 @@ int meridian_sqlite3_step_to_end(void *statement, char *message, int capacity) {
     return code;
 }
 
+int meridian_sqlite3_step_row(void *statement, char *message, int capacity) {
+    sqlite3_stmt *stmt = (sqlite3_stmt *)statement;
+    int code = sqlite3_step(stmt);
+    if (code == SQLITE_ROW) return code;
+    if (code != SQLITE_DONE) {
+        sqlite3 *db = sqlite3_db_handle(stmt);
+        code = sqlite3_extended_errcode(db);
+        if (capacity > 0) snprintf(message, (size_t)capacity, "%s", sqlite3_errmsg(db));
+    }
+    sqlite3_reset(stmt);
+    return code;
+}
+
+void meridian_sqlite3_reset(void *statement) {
+    sqlite3_reset((sqlite3_stmt *)statement);
+}
+
+int meridian_sqlite3_bind_int64(void *statement, int index, long long value) {
+    return sqlite3_bind_int64((sqlite3_stmt *)statement, index, value);
+}
+
 static long long meridian_monotonic_nanoseconds(void) {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);

@@ -196,42 +196,50 @@ extension Store {
         entities: Set<String>?,
         limit: Int?
     ) -> @Sendable (Database) throws -> (ChangesResult, Int) {
-        var sql = """
-            SELECT seq, entity, row_id, kind, version, before, after, committed_at FROM meridian_changes WHERE seq > ?
-            """
-        var arguments: [(any DatabaseValueConvertible)?] = [seq]
-        if let entities {
-            sql += " AND entity IN (\(Array(repeating: "?", count: entities.count).joined(separator: ", ")))"
-            arguments += entities.sorted().map { $0 }
-        }
-        sql += " ORDER BY seq"
-        if let limit {
-            // Bound, not written in: the statement comes from the connection's cache (one per number of entities;
-            // preparing it anew for every commit cost ~1 µs of CPU per row in the server benchmark), which any limit
-            // would otherwise grow.
-            sql += " LIMIT ?"
-            arguments.append(max(1, limit))
-        }
-        let query = sql
-        let statementArguments = StatementArguments(arguments)
+        let names = entities?.sorted() ?? []
+        let query = Self.changesQuery(entities: entities == nil ? nil : names.count, limited: limit != nil)
         let schema = self.schema
+        let plans = self.changeReads
         return { db -> (ChangesResult, Int) in
             let prunedThrough = Int64(try SchemaRecord.meta(db, "pruned_through") ?? "0") ?? 0
             let latest = try Store.latestSeq(db)
             if seq < prunedThrough || seq > latest { return (.tooOld(prunedThrough: prunedThrough), 0) }
             var changes: [Change] = []
             var misfits = 0
-            let cursor = try GRDB.Row.fetchCursor(db.cachedStatement(sql: query), arguments: statementArguments)
-            while let row = try cursor.next() {
-                changes.append(try ChangeDecoding.change(row, schema: schema, misfits: &misfits))
+            // Bound, not written in: the statement comes from the connection's cache (one per number of entities;
+            // preparing it anew for every commit cost ~1 µs of CPU per row in the server benchmark), which any limit
+            // would otherwise grow.
+            let statement = try db.cachedStatement(sql: query)
+            var code = RawRows.bind(seq, statement, 1)
+            for (i, name) in names.enumerated() { code |= RawRows.bind(name, statement, CInt(i + 2)) }
+            if let limit { code |= RawRows.bind(Int64(max(1, limit)), statement, CInt(names.count + 2)) }
+            try TransactionExecutor.checkBound(code, statement)
+            try RawRows.forEach(statement) { handle in
+                changes.append(try ChangeDecoding.change(handle, schema: schema, misfits: &misfits))
             }
             let hasMore = limit.map { changes.count >= max(1, $0) } == true && changes.last!.seq < latest
-            try ChangeDecoding.completeInserts(&changes, cut: hasMore, schema: schema, db: db, misfits: &misfits)
+            try ChangeDecoding.completeInserts(
+                &changes, cut: hasMore, schema: schema, plans: plans, db: db, misfits: &misfits)
             let batch = ChangeBatch(
                 changes: changes, throughSeq: hasMore ? changes.last!.seq : latest, hasMore: hasMore)
             return (.changes(batch), misfits)
         }
     }
+
+    /// The log's changes after a seq (`?1`), of `entities` entities when given (`?2`…) and at most a limit (the last
+    /// parameter) when `limited`: the common read — every entity, no limit — made once.
+    static func changesQuery(entities: Int?, limited: Bool) -> String {
+        if entities == nil, !limited { return Self.everyChangeQuery }
+        var sql = Self.changesSelect
+        if let entities { sql += " AND entity IN (\(Array(repeating: "?", count: entities).joined(separator: ", ")))" }
+        sql += " ORDER BY seq"
+        if limited { sql += " LIMIT ?" }
+        return sql
+    }
+
+    private static let changesSelect =
+        "SELECT seq, entity, row_id, kind, version, before, after, committed_at FROM meridian_changes WHERE seq > ?"
+    private static let everyChangeQuery = changesSelect + " ORDER BY seq"
 
     /// What the change log holds now, for the server's metrics and status page.
     public struct LogStatistics: Sendable, Hashable {

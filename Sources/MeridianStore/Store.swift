@@ -112,6 +112,8 @@ public final class Store: Sendable {
     let writer: any DatabaseWriter
     /// The schema's entities arranged for validating operations quickly.
     let validation: OperationValidation.Plan
+    /// The schema's entities arranged for reading changes (``ChangeDecoding/Plans``).
+    let changeReads: ChangeDecoding.Plans
     let logger: Logger
     let notifier: CommitNotifier
     let committer: GroupCommitter
@@ -128,6 +130,7 @@ public final class Store: Sendable {
         self.writer = writer
         self.schema = schema
         self.validation = OperationValidation.Plan(schema: schema, maxRowBytes: configuration.maxRowBytes)
+        self.changeReads = ChangeDecoding.Plans(schema: schema)
         self.path = path
         self.logger = logger
         self.configuration = configuration
@@ -352,8 +355,9 @@ public final class Store: Sendable {
     }
 
     static func latestSeq(_ db: Database) throws -> Int64 {
-        try Int64.fetchOne(
-            db.cachedStatement(sql: "SELECT seq FROM sqlite_sequence WHERE name = 'meridian_changes'")) ?? 0
+        try RawRows.firstInt64(
+            db.cachedStatement(sql: "SELECT seq FROM sqlite_sequence WHERE name = 'meridian_changes'"))
+            ?? 0
     }
 
     func read<T: Sendable>(_ what: String, _ body: @escaping @Sendable (Database) throws -> T) async throws -> T {

@@ -30,6 +30,18 @@ int meridian_sqlite3_bind_text_in_place(void *statement, int index, const void *
 /// (`capacity` bytes, NUL-terminated) before the reset.
 int meridian_sqlite3_step_to_end(void *statement, char *message, int capacity);
 
+/// Steps `statement` (a `sqlite3_stmt *` whose parameters are bound) once. Returns `SQLITE_ROW` (100) when it stands
+/// on a row (read it with ``meridian_sqlite3_column``, then step again); otherwise the statement is reset and the
+/// result is `SQLITE_DONE` (101), or the extended error code with the error message copied into `message` (`capacity`
+/// bytes, NUL-terminated) before the reset.
+int meridian_sqlite3_step_row(void *statement, char *message, int capacity);
+
+/// Resets `statement` (a `sqlite3_stmt *`), for a caller that stops reading its rows before the end.
+void meridian_sqlite3_reset(void *statement);
+
+/// Binds a 64-bit integer to parameter `index` of `statement` (a `sqlite3_stmt *`). Returns SQLite's result code.
+int meridian_sqlite3_bind_int64(void *statement, int index, long long value);
+
 /// Limits how long statements on `connection` (a `sqlite3 *`) may run from now: past `budgetNanoseconds` of the
 /// monotonic clock, SQLite's progress handler (checked every 1,000 virtual-machine steps) interrupts the running
 /// statement, which then fails with `SQLITE_INTERRUPT`. A budget of 0 or less removes the limit.

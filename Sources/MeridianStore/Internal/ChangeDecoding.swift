@@ -6,22 +6,55 @@ internal import MeridianCore
 /// Turns rows of `meridian_changes` into ``Change`` values typed by the schema, and gives inserts logged without an
 /// after-image (store format 2) theirs.
 enum ChangeDecoding {
-    static func change(_ row: GRDB.Row, schema: Schema, misfits: inout Int) throws -> Change {
-        let seq: Int64 = row[0]
-        let entityName: String = row[1]
-        let id: String = row[2]
-        let rawKind: Int = row[3]
-        guard let kind = Change.Kind(rawValue: rawKind) else {
+    /// What reading a change of each entity needs, made once per store (a read of a 1-row commit spent more on
+    /// building its SQL and its row layout than SQLite spent running it).
+    struct Plans: Sendable {
+        struct Entity: Sendable {
+            let schema: EntitySchema
+            /// The entity's attributes in order, shared by every row read.
+            let layout: RowLayout
+            /// ``currentRows(of:at:in:plans:db:misfits:)``'s query: the inserts' log entries in a seq range joined
+            /// to the entity's table.
+            let currentRowsSQL: String
+        }
+
+        let entities: [String: Entity]
+
+        init(schema: Schema) {
+            var entities: [String: Entity] = [:]
+            for entity in schema.entities {
+                let columns = ["t.\"_version\""] + entity.attributes.map { "t." + StoreDDL.quoted($0.name) }
+                entities[entity.name] = Entity(
+                    schema: entity, layout: RowLayout(names: entity.attributes.map(\.name)),
+                    currentRowsSQL: """
+                        SELECT c.seq, \(columns.joined(separator: ", ")) FROM meridian_changes c
+                        JOIN \(StoreDDL.quoted(entity.name)) t ON t."id" = c.row_id
+                        WHERE c.seq >= ? AND c.seq <= ? AND c.entity = ? AND c.kind = 1 AND c.after IS NULL
+                        """)
+            }
+            self.entities = entities
+        }
+    }
+
+    /// The change a row of `SELECT seq, entity, row_id, kind, version, before, after, committed_at FROM
+    /// meridian_changes` stands on (`handle`, read in place: ``RawRows``).
+    static func change(_ handle: OpaquePointer, schema: Schema, misfits: inout Int) throws -> Change {
+        let seq = RawRows.int64(handle, 0) ?? 0
+        let entityName = RawRows.text(handle, 1) ?? ""
+        let id = RawRows.text(handle, 2) ?? ""
+        let rawKind = RawRows.int64(handle, 3) ?? -1
+        guard let kind = Change.Kind(rawValue: Int(rawKind)) else {
             throw StoreError(.internalError, "change \(seq) has unknown kind \(rawKind)")
         }
         let entity = schema.entity(named: entityName)
-        let before = try image(row[5], id: id, entity: entity, seq: seq, misfits: &misfits)
-        let after = try image(row[6], id: id, entity: entity, seq: seq, misfits: &misfits)
+        let before = try image(RawRows.text(handle, 5), id: id, entity: entity, seq: seq, misfits: &misfits)
+        let after = try image(RawRows.text(handle, 6), id: id, entity: entity, seq: seq, misfits: &misfits)
         var changed: [String] = []
         if kind == .update, let before, let after { changed = after.changedAttributes(from: before) }
         return Change(
-            seq: seq, entity: entityName, id: id, kind: kind, version: row[4], before: before, after: after,
-            changedAttributes: changed, committedAt: Timestamp(microseconds: row[7]))
+            seq: seq, entity: entityName, id: id, kind: kind, version: RawRows.int64(handle, 4) ?? 0, before: before,
+            after: after, changedAttributes: changed,
+            committedAt: Timestamp(microseconds: RawRows.int64(handle, 7) ?? 0))
     }
 
     /// A JSON row image, typed by the entity's attributes (`nil` for no image).
@@ -77,6 +110,7 @@ enum ChangeDecoding {
         _ changes: inout [Change],
         cut: Bool,
         schema: Schema,
+        plans: Plans,
         db: Database,
         misfits: inout Int
     ) throws {
@@ -101,7 +135,7 @@ enum ChangeDecoding {
             if let before = change.before { nextBefore[key] = before }
         }
         for (entityName, positions) in current {
-            try self.currentRows(of: entityName, at: positions, in: &changes, schema: schema, db: db, misfits: &misfits)
+            try self.currentRows(of: entityName, at: positions, in: &changes, plans: plans, db: db, misfits: &misfits)
         }
     }
 
@@ -115,34 +149,31 @@ enum ChangeDecoding {
         of entityName: String,
         at positions: [Int],
         in changes: inout [Change],
-        schema: Schema,
+        plans: Plans,
         db: Database,
         misfits: inout Int
     ) throws {
-        guard let entity = schema.entity(named: entityName) else {
+        guard let plan = plans.entities[entityName] else {
             misfits += positions.count
             for i in positions { changes[i].after = MeridianCore.Row(id: changes[i].id, values: [:]) }
             return
         }
-        let columns = ["t.\"_version\""] + entity.attributes.map { "t." + StoreDDL.quoted($0.name) }
-        let statement = try db.cachedStatement(
-            sql: """
-                SELECT c.seq, \(columns.joined(separator: ", ")) FROM meridian_changes c
-                JOIN \(StoreDDL.quoted(entity.name)) t ON t."id" = c.row_id
-                WHERE c.seq >= ? AND c.seq <= ? AND c.entity = ? AND c.kind = 1 AND c.after IS NULL
-                """)
+        let statement = try db.cachedStatement(sql: plan.currentRowsSQL)
         // `positions` descend, and `changes` are in seq order: the first position holds the highest seq.
         var wanted: [Int64: Int] = [:]
         wanted.reserveCapacity(positions.count)
         for i in positions { wanted[changes[i].seq] = i }
-        let cursor = try GRDB.Row.fetchCursor(
-            statement, arguments: [changes[positions.last!].seq, changes[positions[0]].seq, entityName])
-        var reader = RowReader(entity)
-        while let row = try cursor.next() {
-            guard let i = wanted.removeValue(forKey: row[0]) else { continue }
-            changes[i].after = reader.row(id: changes[i].id, of: statement, from: 2, misfits: &misfits)
+        try TransactionExecutor.checkBound(
+            RawRows.bind(changes[positions.last!].seq, statement, 1)
+                | RawRows.bind(changes[positions[0]].seq, statement, 2)
+                | RawRows.bind(entityName, statement, 3), statement)
+        var reader = RowReader(plan)
+        var found = misfits
+        try RawRows.forEach(statement) { handle in
+            guard let seq = RawRows.int64(handle, 0), let i = wanted.removeValue(forKey: seq) else { return }
+            changes[i].after = reader.row(id: changes[i].id, of: handle, from: 2, misfits: &found)
         }
-        misfits += wanted.count
+        misfits = found + wanted.count
         for i in wanted.values { changes[i].after = MeridianCore.Row(id: changes[i].id, values: [:]) }
     }
 
@@ -178,6 +209,13 @@ enum ChangeDecoding {
             self.entity = entity
             self.layout = RowLayout(names: entity.attributes.map(\.name))
             self.values = Array(repeating: .null, count: entity.attributes.count)
+        }
+
+        /// A reader of a planned entity: its layout made once per store.
+        init(_ plan: Plans.Entity) {
+            self.entity = plan.schema
+            self.layout = plan.layout
+            self.values = Array(repeating: .null, count: plan.schema.attributes.count)
         }
 
         /// The row `statement` stands on (a cursor of it is being iterated), its values read with the entity's

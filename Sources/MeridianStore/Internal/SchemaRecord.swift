@@ -24,7 +24,9 @@ enum SchemaRecord {
     }
 
     static func meta(_ db: Database, _ key: String) throws -> String? {
-        try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM meridian_meta WHERE key = ?"), arguments: [key])
+        let statement = try db.cachedStatement(sql: "SELECT value FROM meridian_meta WHERE key = ?")
+        try TransactionExecutor.checkBound(RawRows.bind(key, statement, 1), statement)
+        return try RawRows.firstText(statement)
     }
 
     static func setMeta(_ db: Database, _ key: String, _ value: String) throws {
