@@ -3,8 +3,8 @@
 // The client's writes as a value, on Core types: operations staged (checked against the schema as they are staged),
 // saved transactions queued in save order and sent in that order (pipelined on the connection's one ApplyStream),
 // and the overlay — the pending operations by row — that controllers show on top of the server's rows until each
-// transaction is confirmed (its commit seq applied) or rejected (reverted). The context's actor owns one; the wire form of a
-// transaction is made only when it is sent or persisted (`QueuedTransaction+Wire.swift`).
+// transaction is confirmed (its commit seq applied) or rejected (reverted). The context's actor owns one; the wire
+// form of a transaction is made only when it is sent or persisted (`QueuedTransaction+Wire.swift`).
 
 internal import MeridianCore
 
