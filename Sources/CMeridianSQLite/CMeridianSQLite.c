@@ -27,20 +27,6 @@ int meridian_sqlite3_bind_text_in_place(void *statement, int index, const void *
     return sqlite3_bind_text((sqlite3_stmt *)statement, index, (const char *)text, byteCount, SQLITE_STATIC);
 }
 
-int meridian_sqlite3_step_to_end(void *statement, char *message, int capacity) {
-    sqlite3_stmt *stmt = (sqlite3_stmt *)statement;
-    int code;
-    while ((code = sqlite3_step(stmt)) == SQLITE_ROW) {
-    }
-    if (code != SQLITE_DONE) {
-        sqlite3 *db = sqlite3_db_handle(stmt);
-        code = sqlite3_extended_errcode(db);
-        if (capacity > 0) snprintf(message, (size_t)capacity, "%s", sqlite3_errmsg(db));
-    }
-    sqlite3_reset(stmt);
-    return code;
-}
-
 int meridian_sqlite3_step_row(void *statement, char *message, int capacity) {
     sqlite3_stmt *stmt = (sqlite3_stmt *)statement;
     int code = sqlite3_step(stmt);
@@ -51,6 +37,13 @@ int meridian_sqlite3_step_row(void *statement, char *message, int capacity) {
         if (capacity > 0) snprintf(message, (size_t)capacity, "%s", sqlite3_errmsg(db));
     }
     sqlite3_reset(stmt);
+    return code;
+}
+
+int meridian_sqlite3_step_to_end(void *statement, char *message, int capacity) {
+    int code;
+    while ((code = meridian_sqlite3_step_row(statement, message, capacity)) == SQLITE_ROW) {
+    }
     return code;
 }
 
