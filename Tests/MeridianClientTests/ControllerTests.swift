@@ -284,4 +284,25 @@ struct DelegateTests {
         #expect(delegate.calls == ["will", "insert", "did", "will", "insert", "did"])
         await controller.close()
     }
+
+    @Test("a wait for a seq not yet applied ends when its task is cancelled; a wait for an applied one returns at once")
+    func waitUntilAppliedCancelled() async throws {
+        let harness = try await Harness()
+        let context = harness.context
+        let waiter = Task {
+            await context.waitUntilApplied(1_000)
+            return await context.seq
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        waiter.cancel()
+        // Without the cancellation handler this waits for ever (the suite's time limit cannot end it).
+        #expect(await waiter.value < 1_000)
+        // Cancelled before it waits: returns at once too.
+        let early = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            await context.waitUntilApplied(2_000)
+        }
+        await early.value
+        await context.waitUntilApplied(0)
+    }
 }

@@ -81,8 +81,10 @@ public actor CacheContext {
     var writeSignal: AsyncStream<Void>.Continuation?
     /// Tasks waiting for a transaction's outcome.
     var transactionWaiters: [Int64: [CheckedContinuation<Int64, any Error>]] = [:]
-    /// Tasks waiting for the applied seq to reach a value.
-    var seqWaiters: [(seq: Int64, continuation: CheckedContinuation<Void, Never>)] = []
+    /// Tasks waiting for the applied seq to reach a value, each under a key of its own (to be resumed on cancellation).
+    var seqWaiters: [(key: UInt64, seq: Int64, continuation: CheckedContinuation<Void, Never>)] = []
+    /// The key of the next seq waiter.
+    var nextSeqWaiter: UInt64 = 0
     /// Outcomes of recent transactions, for waiters that come late.
     var outcomes: [Int64: Result<Int64, ClientError>] = [:]
 
@@ -123,10 +125,29 @@ public actor CacheContext {
     public var seq: Int64 { self.replica.appliedSeq }
 
     /// Waits until the context has applied `seq` (every controller then shows the server's state at `seq` or
-    /// later): for example the seq of a ``PendingTransaction`` confirmed elsewhere, or of a query.
+    /// later): for example the seq of a ``PendingTransaction`` confirmed elsewhere, or of a query. Returns early when
+    /// the waiting task is cancelled (check ``seq`` afterwards when that matters).
     public func waitUntilApplied(_ seq: Int64) async {
         guard seq > self.replica.appliedSeq else { return }
-        await withCheckedContinuation { self.seqWaiters.append((seq, $0)) }
+        let key = self.nextSeqWaiter
+        self.nextSeqWaiter += 1
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                if Task.isCancelled {
+                    continuation.resume()
+                } else {
+                    self.seqWaiters.append((key, seq, continuation))
+                }
+            }
+        } onCancel: {
+            Task { await self.stopWaiting(key) }
+        }
+    }
+
+    /// Resumes a cancelled seq waiter (if it is still waiting).
+    private func stopWaiting(_ key: UInt64) {
+        guard let i = self.seqWaiters.firstIndex(where: { $0.key == key }) else { return }
+        self.seqWaiters.remove(at: i).continuation.resume()
     }
 
     /// Resumes the tasks waiting for a seq that has been applied.
