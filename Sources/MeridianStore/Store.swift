@@ -355,8 +355,8 @@ public final class Store: Sendable {
     }
 
     static func latestSeq(_ db: Database) throws -> Int64 {
-        try RawRows.firstInt64(
-            db.cachedStatement(sql: "SELECT seq FROM sqlite_sequence WHERE name = 'meridian_changes'"))
+        try RawRows.first(
+            db.cachedStatement(sql: "SELECT seq FROM sqlite_sequence WHERE name = 'meridian_changes'"), RawRows.int64)
             ?? 0
     }
 

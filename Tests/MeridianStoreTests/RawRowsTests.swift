@@ -47,11 +47,11 @@ struct RawRowsTests {
                 try TransactionExecutor.checkBound(RawRows.bind(k, first, 1), first)
                 let grdb = try DatabaseValue.fetchOne(db, sql: "SELECT b FROM t WHERE k = ?", arguments: [k])
                 let expectedText: String? = if case .string(let s)? = grdb?.storage { s } else { nil }
-                #expect(try RawRows.firstText(first) == expectedText, "k = \(k)")
+                #expect(try RawRows.first(first, RawRows.text) == expectedText, "k = \(k)")
             }
             let count = try db.cachedStatement(sql: "SELECT COUNT(*) FROM t WHERE a IS NOT NULL AND k <= ?")
             try TransactionExecutor.checkBound(RawRows.bind(3, count, 1), count)
-            #expect(try RawRows.firstInt64(count) == 2)
+            #expect(try RawRows.first(count, RawRows.int64) == 2)
         }
     }
 

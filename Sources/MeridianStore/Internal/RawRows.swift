@@ -36,23 +36,12 @@ enum RawRows {
         }
     }
 
-    /// The first column of the first row of `statement` (its parameters bound) as an integer, `nil` without a row or
-    /// for a column that is not an integer.
-    static func firstInt64(_ statement: Statement) throws -> Int64? {
-        var first: Int64? = nil
-        try self.forEach(statement) { handle in
-            if first == nil { first = self.int64(handle, 0) }
-        }
-        return first
-    }
-
-    /// The first column of the first row of `statement` (its parameters bound) as a text, `nil` without a row or for
-    /// a column that is not a text.
-    static func firstText(_ statement: Statement) throws -> String? {
-        var first: String? = nil
+    /// Column 0 of the first row of `statement` (its parameters bound), read by `column`; `nil` without a row.
+    static func first<T>(_ statement: Statement, _ column: (OpaquePointer, CInt) -> T?) throws -> T? {
+        var first: T? = nil
         var seen = false
         try self.forEach(statement) { handle in
-            if !seen { first = self.text(handle, 0) }
+            if !seen { first = column(handle, 0) }
             seen = true
         }
         return first
@@ -60,20 +49,15 @@ enum RawRows {
 
     /// Column `index` as an integer (`nil` for any other storage class).
     static func int64(_ handle: OpaquePointer, _ index: CInt) -> Int64? {
-        var value = meridian_sqlite3_value()
-        meridian_sqlite3_column(UnsafeMutableRawPointer(handle), index, &value)
-        return value.type == 1 ? value.integer : nil
+        guard case .integer(let integer) = StoredValue(column: index, of: handle) else { return nil }
+        return integer
     }
 
     /// Column `index` as a text decoded from its UTF-8 (invalid bytes replaced, as GRDB reads a `String`); `nil` for
     /// any other storage class.
     static func text(_ handle: OpaquePointer, _ index: CInt) -> String? {
-        var value = meridian_sqlite3_value()
-        meridian_sqlite3_column(UnsafeMutableRawPointer(handle), index, &value)
-        guard value.type == 3 else { return nil }
-        return value.bytes.map {
-            String(decoding: UnsafeRawBufferPointer(start: $0, count: Int(value.count)), as: UTF8.self)
-        } ?? ""
+        guard case .text(let text) = StoredValue(column: index, of: handle) else { return nil }
+        return text
     }
 
     /// Binds an integer to parameter `index`; returns SQLite's result code.

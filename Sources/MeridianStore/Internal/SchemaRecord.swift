@@ -26,7 +26,7 @@ enum SchemaRecord {
     static func meta(_ db: Database, _ key: String) throws -> String? {
         let statement = try db.cachedStatement(sql: "SELECT value FROM meridian_meta WHERE key = ?")
         try TransactionExecutor.checkBound(RawRows.bind(key, statement, 1), statement)
-        return try RawRows.firstText(statement)
+        return try RawRows.first(statement, RawRows.text)
     }
 
     static func setMeta(_ db: Database, _ key: String, _ value: String) throws {
