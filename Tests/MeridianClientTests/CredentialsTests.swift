@@ -81,8 +81,10 @@ struct CredentialsTests {
             }
         }
         try await Self.withAuthenticatedServer(auditLog: auditLog) { port, _, signer in
+            let signed = Mutex(0)
             let credentials = Credentials.provider {
-                try await signer.sign(subject: "app", claims: [:], lifetime: .seconds(5))
+                signed.withLock { $0 += 1 }
+                return try await signer.sign(subject: "app", claims: [:], lifetime: .seconds(5))
             }
             try await withConnectedContainer(port: port, configure: { $0.credentials = credentials }) { container in
                 let points = try await container.controller(for: FetchRequest(entity: "Point"))
@@ -94,7 +96,11 @@ struct CredentialsTests {
                 try await save("first")
                 try await Task.sleep(for: .milliseconds(300))
                 try await save("second")
-                #expect(try calls("ApplyStream") == 1, "each lone save opened a stream of its own")
+                // Under a loaded machine the two saves can outlast the token's refresh time, and the second then
+                // opens a stream with the fresh token, as it must: one stream per token asked for so far.
+                let tokens = signed.withLock { $0 }
+                #expect(try calls("ApplyStream") == 1 || tokens > 1, "each lone save opened a stream of its own")
+                #expect(try calls("ApplyStream") <= tokens)
                 #expect(try calls("Apply") == 0)
                 // Past the first token's expiry and the server's leeway: the stream opened with it would be refused
                 // (the save rejected as unauthenticated); the save goes out on a new one, under the fresh token.

@@ -259,54 +259,37 @@ final class MeridianService: RegistrableRPCService, Sendable {
     }
 
     /// Pipelined transactions: up to 64 in flight (so that they share group commits), queued for commit as they
-    /// arrive — so they commit in request order — and answered in order.
+    /// arrive — so they commit in request order — and answered in order: the stream's own task takes them from an
+    /// ``InFlightQueue`` one after another, awaits each one's commit and writes its answer, while a child task reads
+    /// the requests (no task per transaction, and no hand-off of its answer between tasks). A client that reads no
+    /// answers stops the reading of its requests once 64 wait.
     func applyStream(
         _ requests: RPCAsyncSequence<ApplyTransaction, any Error>,
         caller: Caller?,
         writer: RPCWriter<Meridian_V1_ApplyResponse>
     ) async throws {
-        let (results, continuation) = AsyncStream<(Int, Meridian_V1_ApplyResponse)>.makeStream()
+        let inFlight = InFlightQueue<Submitted>(capacity: 64)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
-                defer { continuation.finish() }
-                try await withThrowingTaskGroup(of: Void.self) { inFlight in
-                    var index = 0
-                    var running = 0
-                    for try await request in requests {
-                        // A stream outlives its token: each transaction is checked against the credential's expiry
-                        // and the revocations, as every unary call is when it starts.
-                        if let caller, let end = self.accessControl.end(ofOpen: caller.identity) {
-                            let refusal =
-                                end == .expired
-                                ? "the stream's token expired; open a new stream with a fresh token"
-                                : "the credential was revoked"
-                            self.accessControl.audit?.record(
-                                "apply_stream_ended", ["sub": caller.identity.principal.subject, "reason": refusal])
-                            throw RPCError(Meridian_V1_ErrorDetail(.unauthenticated, refusal))
-                        }
-                        if running >= 64 {
-                            try await inFlight.next()
-                            running -= 1
-                        }
-                        let i = index
-                        index += 1
-                        running += 1
-                        // Queued here, in the order the requests arrive; only the wait for the commit runs beside
-                        // the others.
-                        let submitted = self.submit(request, caller: caller)
-                        inFlight.addTask { continuation.yield((i, await self.answer(submitted))) }
+                defer { inFlight.finish() }
+                for try await request in requests {
+                    // A stream outlives its token: each transaction is checked against the credential's expiry and
+                    // the revocations, as every unary call is when it starts.
+                    if let caller, let end = self.accessControl.end(ofOpen: caller.identity) {
+                        let refusal =
+                            end == .expired
+                            ? "the stream's token expired; open a new stream with a fresh token"
+                            : "the credential was revoked"
+                        self.accessControl.audit?.record(
+                            "apply_stream_ended", ["sub": caller.identity.principal.subject, "reason": refusal])
+                        throw RPCError(Meridian_V1_ErrorDetail(.unauthenticated, refusal))
                     }
-                    try await inFlight.waitForAll()
+                    // Queued for commit here, in the order the requests arrive.
+                    guard try await inFlight.put(self.submit(request, caller: caller)) else { return }
                 }
             }
-            var next = 0
-            var waiting: [Int: Meridian_V1_ApplyResponse] = [:]
-            for await (i, response) in results {
-                waiting[i] = response
-                while let ready = waiting.removeValue(forKey: next) {
-                    try await writer.write(ready)
-                    next += 1
-                }
+            while let submitted = await inFlight.next() {
+                try await writer.write(await self.answer(submitted))
             }
             try await group.waitForAll()
         }
