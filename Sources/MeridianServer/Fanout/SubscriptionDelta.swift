@@ -23,9 +23,9 @@ struct NetChange: Sendable {
 
     /// The net changes of `changes` (in seq order) for one entity, in order of first appearance.
     static func of(_ changes: some Sequence<Change>) -> [NetChange] {
-        var index: [String: Int] = [:]
+        // `init(minimumCapacity:)`: a dictionary's `reserveCapacity` is not inlinable, and runs unspecialized.
+        var index = [String: Int](minimumCapacity: changes.underestimatedCount)
         var out: [NetChange] = []
-        index.reserveCapacity(changes.underestimatedCount)
         out.reserveCapacity(changes.underestimatedCount)
         for change in changes {
             if let i = index[change.id] {

@@ -103,16 +103,20 @@ enum RequestDecoding {
     }
 
     /// Refuses an id (a subscription's, a row's) longer than `--max-id-bytes`.
-    static func checkID(_ id: String, _ what: String, limits: ServerConfiguration) throws(DetailError) {
-        try self.checkID(bytes: id.utf8.count, what, limits: limits)
+    static func checkID(_ id: String, _ what: @autoclosure () -> String, limits: ServerConfiguration)
+        throws(DetailError)
+    {
+        try self.checkID(bytes: id.utf8.count, what(), limits: limits)
     }
 
-    /// Refuses an id of `bytes` bytes when that is more than `--max-id-bytes`.
-    static func checkID(bytes: Int, _ what: String, limits: ServerConfiguration) throws(DetailError) {
+    /// Refuses an id of `bytes` bytes when that is more than `--max-id-bytes` (`what` is made only then: a
+    /// transaction checks every operation's id).
+    static func checkID(bytes: Int, _ what: @autoclosure () -> String, limits: ServerConfiguration) throws(DetailError)
+    {
         guard bytes <= limits.maxIDBytes else {
             throw DetailError(
                 .limitExceeded,
-                "\(what) is \(bytes) bytes long; at most \(limits.maxIDBytes) are allowed (--max-id-bytes)")
+                "\(what()) is \(bytes) bytes long; at most \(limits.maxIDBytes) are allowed (--max-id-bytes)")
         }
     }
 

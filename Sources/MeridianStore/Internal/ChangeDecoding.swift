@@ -46,9 +46,11 @@ enum ChangeDecoding {
         guard let kind = Change.Kind(rawValue: Int(rawKind)) else {
             throw StoreError(.internalError, "change \(seq) has unknown kind \(rawKind)")
         }
-        let entity = schema.entity(named: entityName)
-        let before = try image(RawRows.text(handle, 5), id: id, entity: entity, seq: seq, misfits: &misfits)
-        let after = try image(RawRows.text(handle, 6), id: id, entity: entity, seq: seq, misfits: &misfits)
+        let (beforeText, afterText) = (RawRows.text(handle, 5), RawRows.text(handle, 6))
+        // An insert's entry has no image (its row is read from the table): no entity to look up and copy.
+        let entity = beforeText == nil && afterText == nil ? nil : schema.entity(named: entityName)
+        let before = try image(beforeText, id: id, entity: entity, seq: seq, misfits: &misfits)
+        let after = try image(afterText, id: id, entity: entity, seq: seq, misfits: &misfits)
         var changed: [String] = []
         if kind == .update, let before, let after { changed = after.changedAttributes(from: before) }
         return Change(
@@ -160,8 +162,8 @@ enum ChangeDecoding {
         }
         let statement = try db.cachedStatement(sql: plan.currentRowsSQL)
         // `positions` descend, and `changes` are in seq order: the first position holds the highest seq.
-        var wanted: [Int64: Int] = [:]
-        wanted.reserveCapacity(positions.count)
+        // `init(minimumCapacity:)`: `reserveCapacity` is not inlinable, and runs unspecialized.
+        var wanted = [Int64: Int](minimumCapacity: positions.count)
         for i in positions { wanted[changes[i].seq] = i }
         try TransactionExecutor.checkBound(
             RawRows.bind(changes[positions.last!].seq, statement, 1)
