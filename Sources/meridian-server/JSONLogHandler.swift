@@ -35,16 +35,14 @@ struct JSONLogHandler: LogHandler {
         set { self.metadata[key] = newValue }
     }
 
-    func log(
-        level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String,
-        function: String, line: UInt
-    ) {
+    func log(event: LogEvent) {
+        let level = event.level
         var record = "{\"time\":\"\(Self.timestamp())\",\"level\":\"\(level.rawValue)\",\"label\":"
         JSONText.write(self.label, to: &record)
         record += ",\"message\":"
-        JSONText.write(message.description, to: &record)
+        JSONText.write(event.message.description, to: &record)
         var merged = self.metadata
-        if let metadata { merged.merge(metadata) { _, new in new } }
+        if let metadata = event.metadata { merged.merge(metadata) { _, new in new } }
         // Members in a stable order (sorted keys), never one the record itself writes.
         for key in merged.keys.sorted() where !["time", "level", "label", "message"].contains(key) {
             record += ","
@@ -54,10 +52,10 @@ struct JSONLogHandler: LogHandler {
         }
         if level <= .debug {
             record += ",\"source\":"
-            JSONText.write(source, to: &record)
+            JSONText.write(event.source, to: &record)
             record += ",\"file\":"
-            JSONText.write(file, to: &record)
-            record += ",\"line\":\(line)"
+            JSONText.write(event.file, to: &record)
+            record += ",\"line\":\(event.line)"
         }
         record += "}\n"
         self.output(record)
