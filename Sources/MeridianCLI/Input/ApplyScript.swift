@@ -58,9 +58,14 @@ package enum ApplyScript {
     ) throws(CLIError) -> [(line: Int, operation: WriteOperation)] {
         var operations: [(line: Int, operation: WriteOperation)] = []
         operations.reserveCapacity(lines.count)
+        var shapes = LineShapes(schema: schema)
         for (offset, line) in lines.enumerated() {
             if line.utf8.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) { continue }
             let lineNumber = firstLine + offset
+            if let operation = Self.parsePlainLine(line, &shapes) {
+                operations.append((lineNumber, operation))
+                continue
+            }
             do {
                 operations.append((lineNumber, try Self.parseLine(line, schema: schema)))
             } catch {
@@ -68,6 +73,167 @@ package enum ApplyScript {
             }
         }
         return operations
+    }
+
+    /// What consecutive lines share while they are read by ``parsePlainLine(_:_:)``: the last line's entity, and the
+    /// layout of its values with their types (lines of one shape name the same attributes in the same order, and
+    /// share one layout).
+    struct LineShapes {
+        let schema: Schema
+        var entity: EntitySchema?
+        var layout: RowLayout?
+        /// The types of `layout`'s attributes, by position.
+        var types: [AttributeType] = []
+        /// The values of the line being read, by name, in the order given.
+        var fields: [(name: String, json: JSON)] = []
+        var values: [Value] = []
+
+        init(schema: Schema) { self.schema = schema }
+
+        /// The entity named `name`, looked up only when it is not the last line's.
+        mutating func entity(named name: String) -> EntitySchema? {
+            if let entity = self.entity, entity.name == name { return entity }
+            self.entity = self.schema.entity(named: name)
+            self.layout = nil
+            return self.entity
+        }
+
+        /// The layout of `fields`' names: the last line's when they are the same names in the same order, else a new
+        /// one (`nil` when a name is `id` or not an attribute of `entity`).
+        mutating func layout(of entity: EntitySchema) -> RowLayout? {
+            if let layout = self.layout, layout.count == self.fields.count,
+                zip(layout.names, self.fields).allSatisfy({ $0 == $1.name })
+            {
+                return layout
+            }
+            var types: [AttributeType] = []
+            types.reserveCapacity(self.fields.count)
+            for field in self.fields {
+                guard field.name != EntitySchema.idAttribute, let attribute = entity.attribute(named: field.name) else {
+                    return nil
+                }
+                types.append(attribute.type)
+            }
+            let layout = RowLayout(names: self.fields.map(\.name))
+            self.layout = layout
+            self.types = types
+            return layout
+        }
+    }
+
+    /// Reads one well-formed operation line straight into an operation: its members as they come (no JSON tree and
+    /// no dictionary of its members), its values into a layout shared with the lines of the same shape before it (no
+    /// map per row), the entity looked up once for a run of lines. `nil` for anything else — a syntax error, an
+    /// unknown or repeated key, an unknown attribute, a value of the wrong type, a missing member: ``parseLine(_:schema:)``
+    /// then reads the line again and says what is wrong, so that both ways give the same operations and the same
+    /// errors (`ApplyScriptTests` compares them). Strings are read by the same parser, escapes included.
+    static func parsePlainLine(_ line: String, _ shapes: inout LineShapes) -> WriteOperation? {
+        var line = line
+        return line.withUTF8 { bytes in
+            var parser = JSONParser(bytes)
+            return try? Self.parsePlain(&parser, &shapes)
+        }
+    }
+
+    /// Why ``parsePlain(_:_:)`` gave up on a line (never shown: the generic way reads the line again).
+    private struct NotPlain: Error {}
+
+    private static func parsePlain(_ parser: inout JSONParser, _ shapes: inout LineShapes) throws -> WriteOperation {
+        var kind: WriteOperation.Kind?
+        var entityName: String?
+        var id: String?
+        var expectedVersion: Int64?
+        var seen: UInt8 = 0
+        shapes.fields.removeAll(keepingCapacity: true)
+        try Self.members(&parser) { key, parser in
+            guard let bit = Self.keys.firstIndex(of: key).map({ UInt8(1) << $0 }), seen & bit == 0 else {
+                throw NotPlain()
+            }
+            seen |= bit
+            switch key {
+            case "op":
+                guard case .string(let name) = try parser.parseValue(depth: 1),
+                    let parsed = WriteOperation.Kind(rawValue: name)
+                else { throw NotPlain() }
+                kind = parsed
+            case "entity":
+                guard case .string(let name) = try parser.parseValue(depth: 1) else { throw NotPlain() }
+                entityName = name
+            case "id":
+                switch try parser.parseValue(depth: 1) {
+                case .null: break
+                case .string(let text) where !text.isEmpty: id = text
+                default: throw NotPlain()
+                }
+            case "version":
+                switch try parser.parseValue(depth: 1) {
+                case .null: break
+                case .number(let text):
+                    guard let version = Int64(text), version >= 0 else { throw NotPlain() }
+                    expectedVersion = version
+                default: throw NotPlain()
+                }
+            default:  // "values"
+                if parser.at("n") {
+                    guard case .null = try parser.parseValue(depth: 1) else { throw NotPlain() }
+                    return
+                }
+                try Self.members(&parser) { name, parser in
+                    guard !shapes.fields.contains(where: { $0.name == name }) else { throw NotPlain() }
+                    let json = try parser.parseValue(depth: 2)
+                    if case .array = json { throw NotPlain() }
+                    if case .object = json { throw NotPlain() }
+                    shapes.fields.append((name, json))
+                }
+            }
+        }
+        parser.skipWhitespace()
+        guard parser.index == parser.bytes.count, let kind, let entityName,
+            let entity = shapes.entity(named: entityName), id != nil || kind == .insert,
+            kind != .delete || shapes.fields.isEmpty, let layout = shapes.layout(of: entity)
+        else { throw NotPlain() }
+        shapes.values.removeAll(keepingCapacity: true)
+        for (i, field) in shapes.fields.enumerated() {
+            guard let value = try? ValueParsing.parse(field.json, as: shapes.types[i]) else { throw NotPlain() }
+            shapes.values.append(value)
+        }
+        return shapes.values.withUnsafeBufferPointer {
+            WriteOperation(
+                kind: kind, entity: entity.name, id: id, layout: layout, values: $0, expectedVersion: expectedVersion)
+        }
+    }
+
+    /// Reads the JSON object at the parser (leading whitespace allowed), calling `body` with each key and the parser
+    /// at the key's value, which `body` must read.
+    private static func members(
+        _ parser: inout JSONParser, _ body: (String, inout JSONParser) throws -> Void
+    ) throws {
+        parser.skipWhitespace()
+        guard parser.at("{") else { throw NotPlain() }
+        parser.index += 1
+        parser.skipWhitespace()
+        if parser.at("}") {
+            parser.index += 1
+            return
+        }
+        while true {
+            parser.skipWhitespace()
+            guard parser.at("\"") else { throw NotPlain() }
+            let key = try parser.parseString()
+            parser.skipWhitespace()
+            guard parser.at(":") else { throw NotPlain() }
+            parser.index += 1
+            parser.skipWhitespace()
+            try body(key, &parser)
+            parser.skipWhitespace()
+            if parser.at(",") {
+                parser.index += 1
+                continue
+            }
+            guard parser.at("}") else { throw NotPlain() }
+            parser.index += 1
+            return
+        }
     }
 
     /// Parses `text` exactly as `meridian apply` does and returns the input line of each operation, in order; the

@@ -156,7 +156,7 @@ extension JSON {
 /// It reads bytes (strings without escapes become `String`s in one step) rather than Unicode scalars, which cost
 /// most of `meridian apply`'s CPU: each scalar appended one at a time. Error columns still count Unicode scalars,
 /// as users see characters.
-private struct JSONParser {
+struct JSONParser {
     let bytes: UnsafeBufferPointer<UInt8>
     var index = 0
     static let maximumDepth = 128

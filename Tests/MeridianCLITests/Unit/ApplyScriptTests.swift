@@ -46,6 +46,91 @@ import Testing
             ])
     }
 
+    /// The direct reading of well-formed lines (`parsePlainLine`) must give the generic reading's operation, and give
+    /// up (so that the generic reading reports it) on every line that reading refuses: random lines of every member
+    /// and value type, right and wrong, in any order, with whitespace, escapes, repeats, unknown names and cut ends.
+    @Test("the direct reading of plain lines gives the generic reading's operations, and gives up where it fails")
+    func plainLinesMatchGenericReading() throws {
+        var rng = SplitMix64(seed: 20_261_129)
+        // Each member is mostly right, now and then wrong: so that most lines are good and every fault occurs.
+        let goodValues = [
+            #""s":"text""#, #""s":"esc\"aped\u00e9""#, #""s":null"#, #""i":42"#, #""i":-7"#, #""d":2.5e3"#, #""d":3"#,
+            #""b":true"#, #""b":false"#, #""t":"2026-11-29T04:00:00Z""#, #""t":1700000000000000"#, #""x":"hex:00ff""#,
+            #""x":"base64:AP8=""#, #""req":"r2""#,
+        ]
+        let badValues = [
+            #""s":1"#, #""i":1.5"#, #""i":"4""#, #""b":0"#, #""t":"soon""#, #""x":"zz""#, #""id":"no""#,
+            #""colour":"red""#, #""i":[1]"#, #""d":{"a":1}"#,
+        ]
+        func pick(_ good: [String], _ bad: [String]) -> String {
+            Int.random(in: 0..<20, using: &rng) == 0
+                ? bad.randomElement(using: &rng)! : good.randomElement(using: &rng)!
+        }
+        let ops = [#""op":"insert""#, #""op":"update""#, #""op":"upsert""#, #""op":"delete""#]
+        let badOps = [#""op":"remove""#, #""op":1"#]
+        let entities = [#""entity":"Thing""#]
+        let badEntities = [#""entity":"Thin""#, #""entity":null"#]
+        let ids = [#""id":"t1""#, #""id":"t\n2""#, #""id":null"#]
+        let badIDs = [#""id":"""#, #""id":5"#]
+        let versions = [#""version":3"#, #""version":null"#]
+        let badVersions = [#""version":-1"#, #""version":1.5"#, #""version":"3""#]
+        var plain = 0
+        var refused = 0
+        for round in 0..<4_000 {
+            var members: [String] = []
+            if Int.random(in: 0..<40, using: &rng) > 0 { members.append(pick(ops, badOps)) }
+            if Int.random(in: 0..<40, using: &rng) > 0 { members.append(pick(entities, badEntities)) }
+            if Int.random(in: 0..<5, using: &rng) > 0 { members.append(pick(ids, badIDs)) }
+            if Int.random(in: 0..<4, using: &rng) == 0 { members.append(pick(versions, badVersions)) }
+            switch Int.random(in: 0..<16, using: &rng) {
+            case 0: break
+            case 1: members.append(#""values":null"#)
+            case 2: members.append(#""values":"x""#)
+            default:
+                let fields = (0..<Int.random(in: 0...4, using: &rng)).map { _ in pick(goodValues, badValues) }
+                members.append(#""values":{"# + fields.joined(separator: ",") + "}")
+            }
+            if Int.random(in: 0..<60, using: &rng) == 0 { members.append(#""extra":1"#) }
+            if Int.random(in: 0..<60, using: &rng) == 0, let first = members.first { members.append(first) }
+            members.shuffle(using: &rng)
+            let space = [" ", "", "\t", "  "]
+            var line =
+                space.randomElement(using: &rng)! + "{"
+                + members.joined(separator: space.randomElement(using: &rng)! + ",")
+                + "}" + space.randomElement(using: &rng)!
+            switch Int.random(in: 0..<60, using: &rng) {
+            case 0: line.removeLast(Int.random(in: 1...3, using: &rng))
+            case 1: line += "x"
+            case 2: line = line.split(separator: ":", omittingEmptySubsequences: false).joined(separator: " : ")
+            default: break
+            }
+            var shapes = ApplyScript.LineShapes(schema: allTypesSchema)
+            let direct = ApplyScript.parsePlainLine(line, &shapes)
+            do {
+                let generic = try ApplyScript.parseLine(line, schema: allTypesSchema)
+                #expect(direct == generic, "round \(round): \(line)")
+                if direct != nil { plain += 1 }
+            } catch {
+                #expect(direct == nil, "round \(round): read \(line), which the generic reading refuses: \(error)")
+                refused += 1
+            }
+        }
+        // Both kinds of line occur, and the direct reading takes most of the good ones.
+        #expect(plain > 1_000 && refused > 500, "\(plain) read directly, \(refused) refused")
+        // Lines of one shape share one layout, and a line of another shape after them is read right.
+        var shapes = ApplyScript.LineShapes(schema: allTypesSchema)
+        let lines = [
+            #"{"op":"insert","entity":"Thing","values":{"s":"a","i":1}}"#,
+            #"{"op":"insert","entity":"Thing","values":{"s":"b","i":2}}"#,
+            #"{"op":"insert","entity":"Thing","values":{"i":3,"s":"c"}}"#,
+            #"{"op":"insert","entity":"Thing","values":{"s":"d","i":4}}"#,
+        ]
+        for line in lines {
+            let direct = try #require(ApplyScript.parsePlainLine(line, &shapes), "\(line)")
+            #expect(direct == (try ApplyScript.parseLine(line, schema: allTypesSchema)))
+        }
+    }
+
     /// Long inputs are parsed in pieces at once; the result must be one pass's: the same operations and lines, or
     /// the error of the first bad line, however many pieces and wherever the bad lines fall.
     @Test("an input parsed in pieces gives one pass's operations, or its first error")
