@@ -150,17 +150,6 @@ where Element.ID: Sendable {
             if !self.changed.isEmpty { text += " changed \(self.changed)" }
             return text
         }
-
-        /// The rank of the operation in the canonical order: deletes, inserts, moves, updates.
-        @usableFromInline
-        var rank: Int {
-            switch self {
-            case .delete: 0
-            case .insert: 1
-            case .move: 2
-            case .update: 3
-            }
-        }
     }
 
     /// Indices, in the old list, of the sections that were deleted.
@@ -232,14 +221,17 @@ where Element.ID: Sendable {
         var keys: [(rank: Int, section: Int, row: Int, index: Int)] = []
         keys.reserveCapacity(changes.count)
         var ordered = true
-        for (index, change) in changes.enumerated() {
-            let key: (rank: Int, section: Int, row: Int, index: Int)
-            if case .delete(_, let from) = change {
-                key = (0, -from.section, -from.row, index)
-            } else {
-                let to = change.newPath!
-                key = (change.rank, to.section, to.row, index)
-            }
+        for index in changes.indices {
+            // The rank of the operation (deletes, inserts, moves, updates), then the path. One `switch` on the element
+            // in place: binding it (`for change in`) and reading accessors copied the whole change each time (perf of
+            // `meridian watch` on a 20,000-row commit).
+            let key: (rank: Int, section: Int, row: Int, index: Int) =
+                switch changes[index] {
+                case .delete(_, let from): (0, -from.section, -from.row, index)
+                case .insert(_, let to, _): (1, to.section, to.row, index)
+                case .move(_, _, let to, _, _): (2, to.section, to.row, index)
+                case .update(_, _, let to, _, _): (3, to.section, to.row, index)
+                }
             if ordered, let last = keys.last, (key.rank, key.section, key.row) < (last.rank, last.section, last.row) {
                 ordered = false
             }
