@@ -74,31 +74,31 @@ struct WatchEvents: Sendable {
     private func write(_ change: ChangeSet<Row>.RowChange, to out: inout JSONBytes) {
         switch change {
         case .delete(let id, let from):
-            self.write("delete", id: id, from: from, to: nil, row: nil, changed: nil, to: &out)
+            self.write("delete", id: id, oldPath: from, newPath: nil, row: nil, changed: nil, to: &out)
         case .insert(let id, let to, let row):
-            self.write("insert", id: id, from: nil, to: to, row: row, changed: nil, to: &out)
+            self.write("insert", id: id, oldPath: nil, newPath: to, row: row, changed: nil, to: &out)
         case .move(let id, let from, let to, let row, _):
-            self.write("move", id: id, from: from, to: to, row: row, changed: nil, to: &out)
+            self.write("move", id: id, oldPath: from, newPath: to, row: row, changed: nil, to: &out)
         case .update(let id, let from, let to, let row, let changed):
-            self.write("update", id: id, from: from, to: to, row: row, changed: changed, to: &out)
+            self.write("update", id: id, oldPath: from, newPath: to, row: row, changed: changed, to: &out)
         }
     }
 
     private func write(
-        _ operation: StaticString, id: String, from: ListIndexPath?, to: ListIndexPath?, row: Row?, changed: [String]?,
-        to out: inout JSONBytes
+        _ operation: StaticString, id: String, oldPath: ListIndexPath?, newPath: ListIndexPath?, row: Row?,
+        changed: [String]?, to out: inout JSONBytes
     ) {
         out.append("{\"op\":\"")
         out.append(operation)
         out.append("\",\"id\":")
         out.append(string: id)
-        if let from {
+        if let oldPath {
             out.append(",\"from\":")
-            Self.write(from, to: &out)
+            Self.write(oldPath, to: &out)
         }
-        if let to {
+        if let newPath {
             out.append(",\"to\":")
-            Self.write(to, to: &out)
+            Self.write(newPath, to: &out)
         }
         if let row {
             out.append(",\"values\":{")

@@ -262,7 +262,7 @@ final class MeridianService: RegistrableRPCService, Sendable {
     /// arrive — so they commit in request order — and answered in order: the stream's own task takes them from an
     /// ``InFlightQueue`` one after another, awaits each one's commit and writes its answer, while a child task reads
     /// the requests (no task per transaction, and no hand-off of its answer between tasks). A client that reads no
-    /// answers stops the reading of its requests once 64 wait.
+    /// answers stops the reading of its requests once its answers fill the transport's buffers and 64 more wait.
     func applyStream(
         _ requests: RPCAsyncSequence<ApplyTransaction, any Error>,
         caller: Caller?,
