@@ -83,4 +83,18 @@ import Testing
         #expect(await queue.next() == 0)
         #expect(await queue.next() == nil)
     }
+
+    @Test("a producer already cancelled does not wait on a full queue")
+    func producerCancelledBeforePut() async throws {
+        let queue = InFlightQueue<Int>(capacity: 1)
+        #expect(try await queue.put(0))
+        let producer = Task { () async throws -> Bool in
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await queue.put(1)
+        }
+        await #expect(throws: CancellationError.self) { try await producer.value }
+        queue.finish()
+        #expect(await queue.next() == 0)
+        #expect(await queue.next() == nil)
+    }
 }

@@ -8,26 +8,12 @@ internal import Synchronization
 /// without a task per transaction, and a client that reads no answers stops the reading of its requests.
 final class InFlightQueue<Element: Sendable>: Sendable {
     private struct State {
+        /// At most `capacity` (64 for `ApplyStream`): taking the first moves the rest, as in `BlockingHandoff`.
         var elements: [Element] = []
-        var start = 0
         var finished = false
         var consumer: CheckedContinuation<Element?, Never>?
         /// The producer's element and continuation, while the queue is full.
         var producer: (element: Element, continuation: CheckedContinuation<Bool, any Error>)?
-        /// Set by a cancelled ``put(_:)`` before it suspended, so that it does not.
-        var producerCancelled = false
-
-        var count: Int { self.elements.count - self.start }
-
-        mutating func removeFirst() -> Element {
-            let element = self.elements[self.start]
-            self.start += 1
-            if self.start == self.elements.count {
-                self.elements.removeAll(keepingCapacity: true)
-                self.start = 0
-            }
-            return element
-        }
     }
 
     /// What ``put(_:)`` does next.
@@ -51,21 +37,21 @@ final class InFlightQueue<Element: Sendable>: Sendable {
     }
 
     /// Queues `element`, waiting while `capacity` elements wait; `false` once the queue is finished (the element is
-    /// dropped). Throws `CancellationError` when its task is cancelled while it waits (the element is dropped).
+    /// dropped). Throws `CancellationError` when its task is cancelled, before or while it waits (the element is
+    /// dropped).
     func put(_ element: Element) async throws -> Bool {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, any Error>) in
                 let step = self.state.withLock { state -> PutStep in
-                    if state.producerCancelled {
-                        state.producerCancelled = false
-                        return .cancelled
-                    }
+                    // Read under the lock that the cancellation handler takes: a task cancelled before this point
+                    // stops here, one cancelled after it finds its continuation registered below and resumes it.
+                    if Task.isCancelled { return .cancelled }
                     if state.finished { return .done(false, nil) }
                     if let consumer = state.consumer {
                         state.consumer = nil
                         return .done(true, consumer)
                     }
-                    if state.count < self.capacity {
+                    if state.elements.count < self.capacity {
                         state.elements.append(element)
                         return .done(true, nil)
                     }
@@ -83,13 +69,10 @@ final class InFlightQueue<Element: Sendable>: Sendable {
                 }
             }
         } onCancel: {
+            // A producer not waiting yet sees `Task.isCancelled` under this lock and does not wait.
             let waiting = self.state.withLock { state -> CheckedContinuation<Bool, any Error>? in
-                guard let producer = state.producer else {
-                    state.producerCancelled = true
-                    return nil
-                }
-                state.producer = nil
-                return producer.continuation
+                defer { state.producer = nil }
+                return state.producer?.continuation
             }
             waiting?.resume(throwing: CancellationError())
         }
@@ -100,7 +83,7 @@ final class InFlightQueue<Element: Sendable>: Sendable {
         let consumer = self.state.withLock { state -> CheckedContinuation<Element?, Never>? in
             state.finished = true
             defer { state.consumer = nil }
-            return state.count == 0 ? state.consumer : nil
+            return state.elements.isEmpty ? state.consumer : nil
         }
         consumer?.resume(returning: nil)
     }
@@ -109,8 +92,8 @@ final class InFlightQueue<Element: Sendable>: Sendable {
     func next() async -> Element? {
         await withCheckedContinuation { continuation in
             let step = self.state.withLock { state -> NextStep in
-                if state.count > 0 {
-                    let element = state.removeFirst()
+                if !state.elements.isEmpty {
+                    let element = state.elements.removeFirst()
                     // A waiting producer's element takes the freed place.
                     guard let producer = state.producer else { return .ready(element, nil) }
                     state.producer = nil
