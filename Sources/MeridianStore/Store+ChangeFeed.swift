@@ -134,11 +134,11 @@ public final class FeedTransaction {
     /// ``Store/snapshot(entity:where:orderBy:limit:)`` (with no time limit: the fan-out reads a limited
     /// subscription's few rows here).
     public func snapshot(
-        entity: String, where predicate: SQLFragment? = nil, orderBy: String? = nil, limit: Int? = nil
+        entity: String, where predicate: RowPredicate? = nil, orderBy order: RowOrder? = nil, limit: Int? = nil
     ) throws -> Snapshot {
         guard let db else { throw StoreError(.internalError, "a feed transaction used after it ended") }
         let (entitySchema, query, arguments) = try self.store.snapshotQuery(
-            entity: entity, where: predicate, orderBy: orderBy, limit: limit)
+            entity: entity, where: predicate, orderBy: order, limit: limit)
         let statement: Statement
         do {
             statement = try db.cachedStatement(sql: query)

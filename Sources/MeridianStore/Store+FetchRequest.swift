@@ -12,8 +12,8 @@ extension Store {
     public func snapshot(_ request: BoundFetchRequest) async throws -> Snapshot {
         try await self.snapshot(
             entity: request.entity.name,
-            where: request.whereSQL,
-            orderBy: request.orderBySQL,
+            where: request.predicate,
+            orderBy: request.order,
             limit: request.limit
         )
     }

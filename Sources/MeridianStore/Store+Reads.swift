@@ -16,15 +16,16 @@ extension Store {
     ///
     /// - Parameters:
     ///   - entity: The entity to read.
-    ///   - predicate: A `WHERE` condition (a compiled predicate); `nil` for every row.
-    ///   - orderBy: An `ORDER BY` list (a compiled sort); the id is always appended as the final tie-break.
+    ///   - predicate: The rows to read (bound to the entity); `nil` for every row.
+    ///   - orderBy: Their order; `nil` for the id's. The id is always the final tie-break.
     ///   - limit: The most rows to return.
     /// - Returns: The rows with their versions, and the latest `seq` in the same transaction.
-    /// - Throws: ``StoreError`` `schemaMismatch` for an unknown entity or SQL that does not fit the table.
+    /// - Throws: ``StoreError`` `schemaMismatch` for an unknown entity or a predicate or order that names an attribute
+    ///   it does not have.
     public func snapshot(
         entity: String,
-        where predicate: SQLFragment? = nil,
-        orderBy: String? = nil,
+        where predicate: RowPredicate? = nil,
+        orderBy: RowOrder? = nil,
         limit: Int? = nil
     ) async throws -> Snapshot {
         let collected = SnapshotCollector()
@@ -57,26 +58,26 @@ extension Store {
     ///
     /// - Parameters:
     ///   - entity: The entity to read.
-    ///   - predicate: A `WHERE` condition (a compiled predicate); `nil` for every row.
-    ///   - orderBy: An `ORDER BY` list (a compiled sort); the id is always appended as the final tie-break.
+    ///   - predicate: The rows to read (bound to the entity); `nil` for every row.
+    ///   - orderBy: Their order; `nil` for the id's. The id is always the final tie-break.
     ///   - limit: The most rows to read.
     ///   - readerWaits: Whether `reader` may block (then the time it takes is measured, to leave it out of the time
     ///     limit: two clock reads a row); `false` for a reader that only collects.
     ///   - reader: Called with the transaction's seq and each row, then with `.end` (unless it stopped the read).
     /// - Returns: The latest `seq` in the transaction: the rows are the query's result at it.
-    /// - Throws: ``StoreError`` `schemaMismatch` for SQL that does not fit the table, `timedOut` past the time
-    ///   limit, or what `reader` throws.
+    /// - Throws: ``StoreError`` `schemaMismatch` for an unknown entity or a predicate or order that names an attribute
+    ///   it does not have, `timedOut` past the time limit, or what `reader` throws.
     public func streamSnapshot(
         entity: String,
-        where predicate: SQLFragment? = nil,
-        orderBy: String? = nil,
+        where predicate: RowPredicate? = nil,
+        orderBy order: RowOrder? = nil,
         limit: Int? = nil,
         readerWaits: Bool = true,
         _ reader: @escaping @Sendable (_ seq: Int64, _ event: SnapshotEvent) throws -> Bool
     ) async throws -> Int64 {
         let rowReader = RowReaderBox(try self.requireEntity(entity))
         return try await self.streamSnapshotColumns(
-            entity: entity, where: predicate, orderBy: orderBy, limit: limit
+            entity: entity, where: predicate, orderBy: order, limit: limit
         ) { seq, row in
             guard let row else { return try reader(seq, .end) }
             let found = rowReader.reader.row(
@@ -102,13 +103,13 @@ extension Store {
     /// time limit counts SQLite's work only; the clock is not read for the rows it does not wait at.
     public func streamSnapshotColumns(
         entity: String,
-        where predicate: SQLFragment? = nil,
-        orderBy: String? = nil,
+        where predicate: RowPredicate? = nil,
+        orderBy order: RowOrder? = nil,
         limit: Int? = nil,
         _ reader: @escaping @Sendable (_ seq: Int64, _ row: CursorRow?) throws -> Bool
     ) async throws -> Int64 {
         let (entitySchema, query, arguments) = try self.snapshotQuery(
-            entity: entity, where: predicate, orderBy: orderBy, limit: limit)
+            entity: entity, where: predicate, orderBy: order, limit: limit)
         let timeout = self.configuration.readTimeout
         let attributes = entitySchema.attributes
         let read: @Sendable (Database) throws -> (Int64, Int) = { db in
@@ -159,18 +160,21 @@ extension Store {
         return seq
     }
 
-    /// The statement of a snapshot read: the entity, the SQL and its arguments.
+    /// The statement of a snapshot read: the entity, the SQL and its arguments. The predicate and the order are
+    /// compiled here (``MeridianCore/RowPredicate/sql()``, ``MeridianCore/RowOrder/sqlOrderBy()``): SQL text never
+    /// crosses the store's API.
     func snapshotQuery(
-        entity: String, where predicate: SQLFragment?, orderBy: String?, limit: Int?
+        entity: String, where predicate: RowPredicate?, orderBy order: RowOrder?, limit: Int?
     ) throws -> (EntitySchema, String, StatementArguments) {
         let entitySchema = try self.requireEntity(entity)
         let columns = entitySchema.attributes.map { StoreDDL.quoted($0.name) }
         var sql =
             "SELECT \(([#""id""#, #""_version""#] + columns).joined(separator: ", ")) FROM \(StoreDDL.quoted(entity))"
-        if let predicate { sql += " WHERE (\(predicate.sql))" }
-        sql += " ORDER BY " + (orderBy.map { "\($0), " } ?? "") + #""id""#
+        let condition = predicate.flatMap { $0.matchesEveryRow ? nil : $0.sql() }
+        if let condition { sql += " WHERE (\(condition.sql))" }
+        sql += " ORDER BY " + (order ?? RowOrder()).sqlOrderBy()
         if let limit { sql += " LIMIT \(max(0, limit))" }
-        return (entitySchema, sql, StatementArguments(predicate?.arguments.map { $0.databaseValue } ?? []))
+        return (entitySchema, sql, StatementArguments(condition?.arguments.map { $0.databaseValue } ?? []))
     }
 
     /// The changes after `seq`, up to the latest commit, read in one read transaction.

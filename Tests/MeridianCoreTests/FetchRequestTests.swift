@@ -1,4 +1,5 @@
 import MeridianCore
+import MeridianStore
 import Testing
 
 @Suite struct FetchRequestTests {
@@ -26,7 +27,7 @@ import Testing
             limit: 2
         )
         let bound = try request.bind(to: Self.schema)
-        #expect(bound.orderBySQL == #""category" ASC, "title" DESC, "id" ASC"#)
+        #expect(bound.order.sqlOrderBy() == #""category" ASC, "title" DESC, "id" ASC"#)
         let rows = [
             Row(id: "a", values: ["title": "Wine", "category": 3]),
             Row(id: "b", values: ["title": "water", "category": 3]),
@@ -43,7 +44,7 @@ import Testing
     func defaults() throws {
         let bound = try FetchRequest(entity: "Point", where: "  ").bind(to: Self.schema)
         #expect(bound.evaluate([Row(id: "b"), Row(id: "a")]).map(\.id) == ["a", "b"])
-        #expect(bound.orderBySQL == #""id" ASC"#)
+        #expect(bound.order.sqlOrderBy() == #""id" ASC"#)
     }
 
     @Test("errors name what is wrong")

@@ -1,4 +1,5 @@
 import MeridianCore
+import MeridianStore
 import Testing
 
 @Suite struct PredicateBindingTests {

@@ -4,45 +4,55 @@ import MeridianCore
 import MeridianStore
 import Testing
 
-/// A predicate as raw SQL and the same predicate in Swift, with SQLite's semantics (null compares false).
+/// A predicate in the predicate language and the same predicate in Swift, with SQLite's semantics (null compares
+/// false).
 struct TestPredicate: Sendable {
-    var sql: SQLFragment?
+    var text: String?
+    var variables: [String: PredicateVariable] = [:]
     var matches: @Sendable (Row) -> Bool
+
+    /// The predicate bound to `Item`, as the store reads it; `nil` for every row.
+    var predicate: RowPredicate? {
+        self.text.map {
+            try! PredicateExpression.parse($0).bind(
+                to: Fixtures.schema().entity(named: "Item")!, variables: self.variables)
+        }
+    }
 
     static func random(_ g: inout SplitMix64) -> TestPredicate {
         let n = Int64.random(in: 0...100, using: &g)
         let x = Double.random(in: 0...100, using: &g)
         let letter = ["a", "b", "c", "d"].randomElement(using: &g)!
         switch Int.random(in: 0..<7, using: &g) {
-        case 0: return TestPredicate(sql: nil) { _ in true }
-        case 1: return TestPredicate(sql: SQLFragment("\"qty\" > ?", arguments: [.int(n)])) { $0["qty"] > .int(n) }
+        case 0: return TestPredicate(text: nil) { _ in true }
+        case 1: return TestPredicate(text: "qty > $n", variables: ["n": .value(.int(n))]) { $0["qty"] > .int(n) }
         case 2:
-            return TestPredicate(sql: SQLFragment("\"price\" < ?", arguments: [.double(x)])) {
+            return TestPredicate(text: "price < $x", variables: ["x": .value(.double(x))]) {
                 !$0["price"].isNull && $0["price"] < .double(x)
             }
         case 3:
             return TestPredicate(
-                sql: SQLFragment(
-                    "\"title\" >= ? AND \"title\" < ?", arguments: [.string(letter), .string(letter + "z")])
+                text: "title >= $low AND title < $high",
+                variables: ["low": .value(.string(letter)), "high": .value(.string(letter + "z"))]
             ) {
                 guard let t = $0["title"].stringValue else { return false }
                 return t.utf8Compare(letter) >= 0 && t.utf8Compare(letter + "z") < 0
             }
-        case 4: return TestPredicate(sql: SQLFragment("\"active\" = 1")) { $0["active"] == .bool(true) }
-        case 5: return TestPredicate(sql: SQLFragment("\"note\" IS NULL")) { $0["note"].isNull }
+        case 4: return TestPredicate(text: "active == true") { $0["active"] == .bool(true) }
+        case 5: return TestPredicate(text: "note == nil") { $0["note"].isNull }
         default:
-            return TestPredicate(sql: SQLFragment("(\"qty\" <= ? OR \"note\" IS NOT NULL)", arguments: [.int(n)])) {
+            return TestPredicate(text: "qty <= $n OR note != nil", variables: ["n": .value(.int(n))]) {
                 $0["qty"] <= .int(n) || !$0["note"].isNull
             }
         }
     }
 }
 
-/// A sort as an ORDER BY list and the same order in Swift (nulls first ascending, last descending; id last).
+/// A sort as the store reads it and the same order in Swift (nulls first ascending, last descending; id last).
 struct TestSort: Sendable {
     var keys: [(String, Bool)]
-    var sql: String? {
-        self.keys.isEmpty ? nil : self.keys.map { "\"\($0.0)\" \($0.1 ? "DESC" : "ASC")" }.joined(separator: ", ")
+    var order: RowOrder? {
+        self.keys.isEmpty ? nil : RowOrder(self.keys.map { SortKey($0.0, ascending: !$0.1) })
     }
 
     func inOrder(_ a: Row, _ b: Row) -> Bool {
@@ -114,7 +124,8 @@ struct Taken: Sendable {
                     for _ in 0..<25 {
                         let predicate = TestPredicate.random(&g)
                         let sort = TestSort.random(&g)
-                        let snapshot = try await store.snapshot(entity: "Item", where: predicate.sql, orderBy: sort.sql)
+                        let snapshot = try await store.snapshot(
+                            entity: "Item", where: predicate.predicate, orderBy: sort.order)
                         let full = try await store.snapshot(entity: "Item")
                         taken.append(Taken(predicate: predicate, sort: sort, snapshot: snapshot, full: full))
                     }
@@ -143,11 +154,11 @@ struct Taken: Sendable {
                         state[change.id] = nil
                     }
                 }
-                let final = try await store.snapshot(entity: "Item", where: predicate.sql, orderBy: sort.sql)
+                let final = try await store.snapshot(entity: "Item", where: predicate.predicate, orderBy: sort.order)
                 #expect(final.seq == batch.throughSeq)
                 #expect(
                     final.rows == state.values.sorted(by: sort.inOrder),
-                    "predicate \(String(describing: predicate.sql)) sort \(String(describing: sort.sql))")
+                    "predicate \(predicate.text ?? "all") sort \(String(describing: sort.order))")
             }
         }
     }
@@ -158,8 +169,8 @@ struct Taken: Sendable {
             var g = SplitMix64(seed: 1)
             try await store.apply((0..<40).map { .insert("Item", id: "r\($0)", Self.randomValues(&g)) })
             let sort = TestSort(keys: [("qty", true)])
-            let all = try await store.snapshot(entity: "Item", orderBy: sort.sql)
-            let first = try await store.snapshot(entity: "Item", orderBy: sort.sql, limit: 7)
+            let all = try await store.snapshot(entity: "Item", orderBy: sort.order)
+            let first = try await store.snapshot(entity: "Item", orderBy: sort.order, limit: 7)
             #expect(first.rows == Array(all.rows.prefix(7)))
             #expect(first.seq == 40 && first.versions == Array(repeating: 1, count: 7))
         }
@@ -188,15 +199,22 @@ struct Taken: Sendable {
         }
     }
 
-    @Test("an unknown entity or SQL that does not fit the table is a schemaMismatch error")
+    @Test("an unknown entity, or a predicate or order of another entity's attributes, is a schemaMismatch error")
     func badQueries() async throws {
         try await withStore(.inMemory) { store in
             let unknown = await #expect(throws: StoreError.self) { try await store.snapshot(entity: "Nope") }
             #expect(unknown?.code == .schemaMismatch)
+            // Bound to another entity than the one read: the store's SQL names a column `Item` lacks.
+            let other = EntitySchema(name: "Other", attributes: [Attribute(name: "colour", type: .int)])
+            let colour = try PredicateExpression.parse("colour == 1").bind(to: other)
             let badColumn = await #expect(throws: StoreError.self) {
-                try await store.snapshot(entity: "Item", where: SQLFragment("\"colour\" = 1"))
+                try await store.snapshot(entity: "Item", where: colour)
             }
             #expect(badColumn?.code == .schemaMismatch)
+            let badOrder = await #expect(throws: StoreError.self) {
+                try await store.snapshot(entity: "Item", orderBy: RowOrder(parsing: "colour").checked(against: other))
+            }
+            #expect(badOrder?.code == .schemaMismatch)
         }
     }
 }
@@ -213,7 +231,8 @@ struct StreamedSnapshotReadTests {
         try await withStore(.file, configuration: configuration) { store in
             let first = try await store.apply((0..<50).map { .insert("Item", ["title": .string("t\($0)")]) }).seq
             let seen = Counter()
-            let seq = try await store.streamSnapshot(entity: "Item", orderBy: "\"title\"") { _, event in
+            let seq = try await store.streamSnapshot(entity: "Item", orderBy: RowOrder([SortKey("title")])) {
+                _, event in
                 if case .row = event { seen.add() }
                 return seen.value < 10
             }

@@ -16,7 +16,7 @@
 /// )
 /// let bound = try request.bind(to: schema)
 /// bound.predicate.evaluate(row)       // in memory
-/// bound.whereSQL                      // the same predicate for SQLite
+/// try await store.snapshot(bound)     // the same rows, read by the store
 /// ```
 public struct FetchRequest: Sendable, Hashable, CustomStringConvertible {
     /// The entity's name.
@@ -178,17 +178,12 @@ public struct BoundFetchRequest: Sendable, Hashable {
     /// The limit, if any.
     public var limit: Int? { self.request.limit }
 
-    /// The predicate as a `WHERE` clause with bound values.
-    public var whereSQL: SQLFragment { self.predicate.sql() }
-    /// The order as an `ORDER BY` clause body.
-    public var orderBySQL: String { self.order.sqlOrderBy() }
-
     /// Whether `row` belongs to the result, ignoring the limit.
     public func matches(_ row: Row) -> Bool {
         self.predicate.evaluate(row)
     }
 
-    /// The rows that belong to the result, in order, with the limit applied: the in-memory equivalent of the SQL.
+    /// The rows that belong to the result, in order, with the limit applied: the in-memory equivalent of the store's read.
     public func evaluate<S: Sequence<Row>>(_ rows: S) -> [Row] {
         let order = self.order
         var result = rows.filter(self.predicate.evaluate).sorted { order.compare($0, $1) < 0 }

@@ -3,14 +3,14 @@
 /// A parsed, not yet checked predicate: the syntax tree of the predicate language, with source positions.
 ///
 /// Parse text with ``parse(_:)``, then check it against an entity with ``bind(to:variables:)`` to get a
-/// ``RowPredicate`` that can be evaluated and compiled to SQL. The typed builder (``AttributeRef``) produces the same
+/// ``RowPredicate`` that can be evaluated in memory and read by a store. The typed builder (``AttributeRef``) produces the same
 /// tree, without positions.
 ///
 /// ```swift
 /// let expression = try PredicateExpression.parse(#"category == 3 AND title BEGINSWITH[c] "w""#)
 /// let predicate = try expression.bind(to: pointEntity)
 /// predicate.evaluate(row)        // in memory
-/// predicate.sql()                // a WHERE clause for SQLite
+/// try await store.snapshot(entity: "Point", where: predicate)  // the same rows, read by SQLite
 /// ```
 ///
 /// `AND` and `OR` chains are n-ary (`a AND b AND c` is one ``conjunction(_:)`` of three), so evaluation depth is

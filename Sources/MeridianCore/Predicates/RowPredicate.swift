@@ -1,7 +1,7 @@
 // MARK: - RowPredicate
 
 /// A checked predicate, bound to an entity with its variables substituted: ready to evaluate in memory and to
-/// compile to SQL, with identical semantics on both sides.
+/// compile to a store's query (the store does that), with identical semantics on both sides.
 ///
 /// Get one from ``PredicateExpression/bind(to:variables:)`` (or ``TypedPredicate/bind(to:variables:)``). String
 /// literals are already folded for `[c]`/`[d]`, timestamps converted, and `nil` elements of `IN` lists dropped.
@@ -14,13 +14,13 @@
 /// ```swift
 /// let predicate = try PredicateExpression.parse("rating >= $min").bind(to: entity, variables: ["min": 3])
 /// let matching = rows.filter(predicate.evaluate)
-/// let whereClause = predicate.sql()      // "rating" >= ? -- 3
+/// let rows = try await store.snapshot(entity: "Item", where: predicate)  // the same rows, read by SQLite
 /// ```
 ///
 /// - Note: Not named `Predicate`, so that it never clashes with Foundation's type of that name.
 public struct RowPredicate: Sendable, Hashable, CustomStringConvertible {
-    /// The checked tree.
-    indirect enum Node: Sendable, Hashable {
+    /// The checked tree (`package`: the store compiles it to its own SQL).
+    package indirect enum Node: Sendable, Hashable {
         case constant(Bool)
         case not(Node)
         case and([Node])
@@ -37,7 +37,7 @@ public struct RowPredicate: Sendable, Hashable, CustomStringConvertible {
         case match(attribute: String, op: StringMatchOperator, options: StringOptions, pattern: String)
     }
 
-    let node: Node
+    package let node: Node
 
     init(node: Node) {
         self.node = node
@@ -104,7 +104,7 @@ public struct RowPredicate: Sendable, Hashable, CustomStringConvertible {
 // MARK: - Evaluation
 
 extension RowPredicate {
-    /// Whether a row matches, with exactly the semantics of the compiled SQL (``sql()``).
+    /// Whether a row matches, with exactly the semantics of the SQL the store compiles the predicate to.
     ///
     /// - Parameter row: The row; absent attributes read as null.
     /// - Returns: `true` when the row matches.

@@ -3,7 +3,7 @@
 /// The order of a result: sort keys, then the id ascending as the implicit final tie-break, so the order is total.
 ///
 /// Written as a comma-separated list of attribute names, `-` before a name for descending: `"title,-category"`.
-/// The comparator (``compare(_:_:)``) and the SQL (``sqlOrderBy()``) agree exactly:
+/// The comparator (``compare(_:_:)``) and the `ORDER BY` the store compiles the order to agree exactly:
 /// - values compare as SQLite does (numbers exactly across int and double, strings by UTF-8 bytes, bytes with
 ///   `memcmp`), see ``Value/compare(_:_:)``;
 /// - nulls come first in ascending order and last in descending order (SQLite's default);
@@ -12,7 +12,7 @@
 /// ```swift
 /// let order = try RowOrder(parsing: "title,-category").checked(against: point)
 /// rows.sort { order.compare($0, $1) < 0 }
-/// order.sqlOrderBy()   // "title" ASC, "category" DESC, "id" ASC
+/// try await store.snapshot(entity: "Point", orderBy: order)  // ORDER BY "title" ASC, "category" DESC, "id" ASC
 /// ```
 ///
 /// - Note: Not named `SortOrder`, so that it never clashes with Foundation's type of that name.
@@ -144,12 +144,5 @@ public struct RowOrder: Sendable, Hashable, CustomStringConvertible {
     /// Whether `a` comes before `b`, for `sort(by:)`.
     public func areInIncreasingOrder(_ a: Row, _ b: Row) -> Bool {
         self.compare(a, b) < 0
-    }
-
-    /// The `ORDER BY` list (without the keyword) that sorts exactly as ``compare(_:_:)``, e.g.
-    /// `"title" ASC, "category" DESC, "id" ASC`.
-    public func sqlOrderBy() -> String {
-        self.effectiveDescriptors.map { "\(Identifier.quoted($0.attribute)) \($0.ascending ? "ASC" : "DESC")" }
-            .joined(separator: ", ")
     }
 }

@@ -1,6 +1,7 @@
 // MARK: - The predicate campaign
 
 internal import MeridianCore
+internal import MeridianStore
 
 /// Random and mutated predicate text to the parser and the binder. A parse or bind either succeeds (and the bound
 /// predicate then evaluates and compiles to SQL) or throws a ``QueryError`` with a message and a position and length

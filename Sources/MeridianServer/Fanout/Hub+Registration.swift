@@ -388,7 +388,7 @@ extension Hub {
             return queued
         }
         let seq = try await self.store.streamSnapshotColumns(
-            entity: request.entity.name, where: request.whereSQL, orderBy: request.orderBySQL
+            entity: request.entity.name, where: request.predicate, orderBy: request.order
         ) { seq, row in
             guard let row else { return try queue(seq, pieces.chunks.finish(seq: seq)) }
             guard let full = pieces.chunks.append(row, seq: seq) else { return true }
@@ -403,7 +403,7 @@ extension Hub {
     private func matchingRows(_ request: BoundFetchRequest) async throws -> ([VersionedRow], Int64, complete: Bool) {
         let held = request.heldRows
         let snapshot = try await self.store.snapshot(
-            entity: request.entity.name, where: request.whereSQL, orderBy: request.orderBySQL, limit: held)
+            entity: request.entity.name, where: request.predicate, orderBy: request.order, limit: held)
         var rows: [VersionedRow] = []
         rows.reserveCapacity(snapshot.rows.count)
         for (row, version) in zip(snapshot.rows, snapshot.versions) {

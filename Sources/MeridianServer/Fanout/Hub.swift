@@ -344,7 +344,7 @@ final class Hub: Sendable {
                 let start = ContinuousClock.now
                 try self.process(batch, from: from) { request in
                     let snapshot = try transaction.snapshot(
-                        entity: request.entity.name, where: request.whereSQL, orderBy: request.orderBySQL,
+                        entity: request.entity.name, where: request.predicate, orderBy: request.order,
                         limit: request.heldRows)
                     return zip(snapshot.rows, snapshot.versions).map { VersionedRow(row: $0, version: $1) }
                 }

@@ -372,7 +372,7 @@ extension MeridianService {
                     }
                     do {
                         _ = try await store.streamSnapshot(
-                            entity: bound.entity.name, where: bound.whereSQL, orderBy: bound.orderBySQL,
+                            entity: bound.entity.name, where: bound.predicate, orderBy: bound.order,
                             limit: bound.limit
                         ) { seq, event in
                             switch event {

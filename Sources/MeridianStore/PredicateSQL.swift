@@ -1,13 +1,20 @@
-// MARK: - Compiling to SQL
+// MARK: - Compiling predicates and orders to SQLite's SQL
+
+package import MeridianCore
+
+// The store's own translation of Core's checked predicates and orders into SQLite's SQL. Nothing above the store sees
+// SQL text: its reads take a `RowPredicate` and a `RowOrder` (DESIGN: no SQL text across the store's API), so another
+// store compiles the same trees to its own dialect. `package` so that the package's tests can run the SQL beside the
+// in-memory evaluation.
 
 extension RowPredicate {
     /// The name of the SQLite function that folds text: `meridian_fold(text, flags)`, flags being
     /// ``StringOptions/rawValue``. It calls ``Folding/fold(_:_:)``; NULL in, NULL out.
-    public static let foldFunctionName = "meridian_fold"
+    package static let foldFunctionName = "meridian_fold"
     /// The name of the SQLite function that matches strings: `meridian_match(op, flags, value, pattern)`, `op`
     /// being a ``StringMatchOperator`` raw value and `pattern` already folded. It calls
     /// ``StringMatcher/matches(_:options:value:foldedPattern:)`` and returns 1, 0, or NULL when `value` is NULL.
-    public static let matchFunctionName = "meridian_match"
+    package static let matchFunctionName = "meridian_match"
 
     /// Compiles the predicate to a SQLite `WHERE` clause (without the keyword) with exactly the semantics of
     /// ``evaluate(_:)``.
@@ -24,14 +31,14 @@ extension RowPredicate {
     /// ```
     ///
     /// - Returns: The clause and its arguments.
-    /// - Note: The connection must have Meridian's functions registered (`MeridianStore` does this when it opens
-    ///   a connection) whenever the predicate uses a modifier or a string-matching operator.
-    public func sql() -> SQLFragment {
+    /// - Note: The connection must have Meridian's functions registered (the store does this when it opens a
+    ///   connection) whenever the predicate uses a modifier or a string-matching operator.
+    package func sql() -> SQLFragment {
         Self.sql(self.node, negated: false)
     }
 
     /// Whether ``sql()`` calls `meridian_fold` or `meridian_match`.
-    public var usesMeridianFunctions: Bool {
+    package var usesMeridianFunctions: Bool {
         func visit(_ node: Node) -> Bool {
             switch node {
             case .constant, .null: false
@@ -113,9 +120,18 @@ extension RowPredicate {
     }
 }
 
+extension RowOrder {
+    /// The `ORDER BY` list (without the keyword) that sorts exactly as ``RowOrder/compare(_:_:)``, e.g.
+    /// `"title" ASC, "category" DESC, "id" ASC`.
+    package func sqlOrderBy() -> String {
+        self.effectiveDescriptors.map { "\(Identifier.quoted($0.attribute)) \($0.ascending ? "ASC" : "DESC")" }
+            .joined(separator: ", ")
+    }
+}
+
 extension Value {
     /// The value as the store keeps it in SQLite: bools as 0/1 and timestamps as microseconds (integers).
-    package var storageForm: Value {
+    var storageForm: Value {
         switch self {
         case .bool(let b): .int(b ? 1 : 0)
         case .timestamp(let t): .int(t.microseconds)
