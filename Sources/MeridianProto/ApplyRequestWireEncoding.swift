@@ -249,7 +249,8 @@ struct WireCursor: WireOutput {
     }
 }
 
-/// A `MessageSerializer` for requests already encoded (``ApplyRequestWireEncoding/encode(_:policy:clientTag:idempotencyKey:)``).
+/// A `MessageSerializer` for messages already encoded: requests (``ApplyRequestWireEncoding/encode(_:policy:clientTag:idempotencyKey:)``)
+/// and the server's `Query` answers (``DeltaWireEncoding/queryResponse(seq:rowFields:last:)``).
 package struct EncodedMessageSerializer: MessageSerializer {
     package init() {}
 

@@ -86,6 +86,38 @@ package enum DeltaWireEncoding {
         return out
     }
 
+    /// The tag of a `QueryResponse`'s row (field 2).
+    package static let queryRowTag: UInt8 = 0x12
+
+    /// The most bytes a `QueryResponse` holds besides its rows' fields: a 10-byte seq and `last`, with their tags.
+    package static let queryResponseFraming = 13
+
+    /// A whole `QueryResponse`: the bytes swift-protobuf would write for the same values (fields in number order,
+    /// proto3 defaults left out), its rows given as their fields already written (each tagged ``queryRowTag``).
+    package static func queryResponse(seq: Int64, rowFields: UnsafeRawBufferPointer, last: Bool) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(rowFields.count + queryResponseFraming)
+        if seq != 0 {
+            out.append(0x08)
+            appendVarint(UInt64(bitPattern: seq), to: &out)
+        }
+        out.append(contentsOf: rowFields)
+        if last { out += [0x18, 1] }
+        return out
+    }
+
+    /// A whole `QueryResponse` of Core rows (a server without a file store reads a query's rows whole).
+    package static func queryResponse(
+        seq: Int64, rowCount: Int, last: Bool, row: (Int) -> (row: Row, version: Int64)
+    ) -> [UInt8] {
+        var rows: [UInt8] = []
+        for i in 0..<rowCount {
+            let (row, version) = row(i)
+            appendRowField(tag: queryRowTag, row, version: version, to: &rows)
+        }
+        return rows.withUnsafeBytes { queryResponse(seq: seq, rowFields: $0, last: last) }
+    }
+
     /// The tag of a `SnapshotChunk`'s row (field 3): its rows, each written after it as a `Row`'s fields, make the
     /// chunk between ``snapshotChunkStart(subscriptionID:seq:capacity:)`` and ``snapshotChunkEnd(_:last:resnapshot:chunkIndex:epoch:)``.
     package static let snapshotRowTag: UInt8 = 0x1A

@@ -304,6 +304,69 @@ import Testing
         #expect(handled > 0)
     }
 
+    static func queryResponse(_ random: inout SplitMix64) -> Meridian_V1_QueryResponse {
+        var response = Meridian_V1_QueryResponse()
+        response.seq = [0, 1, Int64.random(in: 2...(1 << 40), using: &random)][Int.random(in: 0..<3, using: &random)]
+        response.rows = (0..<Int.random(in: 0...6, using: &random)).map { _ in self.row(&random) }
+        response.last = Bool.random(using: &random)
+        return response
+    }
+
+    /// A query chunk decoded by swift-protobuf, its rows converted to Core rows (with versions); `nil` when it does
+    /// not decode or a row does not convert.
+    static func convertedQueryChunk(_ bytes: [UInt8]) -> (Int64, [Row], [Int64], Bool)? {
+        guard let message = try? Meridian_V1_QueryResponse(serializedBytes: bytes),
+            let rows = try? message.rows.map({ try Row($0) })
+        else { return nil }
+        return (message.seq, rows, message.rows.map(\.version), message.last)
+    }
+
+    @Test("2,000 random query chunks, whole or damaged, read into Core rows as decoding and converting reads them")
+    func coreQueryChunks() throws {
+        var random = SplitMix64(seed: 17)
+        var intact = 0
+        var damaged = 0
+        for round in 0..<4_000 {
+            var message = Self.queryResponse(&random)
+            if Int.random(in: 0..<10, using: &random) == 0, !message.rows.isEmpty {
+                // A NaN: decodes, but does not convert.
+                message.rows[0].values["nan"] = .with { $0.doubleValue = .nan }
+            }
+            var bytes: [UInt8] = try message.serializedBytes()
+            let damage = round % 2 == 1 && !bytes.isEmpty
+            if damage { Self.damage(&bytes, &random) }
+            let core = bytes.withUnsafeBytes { SyncResponseWireDecoding.coreQueryChunk($0) { ($0, $1) } }
+            let reference = Self.convertedQueryChunk(bytes)
+            if !damage, reference != nil {
+                // Every chunk that converts is read straight.
+                #expect(core != nil, "left to the slow path: \(message)")
+            }
+            guard let core else { continue }
+            if damage { damaged += 1 } else { intact += 1 }
+            #expect(reference != nil, "read straight what decoding and converting rejects: \(bytes)")
+            guard let reference else { continue }
+            #expect(core.seq == reference.0 && core.last == reference.3, "\(bytes)")
+            #expect(core.rows.map(\.0) == reference.1 && core.rows.map(\.1) == reference.2, "\(bytes)")
+        }
+        #expect(intact > 1_500 && damaged > 0)
+        // The deserializer: rows read straight, or the generated message for what it does not take.
+        var unknown: [UInt8] = try Self.queryResponse(&random).serializedBytes()
+        unknown += [0x20, 0x01]  // field 4: unknown to the reader, skipped by swift-protobuf
+        guard case .message = try QueryChunkDeserializer().deserialize(unknown) else {
+            Issue.record("an unknown field was read by hand")
+            return
+        }
+        guard
+            case .rows(_, let rows, true) = try QueryChunkDeserializer().deserialize([
+                0x12, 0x02, 0x0A, 0x00, 0x18, 0x01,
+            ])
+        else {
+            Issue.record("a plain chunk was not read by hand")
+            return
+        }
+        #expect(rows.map(\.id) == [""])
+    }
+
     @Test("other messages, and the deserializer's answer to garbage")
     func others() throws {
         var welcome = Meridian_V1_SyncResponse()

@@ -142,6 +142,54 @@ struct StreamedChunksTests {
         return 1 + (length < 0x80 ? 1 : length < 0x4000 ? 2 : 3) + length
     }
 
+    /// The `QueryResponse`s `StreamedChunks` writes for a query of every `Item`, as the server's streamed query does.
+    static func queryChunks(_ store: Store, maxBytes: Int) async throws -> [[UInt8]] {
+        let pieces = Pieces(StreamedChunks(.query, maxBytes: maxBytes))
+        _ = try await store.streamSnapshotColumns(entity: "Item") { seq, row in
+            if let row {
+                if let message = pieces.chunks.append(row, seq: seq) { pieces.messages.append(message) }
+            } else {
+                pieces.messages.append(pieces.chunks.finish(seq: seq))
+            }
+            return true
+        }
+        return pieces.messages
+    }
+
+    @Test("a query's chunks written from the cursor decode to the rows' messages; cut to size; none lost")
+    func queryChunks() async throws {
+        let store = try await Self.store()
+        let rows = try await Self.coreRows(store)
+        let seq = try await store.latestSeq()
+        for maxBytes in [1 << 20, 400, 100, 0] {
+            let messages = try await Self.queryChunks(store, maxBytes: maxBytes)
+            var next = 0
+            for (index, message) in messages.enumerated() {
+                let response = try Meridian_V1_QueryResponse(serializedBytes: message)
+                let count = response.rows.count
+                var expected = Meridian_V1_QueryResponse()
+                expected.seq = seq
+                expected.rows = rows[next..<(next + count)].map { Meridian_V1_Row($0.row, version: $0.version) }
+                expected.last = index == messages.count - 1
+                // swift-protobuf writes a map's entries in its dictionary's order: the messages are compared.
+                #expect(response == expected, "chunk \(index), \(maxBytes) bytes at most")
+                #expect(
+                    message
+                        == DeltaWireEncoding.queryResponse(seq: seq, rowCount: count, last: expected.last) {
+                            rows[next + $0]
+                        })
+                #expect(message.count <= maxBytes || count == 1, "chunk \(index): \(message.count) bytes")
+                next += count
+            }
+            #expect(next == rows.count)
+            #expect(maxBytes == 1 << 20 ? messages.count == 1 : messages.count > 5)
+        }
+        // No rows: one last chunk without rows.
+        let empty = try await Self.queryChunks(try Store.temporary(schema: Self.schema), maxBytes: 1 << 20)
+        #expect(empty.count == 1)
+        #expect(try Meridian_V1_QueryResponse(serializedBytes: empty[0]) == .with { $0.last = true })
+    }
+
     @Test("a snapshot without rows is one last chunk without rows")
     func empty() async throws {
         let store = try Store.temporary(schema: Self.schema)

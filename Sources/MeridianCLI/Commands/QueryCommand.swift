@@ -45,13 +45,7 @@ struct QueryCommand: AsyncParsableCommand {
             do {
                 switch format {
                 case .jsonl:
-                    _ = try await connection.query(request) { rows in
-                        var text = ""
-                        for row in rows {
-                            ValueRendering.rowJSON(row, entity: entity).write(to: &text)
-                            text += "\n"
-                        }
-                        Terminal.writeOut(text)
+                    _ = try await connection.query(request) { rows in Terminal.writeOut(bytes: jsonLines(rows, entity))
                     }
                 case .table:
                     let (seq, rows) = try await connection.query(request)
@@ -111,14 +105,9 @@ struct ExportCommand: AsyncParsableCommand {
             }
             do {
                 _ = try await connection.query(request) { rows in
+                    guard format == .csv else { return Terminal.writeOut(bytes: jsonLines(rows, entity)) }
                     var text = ""
-                    for row in rows {
-                        switch format {
-                        case .csv: text += Self.csvLine(row, entity: entity)
-                        case .jsonl: ValueRendering.rowJSON(row, entity: entity).write(to: &text)
-                        }
-                        text += "\n"
-                    }
+                    for row in rows { text += Self.csvLine(row, entity: entity) + "\n" }
                     Terminal.writeOut(text)
                 }
             } catch {
@@ -137,4 +126,15 @@ struct ExportCommand: AsyncParsableCommand {
                     return value.isNull ? nil : ValueRendering.text(value)
                 })
     }
+}
+
+/// Rows as `{"id":ID,"values":{…}}` lines (`query` and `export --format jsonl`), written straight to UTF-8 bytes: the
+/// text of ``ValueRendering/rowJSON(_:entity:)``, without a `JSON` tree and `String`s per row.
+func jsonLines(_ rows: [Row], _ entity: EntitySchema) -> [UInt8] {
+    var out = JSONBytes(capacity: rows.count * (24 + 24 * entity.attributes.count))
+    for row in rows {
+        out.append(row: row, entity: entity)
+        out.append("\n")
+    }
+    return out.bytes
 }

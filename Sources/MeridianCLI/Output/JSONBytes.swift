@@ -82,4 +82,27 @@ struct JSONBytes {
             }
         }
     }
+
+    /// Appends a row's values as a JSON object, every attribute of the entity in declaration order (null when
+    /// absent): the text of ``ValueRendering/valuesJSON(_:entity:)``.
+    mutating func append(valuesOf row: Row, entity: EntitySchema) {
+        self.append("{")
+        for (i, attribute) in entity.attributes.enumerated() {
+            if i > 0 { self.append(",") }
+            self.append(string: attribute.name)
+            self.append(":")
+            self.append(value: row[attribute.name])
+        }
+        self.append("}")
+    }
+
+    /// Appends a row as `{"id":ID,"values":{…}}`: the text of ``ValueRendering/rowJSON(_:entity:)``, the shape of
+    /// `query`, `export` and `watch` output.
+    mutating func append(row: Row, entity: EntitySchema) {
+        self.append("{\"id\":")
+        self.append(string: row.id)
+        self.append(",\"values\":")
+        self.append(valuesOf: row, entity: entity)
+        self.append("}")
+    }
 }

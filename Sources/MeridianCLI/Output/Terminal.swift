@@ -25,10 +25,19 @@ enum Terminal {
         Self.write(text, to: 2)
     }
 
+    /// Writes UTF-8 bytes to standard output as they are, and flushes.
+    static func writeOut(bytes: [UInt8]) {
+        Self.write(bytes: bytes, to: 1)
+    }
+
     /// Writes all of `text` to a file descriptor, retrying on short writes and EINTR. A closed pipe ends the process
     /// quietly with status 0, like `head` expects.
     static func write(_ text: String, to fd: Int32) {
-        let bytes = Array(text.utf8)
+        Self.write(bytes: Array(text.utf8), to: fd)
+    }
+
+    /// ``write(_:to:)`` of bytes.
+    static func write(bytes: [UInt8], to fd: Int32) {
         var offset = 0
         while offset < bytes.count {
             let n = bytes.withUnsafeBytes { buffer in

@@ -101,14 +101,8 @@ struct WatchEvents: Sendable {
             Self.write(newPath, to: &out)
         }
         if let row {
-            out.append(",\"values\":{")
-            for (i, attribute) in self.entity.attributes.enumerated() {
-                if i > 0 { out.append(",") }
-                out.append(string: attribute.name)
-                out.append(":")
-                out.append(value: row[attribute.name])
-            }
-            out.append("}")
+            out.append(",\"values\":")
+            out.append(valuesOf: row, entity: self.entity)
         }
         if let changed {
             out.append(",\"changed\":[")

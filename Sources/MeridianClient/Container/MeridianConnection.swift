@@ -2,6 +2,7 @@
 
 internal import GRPCCore
 internal import GRPCNIOTransportHTTP2
+internal import GRPCProtobuf
 public import MeridianCore
 internal import MeridianProto
 
@@ -177,13 +178,27 @@ public struct MeridianConnection: Sendable {
         into initial: Result,
         _ add: @escaping @Sendable (inout Result, [Row]) async throws -> Void
     ) async throws -> (seq: Int64, result: Result) {
-        try await self.stub.query(Self.queryRequest(request), options: self.streamOptions) { response in
+        // Rows read straight into Core rows where the bytes arrive (`QueryChunkDeserializer`); a chunk it does not
+        // take comes as the generated message, converted here (which says what is wrong with it).
+        try await self.client.serverStreaming(
+            request: ClientRequest(message: Self.queryRequest(request)),
+            descriptor: Meridian_V1_Meridian.Method.Query.descriptor,
+            serializer: ProtobufSerializer<Meridian_V1_QueryRequest>(), deserializer: QueryChunkDeserializer(),
+            options: self.streamOptions
+        ) { response in
             var seq: Int64 = 0
             var result = initial
             for try await chunk in response.messages {
-                seq = chunk.seq
-                try await add(&result, try Self.rows(chunk))
-                if chunk.last { break }
+                let last: Bool
+                switch chunk {
+                case .rows(let chunkSeq, let rows, let isLast):
+                    (seq, last) = (chunkSeq, isLast)
+                    try await add(&result, rows)
+                case .message(let message):
+                    (seq, last) = (message.seq, message.last)
+                    try await add(&result, try Self.rows(message))
+                }
+                if last { break }
             }
             return (seq, result)
         }

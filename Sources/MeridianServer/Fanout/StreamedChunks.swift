@@ -1,4 +1,4 @@
-// MARK: - A streamed snapshot's chunks, written as the store's cursor reads its rows
+// MARK: - A streamed snapshot's or query's chunks, written as the store's cursor reads its rows
 
 internal import MeridianCore
 internal import MeridianProto
@@ -9,12 +9,23 @@ internal import MeridianStore
 /// first. The bytes are those `DeltaWireEncoding.snapshotChunkResponse` writes for the same rows read as Core rows
 /// (`StreamedChunksTests` pins it).
 ///
+/// A `Query`'s answer is written the same way, each chunk a whole `QueryResponse` (the bytes
+/// `DeltaWireEncoding.queryResponse` writes for the same rows as Core rows).
+///
 /// A chunk of more than one row stays within `maxBytes` as a whole message: a row that would take it past is taken
 /// out again and starts the next chunk. A row larger than that goes alone.
 struct StreamedChunks {
-    let subscriptionID: String
-    let epoch: UInt32
-    let resnapshot: Bool
+    /// What the chunks are.
+    enum Kind {
+        /// A Sync subscription's snapshot: `SyncResponse`s holding `SnapshotChunk`s.
+        case snapshot(subscriptionID: String, epoch: UInt32, resnapshot: Bool)
+        /// A `Query`'s answer: `QueryResponse`s.
+        case query
+    }
+
+    let kind: Kind
+    /// The tag of each row's field in the chunk's message.
+    private let rowTag: UInt8
     /// The most bytes a chunk's rows may take: the largest message less the chunk's framing.
     private let maxRowBytes: Int
     /// The chunk's rows, each a `rows` field; the buffer is kept from one chunk to the next.
@@ -25,10 +36,20 @@ struct StreamedChunks {
 
     /// The chunks of `subscriptionID`'s snapshot, each message at most `maxBytes` long unless its one row is larger.
     init(subscriptionID: String, epoch: UInt32, resnapshot: Bool, maxBytes: Int) {
-        self.subscriptionID = subscriptionID
-        self.epoch = epoch
-        self.resnapshot = resnapshot
-        self.maxRowBytes = maxBytes - DeltaWireEncoding.snapshotChunkFraming(subscriptionID: subscriptionID)
+        self.init(.snapshot(subscriptionID: subscriptionID, epoch: epoch, resnapshot: resnapshot), maxBytes: maxBytes)
+    }
+
+    /// The chunks of `kind`, each message at most `maxBytes` long unless its one row is larger.
+    init(_ kind: Kind, maxBytes: Int) {
+        self.kind = kind
+        switch kind {
+        case .snapshot(let subscriptionID, _, _):
+            self.rowTag = DeltaWireEncoding.snapshotRowTag
+            self.maxRowBytes = maxBytes - DeltaWireEncoding.snapshotChunkFraming(subscriptionID: subscriptionID)
+        case .query:
+            self.rowTag = DeltaWireEncoding.queryRowTag
+            self.maxRowBytes = maxBytes - DeltaWireEncoding.queryResponseFraming
+        }
         // Small at first: most snapshots are small (a map region's), and a buffer of a whole chunk's size for each
         // would be kept by the allocator after it is freed. A large snapshot grows it once and keeps it.
         self.rows = RowBytes(capacity: 4 << 10)
@@ -38,7 +59,7 @@ struct StreamedChunks {
     /// would have taken it past its size: the row then starts the next chunk.
     mutating func append(_ row: CursorRow, seq: Int64) -> [UInt8]? {
         let start = self.rows.count
-        Self.appendRow(row, to: self.rows)
+        Self.appendRow(row, tag: self.rowTag, to: self.rows)
         guard self.rowCount > 0, self.rows.count > self.maxRowBytes else {
             self.rowCount += 1
             return nil
@@ -57,20 +78,27 @@ struct StreamedChunks {
 
     /// The chunk's message with the first `rowBytes` bytes of its rows.
     private mutating func message(seq: Int64, rowBytes: Int, last: Bool) -> [UInt8] {
-        var message = DeltaWireEncoding.snapshotChunkStart(
-            subscriptionID: self.subscriptionID, seq: seq, capacity: rowBytes + 32)
-        message.append(contentsOf: UnsafeRawBufferPointer(start: self.rows.base, count: rowBytes))
-        DeltaWireEncoding.snapshotChunkEnd(
-            &message, last: last, resnapshot: self.resnapshot, chunkIndex: self.index, epoch: self.epoch)
-        self.index += 1
-        return message
+        let rows = UnsafeRawBufferPointer(start: self.rows.base, count: rowBytes)
+        defer { self.index += 1 }
+        switch self.kind {
+        case .snapshot(let subscriptionID, let epoch, let resnapshot):
+            var message = DeltaWireEncoding.snapshotChunkStart(
+                subscriptionID: subscriptionID, seq: seq, capacity: rowBytes + 32)
+            message.append(contentsOf: rows)
+            DeltaWireEncoding.snapshotChunkEnd(
+                &message, last: last, resnapshot: resnapshot, chunkIndex: self.index, epoch: epoch)
+            return message
+        case .query:
+            return DeltaWireEncoding.queryResponse(seq: seq, rowFields: rows, last: last)
+        }
     }
 
-    /// A `SnapshotChunk`'s row field (`rows`, field 3) of the row the cursor stands on: the fields of a `Row` as
-    /// `DeltaWireEncoding.appendRow` writes them from a Core row (the id, the version, each value that is not null).
-    static func appendRow(_ row: CursorRow, to out: RowBytes) {
+    /// A row field whose tag byte is `tag` (a `SnapshotChunk`'s `rows`, field 3, or a `QueryResponse`'s, field 2) of
+    /// the row the cursor stands on: the fields of a `Row` as `DeltaWireEncoding.appendRow` writes them from a Core
+    /// row (the id, the version, each value that is not null).
+    static func appendRow(_ row: CursorRow, tag: UInt8, to out: RowBytes) {
         out.reserve(2)
-        out.byte(DeltaWireEncoding.snapshotRowTag)
+        out.byte(tag)
         // A one-byte length, widened below for the rare row of 128 bytes or more.
         let lengthAt = out.count
         out.byte(0)

@@ -109,7 +109,7 @@ final class MeridianService: RegistrableRPCService, Sendable {
         router.registerHandler(
             forMethod: Meridian_V1_Meridian.Method.Query.descriptor,
             deserializer: LimitedDeserializer<Meridian_V1_QueryRequest>(limit: limit),
-            serializer: ProtobufSerializer<Meridian_V1_QueryResponse>(),
+            serializer: EncodedMessageSerializer(),
             handler: { request, context in
                 let caller = try await self.accessControl.caller(
                     request.metadata, method: "Query", peer: context.remotePeer)
@@ -300,7 +300,7 @@ final class MeridianService: RegistrableRPCService, Sendable {
     /// A one-shot fetch in chunks, consistent with one seq; a bad request fails the call with its detail.
     func query(
         _ request: Meridian_V1_QueryRequest, caller: Caller?
-    ) async throws -> StreamingServerResponse<Meridian_V1_QueryResponse> {
+    ) async throws -> StreamingServerResponse<[UInt8]> {
         var bound: BoundFetchRequest
         do {
             bound = try RequestDecoding.bind(request.fetch, schema: self.store.schema, limits: self.configuration)
@@ -323,13 +323,15 @@ final class MeridianService: RegistrableRPCService, Sendable {
         }
         let rows = zip(snapshot.rows, snapshot.versions).map { VersionedRow(row: $0.0, version: $0.1) }
         return StreamingServerResponse { writer in
-            let chunks = Chunking.chunks(rows, maxBytes: maxBytes)
-            for (i, chunk) in chunks.enumerated() {
-                var response = Meridian_V1_QueryResponse()
-                response.seq = snapshot.seq
-                response.rows = chunk
-                response.last = i == chunks.count - 1
-                try await writer.write(response)
+            let ranges = Chunking.ranges(rows, maxBytes: maxBytes)
+            for (i, range) in ranges.enumerated() {
+                try await writer.write(
+                    DeltaWireEncoding.queryResponse(
+                        seq: snapshot.seq, rowCount: range.count, last: i == ranges.count - 1
+                    ) {
+                        let row = rows[range.lowerBound + $0]
+                        return (row.row, row.version)
+                    })
             }
             return [:]
         }
@@ -339,28 +341,23 @@ final class MeridianService: RegistrableRPCService, Sendable {
 extension MeridianService {
     /// The rows of a query read a chunk at a time from a store cursor, as the client takes them: the read waits
     /// while two chunks wait for the client, and stops (`LIMIT_EXCEEDED`) when the client takes none for
-    /// `--query-timeout`. An error after the first chunk ends the call with its status.
+    /// `--query-timeout`. An error after the first chunk ends the call with its status. Each chunk is written as
+    /// the cursor reads its rows, their columns straight into the message's bytes (``StreamedChunks``).
     func streamedQuery(
         _ bound: BoundFetchRequest, maxBytes: Int
-    ) -> StreamingServerResponse<Meridian_V1_QueryResponse> {
+    ) -> StreamingServerResponse<[UInt8]> {
         let store = self.store
         let logger = self.logger
         let stall = store.readTimeout ?? .seconds(15)
         return StreamingServerResponse { writer in
-            let handoff = BlockingHandoff<Meridian_V1_QueryResponse>(capacity: 2)
+            let handoff = BlockingHandoff<[UInt8]>(capacity: 2)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
                     defer { handoff.finish() }
-                    let piece = QueryPiece()
-                    /// Hands the rows read so far to the writer as the next chunk; `false` stops the read.
-                    @Sendable func send(_ seq: Int64, last: Bool) throws -> Bool {
-                        var response = Meridian_V1_QueryResponse()
-                        response.seq = seq
-                        response.rows = piece.rows
-                        response.last = last
-                        piece.rows = []
-                        piece.bytes = 0
-                        switch handoff.put(response, timeout: stall) {
+                    let piece = QueryPiece(StreamedChunks(.query, maxBytes: maxBytes))
+                    /// Hands a chunk to the writer; `false` stops the read.
+                    @Sendable func send(_ chunk: [UInt8]) throws -> Bool {
+                        switch handoff.put(chunk, timeout: stall) {
                         case .queued: return true
                         case .closed: return false
                         case .stalled:
@@ -371,23 +368,14 @@ extension MeridianService {
                         }
                     }
                     do {
-                        _ = try await store.streamSnapshot(
+                        _ = try await store.streamSnapshotColumns(
                             entity: bound.entity.name, where: bound.predicate, orderBy: bound.order,
                             limit: bound.limit
-                        ) { seq, event in
-                            switch event {
-                            case .row(let row, let version):
-                                let versioned = VersionedRow(row: row, version: version)
-                                let size = Chunking.estimatedSize(versioned)
-                                if !piece.rows.isEmpty, piece.bytes + size > maxBytes {
-                                    guard try send(seq, last: false) else { return false }
-                                }
-                                piece.rows.append(Meridian_V1_Row(row, version: version))
-                                piece.bytes += size
-                                return true
-                            case .end:
-                                return try send(seq, last: true)
-                            }
+                        ) { seq, row in
+                            guard let row else { return try send(piece.chunks.finish(seq: seq)) }
+                            guard let full = piece.chunks.append(row, seq: seq) else { return true }
+                            // The read's time limit counts SQLite's work, not the wait for the client.
+                            return try row.pausingTimeLimit { try send(full) }
                         }
                     } catch let error as RPCError {
                         throw error
@@ -411,10 +399,10 @@ extension MeridianService {
     }
 }
 
-/// The rows of the query chunk being filled: touched only by the store's reader thread that runs the read.
+/// The query's chunks being written: touched only by the store's reader thread that runs the read.
 private final class QueryPiece: @unchecked Sendable {
-    var rows: [Meridian_V1_Row] = []
-    var bytes = 0
+    var chunks: StreamedChunks
+    init(_ chunks: StreamedChunks) { self.chunks = chunks }
 }
 
 // MARK: - Chunking
@@ -438,16 +426,8 @@ enum Chunking {
         requested > 0 ? requested : max(1, configured.snapshotChunkBytes)
     }
 
-    /// The rows as wire rows, in chunks whose encoding stays under `maxBytes` (a larger row goes alone); at least
-    /// one chunk, empty for no rows. The cuts are ``ranges(_:maxBytes:)``'s.
-    static func chunks(_ rows: [VersionedRow], maxBytes: Int) -> [[Meridian_V1_Row]] {
-        self.ranges(rows, maxBytes: maxBytes).map { range in
-            rows[range].map { Meridian_V1_Row($0.row, version: $0.version) }
-        }
-    }
-
     /// Where the rows are cut into chunks whose encoding stays under `maxBytes` (a larger row goes alone): index
-    /// ranges, at least one, empty for no rows. A Sync snapshot encodes them straight into chunk messages.
+    /// ranges, at least one, empty for no rows. A Sync snapshot and a query encode them straight into messages.
     static func ranges(_ rows: [VersionedRow], maxBytes: Int) -> [Range<Int>] {
         var ranges: [Range<Int>] = []
         var start = 0

@@ -107,6 +107,32 @@ import Testing
         }
     }
 
+    /// `query` and `export --format jsonl` write their lines as bytes too; each must be the JSON tree's line.
+    @Test("query lines written as bytes are the JSON tree's lines, for rows with escapes and absent attributes")
+    func queryLinesMatchJSONText() {
+        var random = SplitMix(seed: 2_026_112_9)
+        let pieces = ["a", "\"", "\\", "\n", "\u{1}", "\u{7F}", "é", "😀", ","]
+        func string() -> String { (0..<random.next(6)).map { _ in pieces[random.next(pieces.count)] }.joined() }
+        var rows: [Row] = []
+        for _ in 0..<500 {
+            var values: [String: Value] = [:]
+            for attribute in point.attributes where random.next(3) > 0 {
+                switch attribute.type {
+                case .string: values[attribute.name] = .string(string())
+                case .int: values[attribute.name] = .int(Int64(random.next(1 << 20)) - (1 << 19))
+                case .double: values[attribute.name] = .double(Double(random.next(1 << 20)) / 7)
+                case .timestamp:
+                    values[attribute.name] = .timestamp(Timestamp(microseconds: Int64(random.next(1 << 30))))
+                default: break
+                }
+            }
+            rows.append(Row(id: string() + "\(rows.count)", values: values))
+        }
+        let expected = rows.map { ValueRendering.rowJSON($0, entity: point).text + "\n" }.joined()
+        #expect(String(decoding: jsonLines(rows, point), as: UTF8.self) == expected)
+        #expect(jsonLines([], point).isEmpty)
+    }
+
     @Test("replaying the lines of random transitions rebuilds each new state", arguments: [false, true])
     func replay(sectioned: Bool) throws {
         var random = SplitMix(seed: sectioned ? 11 : 7)
