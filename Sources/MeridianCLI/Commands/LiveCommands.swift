@@ -55,7 +55,7 @@
                     switch format {
                     case .jsonl:
                         if first {
-                            Terminal.printLine(events.snapshot(seq: change.seq, list: list).text)
+                            Terminal.printLine(events.snapshot(seq: change.seq, list: list))
                         } else if !change.changeSet.isEmpty {
                             Terminal.printLine(events.change(seq: change.seq, changeSet: change.changeSet))
                         }

@@ -25,7 +25,9 @@ extension SectionedList {
         sections = try Self.insertingSections(changeSet.insertedSections, into: sections)
         var result = SectionedList(sections: try Self.insertingRows(of: changeSet, into: sections))
 
-        for case .update(let id, let from, let to, let element, _) in changeSet.rowChanges {
+        // By index, so that the changes that are not updates are not copied to be matched (see `removingRows`).
+        for i in 0..<changeSet.rowChanges.count {
+            guard case .update(let id, let from, let to, let element, _) = changeSet.rowChanges[i] else { continue }
             guard self.contains(from) else {
                 throw ChangeSetError(
                     .indexPathOutOfRange,
@@ -59,16 +61,29 @@ extension SectionedList {
     /// Step 1: the sections with the rows at the old paths of deletes and moves removed.
     private func removingRows(of changeSet: ChangeSet<Element>) throws(ChangeSetError) -> [ListSection<Element>] {
         var removed = [[Int]](repeating: [], count: self.sections.count)
-        for change in changeSet.rowChanges where change.removesRow {
-            let from = change.oldPath!
+        // Each change read in place by one `switch`: `for change in` and the accessors (`oldPath`, `id`) copied the
+        // whole change, its element included, for each (a 300,000-row first load spent most of its apply there).
+        for i in 0..<changeSet.rowChanges.count {
+            // Bound one by one: a tuple of them would look its generic type's metadata up at run time for every row.
+            let id: Element.ID
+            let from: ListIndexPath
+            switch changeSet.rowChanges[i] {
+            case .delete(let changeID, let changeFrom), .move(let changeID, let changeFrom, _, _, _):
+                id = changeID
+                from = changeFrom
+            case .insert, .update:
+                continue
+            }
             guard self.contains(from) else {
                 throw ChangeSetError(
-                    .indexPathOutOfRange, Self.outOfOldRange(from, change.operation, self.sectionCounts))
+                    .indexPathOutOfRange,
+                    Self.outOfOldRange(from, changeSet.rowChanges[i].operation, self.sectionCounts))
             }
-            guard self[from].id == change.id else {
+            guard self[from].id == id else {
                 throw ChangeSetError(
                     .idMismatch,
-                    "\(change.operation) of id \(change.id) from \(from), but that row has id \(self[from].id)"
+                    "\(changeSet.rowChanges[i].operation) of id \(id) from \(from), but that row has id "
+                        + "\(self[from].id)"
                 )
             }
             removed[from.section].append(from.row)
@@ -166,26 +181,44 @@ extension SectionedList {
         of changeSet: ChangeSet<Element>,
         into sections: [ListSection<Element>]
     ) throws(ChangeSetError) -> [ListSection<Element>] {
-        var added = [[(row: Int, element: Element)]](repeating: [], count: sections.count)
-        for change in changeSet.rowChanges where change.addsRow {
-            let to = change.newPath!
-            let element = change.element!
-            guard sections.indices.contains(to.section), to.row >= 0 else {
+        // The added elements in the change set's order, and per section the new rows with each element's slot: pairs
+        // of integers, whose arrays and sort need no generic metadata at run time (this code runs unspecialized for
+        // the caller's element type; pairs of a row and an element looked up their tuple's metadata per row).
+        var elements: [Element] = []
+        var added = [[(row: Int, slot: Int)]](repeating: [], count: sections.count)
+        // Each change read in place by one `switch` (see `removingRows`).
+        for i in 0..<changeSet.rowChanges.count {
+            let id: Element.ID
+            let to: ListIndexPath
+            let element: Element
+            switch changeSet.rowChanges[i] {
+            case .insert(let changeID, let changeTo, let changeElement),
+                .move(let changeID, _, let changeTo, let changeElement, _):
+                id = changeID
+                to = changeTo
+                element = changeElement
+            case .delete, .update:
+                continue
+            }
+            guard to.section >= 0, to.section < sections.count, to.row >= 0 else {
                 throw ChangeSetError(
                     .indexPathOutOfRange,
-                    "attempt to \(change.operation) row \(to.row) into section \(to.section), but there are only "
-                        + "\(sections.count) sections after the update"
+                    "attempt to \(changeSet.rowChanges[i].operation) row \(to.row) into section \(to.section), but "
+                        + "there are only \(sections.count) sections after the update"
                 )
             }
-            guard element.id == change.id else {
+            guard element.id == id else {
                 throw ChangeSetError(
-                    .idMismatch, "\(change.operation) of id \(change.id) carries element id \(element.id)")
+                    .idMismatch,
+                    "\(changeSet.rowChanges[i].operation) of id \(id) carries element id \(element.id)")
             }
-            added[to.section].append((to.row, element))
+            added[to.section].append((to.row, elements.count))
+            elements.append(element)
         }
         var sections = sections
-        for s in sections.indices where !added[s].isEmpty {
-            added[s].sort { $0.row < $1.row }
+        for s in 0..<sections.count where !added[s].isEmpty {
+            // A canonical change set lists them in ascending order already.
+            if !Self.isAscending(added[s]) { added[s].sort { $0.row < $1.row } }
             let total = sections[s].elements.count + added[s].count
             var merged: [Element] = []
             merged.reserveCapacity(total)
@@ -193,7 +226,7 @@ extension SectionedList {
             var next = 0
             for r in 0..<total {
                 if next < added[s].count, added[s][next].row == r {
-                    merged.append(added[s][next].element)
+                    merged.append(elements[added[s][next].slot])
                     next += 1
                     if next < added[s].count, added[s][next].row == r {
                         throw ChangeSetError(.duplicateIndexPath, "attempt to fill \(ListIndexPath(s, r)) twice")
@@ -215,6 +248,16 @@ extension SectionedList {
             sections[s].elements = merged
         }
         return sections
+    }
+
+    /// Whether the rows ascend (equal neighbours allowed: the merge reports them).
+    private static func isAscending(_ added: [(row: Int, slot: Int)]) -> Bool {
+        var previous = Int.min
+        for pair in added {
+            if pair.row < previous { return false }
+            previous = pair.row
+        }
+        return true
     }
 
     /// The UIKit-style message for an old path outside the old list.

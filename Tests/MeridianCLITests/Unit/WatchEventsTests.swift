@@ -33,7 +33,7 @@ import Testing
         let b = Row(id: "b", values: ["title": "B", "category": 1])
         let old = Self.list([a, b], sectioned: true)
         #expect(
-            events.snapshot(seq: 3, list: old).text
+            events.snapshot(seq: 3, list: old)
                 == #"{"event":"snapshot","seq":3,"sections":[{"name":"1","rows":[{"id":"a","values":{"title":"A","category":1,"#
                 + #""latitude":null,"longitude":null,"updatedAt":null}},{"id":"b","values":{"title":"B","category":1,"#
                 + #""latitude":null,"longitude":null,"updatedAt":null}}]}]}"#)
@@ -56,7 +56,7 @@ import Testing
     func unsectioned() throws {
         let events = WatchEvents(entity: point, sectioned: false)
         #expect(
-            events.snapshot(seq: 0, list: SectionedList(sections: [])).text
+            events.snapshot(seq: 0, list: SectionedList(sections: []))
                 == #"{"event":"snapshot","seq":0,"sections":[{"name":"","rows":[]}]}"#)
         let changes = ChangeSet<Row>(
             insertedSections: [SectionInsertion(index: 0, key: "")],
@@ -133,6 +133,42 @@ import Testing
         #expect(jsonLines([], point).isEmpty)
     }
 
+    /// The snapshot line as a `JSON` tree writes it (how it was written before it was written as bytes).
+    static func snapshotTreeText(seq: Int64, list: SectionedList<Row>, sectioned: Bool) -> String {
+        var sections = list.sections.map { section in
+            JSON.object([
+                ("name", .string(section.name)),
+                ("rows", .array(section.elements.map { ValueRendering.rowJSON($0, entity: point) })),
+            ])
+        }
+        if !sectioned {
+            let rows = list.sections.flatMap(\.elements).map { ValueRendering.rowJSON($0, entity: point) }
+            sections = [.object([("name", .string("")), ("rows", .array(rows))])]
+        }
+        return JSON.object([("event", .string("snapshot")), ("seq", .integer(seq)), ("sections", .array(sections))])
+            .text
+    }
+
+    @Test("snapshot lines written as bytes are the JSON tree's text, sectioned or not, with 0 to 4 sections")
+    func snapshotMatchesJSONText() {
+        var random = SplitMix(seed: 2_026_112_91)
+        for round in 0..<200 {
+            let rows = (0..<random.next(30)).map { i in
+                Row(
+                    id: "r\(i)\(random.next(2) == 0 ? "\"" : "")",
+                    values: ["title": .string("t\(random.next(5))\n"), "category": .int(Int64(random.next(4)))])
+            }
+            let sectioned = round % 2 == 0
+            let list = Self.list(rows, sectioned: sectioned)
+            for isSectioned in [sectioned, false] {
+                let events = WatchEvents(entity: point, sectioned: isSectioned)
+                #expect(
+                    events.snapshot(seq: Int64(round), list: list)
+                        == Self.snapshotTreeText(seq: Int64(round), list: list, sectioned: isSectioned))
+            }
+        }
+    }
+
     @Test("replaying the lines of random transitions rebuilds each new state", arguments: [false, true])
     func replay(sectioned: Bool) throws {
         var random = SplitMix(seed: sectioned ? 11 : 7)
@@ -140,7 +176,7 @@ import Testing
         var rows: [String: Row] = [:]
         var list = Self.list([], sectioned: sectioned)
         var replay = WatchReplay()
-        try replay.apply(line: events.snapshot(seq: 0, list: list).text)
+        try replay.apply(line: events.snapshot(seq: 0, list: list))
         var nextID = 0
         for seq in 1...400 {
             for _ in 0..<(1 + random.next(4)) {
