@@ -182,6 +182,24 @@ enum CSV {
         return "\"" + text.replacingAll("\"", with: "\"\"") + "\""
     }
 
+    /// ``quote(_:)``'s text appended as UTF-8 bytes, the quotes inside a quoted field doubled byte by byte (a `"`
+    /// followed by a combining mark is one `Character`, which ``quote(_:)`` leaves undoubled; the reader reads bytes).
+    static func append(field text: String?, to out: inout [UInt8]) {
+        guard var text else { return }
+        if text.isEmpty { return out.append(contentsOf: [0x22, 0x22]) }
+        text.withUTF8 { utf8 in
+            guard utf8.contains(where: { $0 == 0x2C || $0 == 0x22 || $0 == 0x0A || $0 == 0x0D }) else {
+                return out.append(contentsOf: utf8)
+            }
+            out.append(0x22)
+            for byte in utf8 {
+                out.append(byte)
+                if byte == 0x22 { out.append(0x22) }
+            }
+            out.append(0x22)
+        }
+    }
+
     /// One record as a CSV line (without the line break).
     static func line(_ fields: [String?]) -> String {
         fields.map(Self.quote).joined(separator: ",")

@@ -39,6 +39,30 @@ import Testing
         #expect(fields.map(\.quoted) == [false, true, true, true, true, false])
     }
 
+    @Test("export's CSV lines written as bytes are csvLine's text, and a quote before a combining mark reads back")
+    func exportBytes() throws {
+        var random = SplitMix64(seed: 2_026_112_92)
+        let pieces = ["a", ",", "\"", "\n", "\r", "é", "😀", " ", ""]
+        func text() -> String {
+            (0..<Int.random(in: 0...5, using: &random)).map { _ in pieces.randomElement(using: &random)! }.joined()
+        }
+        var rows: [Row] = []
+        for i in 0..<400 {
+            var values: [String: Value] = [:]
+            if Bool.random(using: &random) { values["title"] = .string(text()) }
+            if Bool.random(using: &random) { values["category"] = .int(Int64.random(in: -99...99, using: &random)) }
+            if Bool.random(using: &random) { values["latitude"] = .double(Double.random(in: -90...90, using: &random)) }
+            rows.append(Row(id: text() + "\(i)", values: values))
+        }
+        let expected = rows.map { ExportCommand.csvLine($0, entity: point) + "\n" }.joined()
+        #expect(String(decoding: ExportCommand.csvLines(rows, entity: point), as: UTF8.self) == expected)
+        // A `"` and a combining mark are one Character; its quote is doubled all the same, so the field reads back.
+        let combining = Row(id: "q", values: ["title": "say \"\u{301}hi\"", "category": 1])
+        let line = String(decoding: ExportCommand.csvLines([combining], entity: point), as: UTF8.self)
+        let fields = try CSV.parse(line)[0].fields
+        #expect(fields[1].text == "say \"\u{301}hi\"")
+    }
+
     @Test("export's CSV imports back to the same rows")
     func exportImportRoundTrip() throws {
         let rows = [
