@@ -117,9 +117,8 @@ struct ExportCommand: AsyncParsableCommand {
         }
     }
 
-    /// Rows as CSV lines, each ended by a line break, written straight to UTF-8 bytes: the text of ``csvLine(_:entity:)``
-    /// (but for a `"` that a combining mark follows, doubled here as the reader needs), without a `String` per field
-    /// and per line.
+    /// Rows as CSV lines, each ended by a line break, written straight to UTF-8 bytes: the text of
+    /// ``csvLine(_:entity:)``, without a `String` per field and per line.
     static func csvLines(_ rows: [Row], entity: EntitySchema) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(rows.count * (16 + 12 * entity.attributes.count))

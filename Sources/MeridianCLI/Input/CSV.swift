@@ -175,15 +175,14 @@ enum CSV {
 
     /// One field as CSV text: quoted when it must be, or when it is the empty string (`""`); `nil` (null) is empty.
     static func quote(_ text: String?) -> String {
-        guard let text else { return "" }
-        if text.isEmpty { return "\"\"" }
-        let needsQuotes = text.unicodeScalars.contains { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }
-        guard needsQuotes else { return text }
-        return "\"" + text.replacingAll("\"", with: "\"\"") + "\""
+        var out: [UInt8] = []
+        Self.append(field: text, to: &out)
+        return String(decoding: out, as: UTF8.self)
     }
 
-    /// ``quote(_:)``'s text appended as UTF-8 bytes, the quotes inside a quoted field doubled byte by byte (a `"`
-    /// followed by a combining mark is one `Character`, which ``quote(_:)`` leaves undoubled; the reader reads bytes).
+    /// ``quote(_:)``'s text appended as UTF-8 bytes. The quotes inside a quoted field are doubled byte by byte, as the
+    /// reader reads them: a `"` followed by a combining mark is one `Character`, which a replacement of `Character`s
+    /// left undoubled (the field then did not read back).
     static func append(field text: String?, to out: inout [UInt8]) {
         guard var text else { return }
         if text.isEmpty { return out.append(contentsOf: [0x22, 0x22]) }
@@ -203,17 +202,5 @@ enum CSV {
     /// One record as a CSV line (without the line break).
     static func line(_ fields: [String?]) -> String {
         fields.map(Self.quote).joined(separator: ",")
-    }
-}
-
-extension String {
-    /// The string with every occurrence of `target` replaced (Foundation-free).
-    func replacingAll(_ target: Character, with replacement: String) -> String {
-        var out = ""
-        out.reserveCapacity(self.count)
-        for c in self {
-            if c == target { out += replacement } else { out.append(c) }
-        }
-        return out
     }
 }

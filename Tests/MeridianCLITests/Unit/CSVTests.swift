@@ -59,6 +59,7 @@ import Testing
         // A `"` and a combining mark are one Character; its quote is doubled all the same, so the field reads back.
         let combining = Row(id: "q", values: ["title": "say \"\u{301}hi\"", "category": 1])
         let line = String(decoding: ExportCommand.csvLines([combining], entity: point), as: UTF8.self)
+        #expect(line == ExportCommand.csvLine(combining, entity: point) + "\n")
         let fields = try CSV.parse(line)[0].fields
         #expect(fields[1].text == "say \"\u{301}hi\"")
     }
