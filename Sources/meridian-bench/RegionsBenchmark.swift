@@ -96,7 +96,7 @@ enum RegionsBenchmark {
                 many.bytesPerClient / 1024, raw / 1024))
         return [
             BenchFigure(
-                bench: "server", name: "p99 commit to client, \(clients) on own regions",
+                bench: "server", name: "p99 write to client (the durable commit included), \(clients) on own regions",
                 value: many.p99, unit: "ms", ceiling: few.p99),
             BenchFigure(
                 bench: "server", name: "server memory per idle client, \(clients)",
