@@ -14,3 +14,9 @@ size_t meridian_heap_in_use(void) {
 #else
 size_t meridian_heap_in_use(void) { return 0; }
 #endif
+
+#if defined(__GLIBC__)
+void meridian_heap_trim(void) { malloc_trim(0); }
+#else
+void meridian_heap_trim(void) {}
+#endif

@@ -6,10 +6,12 @@
 // ready (the snapshot streamed by meridian-server from SQLite in chunks, decoded, cached and sorted into the
 // controller), against the ceiling — a trivial gRPC service streaming the same rows, pre-encoded as snapshot chunks of
 // about 1 MiB, to a client that decodes every message and drops it. Both in this process, over loopback HTTP/2. Also
-// the client's memory, per row, next to the rows' encoded size: resident bytes after loading minus before, and the
-// allocator's bytes in use once the load has settled minus before (the resident set also keeps what was freed, so it
-// swings with what the process allocated and freed before: the raw run, the snapshot's passage; the bytes in use are
-// what the loaded rows hold, the server's share of this process included).
+// the client's memory, per row, next to the rows' encoded size: resident bytes once the load has settled minus before,
+// and the allocator's bytes in use once the load has settled minus before. The allocator's free memory is given back
+// to the system (`malloc_trim`) before each resident reading: the resident set also keeps what was freed, so without
+// it the figure swung with what the process had allocated and freed before (the raw run, the snapshot's passage) —
+// down to 1 byte a row in one run. The bytes in use are what the loaded rows hold, the server's share of this process
+// included.
 //
 // The figure is a throughput (rows/s); its ratio is Meridian's over the ceiling's (the goal: at least 0.5).
 
@@ -97,13 +99,13 @@ enum SyncBenchmark {
                 .init(server: "127.0.0.1:\(port)", schema: try ServerBenchmark.schema(), logger: benchLogger))
             let connection = Task { await container.run() }
             defer { connection.cancel() }
+            meridian_heap_trim()
             let before = ClientBenchmark.heapInUse()
             let heapBefore = meridian_heap_in_use()
             let started = ContinuousClock.now
             let controller = try await container.controller(for: try FetchRequest(entity: "Bench"))
             try await controller.waitUntilLoaded()
             let elapsed = ContinuousClock.now - started
-            let after = ClientBenchmark.heapInUse()
             guard controller.count == rows else {
                 throw BulkBenchmark.BenchError(description: "the controller holds \(controller.count) of \(rows) rows")
             }
@@ -112,6 +114,8 @@ enum SyncBenchmark {
             // delivered to no one here, is freed then).
             try await Task.sleep(for: .milliseconds(200))
             let heapAfter = meridian_heap_in_use()
+            meridian_heap_trim()
+            let after = ClientBenchmark.heapInUse()
             withExtendedLifetime(controller) {}
             server.beginGracefulShutdown()
             connection.cancel()
