@@ -72,7 +72,18 @@ struct StreamedChunksTests {
 
     /// The chunks `StreamedChunks` writes for a snapshot of `Item`, as a server's streamed read makes them.
     static func streamedChunks(_ store: Store, maxBytes: Int) async throws -> [[UInt8]] {
-        let pieces = Pieces(StreamedChunks(subscriptionID: "sub ü", epoch: 3, resnapshot: true, maxBytes: maxBytes))
+        try await Self.messages(
+            store, StreamedChunks(subscriptionID: "sub ü", epoch: 3, resnapshot: true, maxBytes: maxBytes))
+    }
+
+    /// The `QueryResponse`s `StreamedChunks` writes for a query of every `Item`, as the server's streamed query does.
+    static func queryChunks(_ store: Store, maxBytes: Int) async throws -> [[UInt8]] {
+        try await Self.messages(store, StreamedChunks(.query, maxBytes: maxBytes))
+    }
+
+    /// The messages `chunks` writes for every `Item`, read from the store's cursor.
+    static func messages(_ store: Store, _ chunks: StreamedChunks) async throws -> [[UInt8]] {
+        let pieces = Pieces(chunks)
         _ = try await store.streamSnapshotColumns(entity: "Item") { seq, row in
             if let row {
                 if let message = pieces.chunks.append(row, seq: seq) { pieces.messages.append(message) }
@@ -140,20 +151,6 @@ struct StreamedChunksTests {
     static func fieldSize(_ row: Meridian_V1_Row) throws -> Int {
         let length = (try row.serializedBytes() as [UInt8]).count
         return 1 + (length < 0x80 ? 1 : length < 0x4000 ? 2 : 3) + length
-    }
-
-    /// The `QueryResponse`s `StreamedChunks` writes for a query of every `Item`, as the server's streamed query does.
-    static func queryChunks(_ store: Store, maxBytes: Int) async throws -> [[UInt8]] {
-        let pieces = Pieces(StreamedChunks(.query, maxBytes: maxBytes))
-        _ = try await store.streamSnapshotColumns(entity: "Item") { seq, row in
-            if let row {
-                if let message = pieces.chunks.append(row, seq: seq) { pieces.messages.append(message) }
-            } else {
-                pieces.messages.append(pieces.chunks.finish(seq: seq))
-            }
-            return true
-        }
-        return pieces.messages
     }
 
     @Test("a query's chunks written from the cursor decode to the rows' messages; cut to size; none lost")
