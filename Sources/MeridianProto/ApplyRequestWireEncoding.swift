@@ -249,8 +249,9 @@ struct WireCursor: WireOutput {
     }
 }
 
-/// A `MessageSerializer` for messages already encoded: requests (``ApplyRequestWireEncoding/encode(_:policy:clientTag:idempotencyKey:)``)
-/// and the server's `Query` answers (``DeltaWireEncoding/queryResponse(seq:rowFields:last:)``).
+/// A `MessageSerializer` for messages already encoded: requests
+/// (``ApplyRequestWireEncoding/encode(_:policy:clientTag:idempotencyKey:)``) and the server's `Query` answers
+/// (``DeltaWireEncoding/queryResponse(seq:rowFields:last:)``).
 package struct EncodedMessageSerializer: MessageSerializer {
     package init() {}
 

@@ -16,9 +16,9 @@ package enum QueryChunk: Sendable {
 
 extension SyncResponseWireDecoding {
     /// A `QueryResponse` whose rows are read straight into Core rows, each made into the caller's type by `makeRow`
-    /// (with its version), one map per row as for snapshot chunks (``coreSnapshotChunk(_:makeRow:)``); `nil` for anything unusual — an unknown field, an unexpected wire type, a
-    /// row the reader does not take whole (a NaN double, invalid UTF-8, a truncated field) — which the caller then
-    /// decodes with swift-protobuf. A `meridian query` of 300,000 rows spent half of its CPU in swift-protobuf's
+    /// (with its version), one map per row as for snapshot chunks (``coreSnapshotChunk(_:makeRow:)``); `nil` for
+    /// anything unusual — an unknown field, an unexpected wire type, a row the reader does not take whole (a NaN
+    /// double, invalid UTF-8, a truncated field) — which the caller then decodes with swift-protobuf. A `meridian query` of 300,000 rows spent half of its CPU in swift-protobuf's
     /// generic decoding of each row's map (perf), and a generated message and then a Core row per row.
     package static func coreQueryChunk<CoreRow>(
         _ bytes: UnsafeRawBufferPointer, makeRow: (Row, Int64) -> CoreRow

@@ -5,7 +5,7 @@ package import MeridianCore
 /// A piece of SQL with `?` placeholders and the values bound to them, in order.
 ///
 /// Values are always bound, never interpolated into the text. The store compiles a predicate into one
-/// (``MeridianCore/RowPredicate/sql()``) and binds its arguments; it never crosses the store's API.
+/// (`RowPredicate.sql()`, PredicateSQL.swift) and binds its arguments; it never crosses the store's API.
 package struct SQLFragment: Sendable, Hashable, CustomStringConvertible {
     /// The SQL text, with one `?` per argument.
     package var sql: String

@@ -161,7 +161,7 @@ extension Store {
     }
 
     /// The statement of a snapshot read: the entity, the SQL and its arguments. The predicate and the order are
-    /// compiled here (``MeridianCore/RowPredicate/sql()``, ``MeridianCore/RowOrder/sqlOrderBy()``): SQL text never
+    /// compiled here (`RowPredicate.sql()`, `RowOrder.sqlOrderBy()`, PredicateSQL.swift): SQL text never
     /// crosses the store's API.
     func snapshotQuery(
         entity: String, where predicate: RowPredicate?, orderBy order: RowOrder?, limit: Int?

@@ -45,7 +45,8 @@ struct QueryCommand: AsyncParsableCommand {
             do {
                 switch format {
                 case .jsonl:
-                    _ = try await connection.query(request) { rows in Terminal.writeOut(bytes: jsonLines(rows, entity))
+                    _ = try await connection.query(request) { rows in
+                        Terminal.writeOut(bytes: jsonLines(rows, entity))
                     }
                 case .table:
                     let (seq, rows) = try await connection.query(request)
@@ -148,8 +149,8 @@ struct ExportCommand: AsyncParsableCommand {
     }
 }
 
-/// Rows as `{"id":ID,"values":{…}}` lines (`query` and `export --format jsonl`), written straight to UTF-8 bytes: the
-/// text of ``ValueRendering/rowJSON(_:entity:)``, without a `JSON` tree and `String`s per row.
+/// Rows as `{"id":ID,"values":{…}}` lines (`query` and `export --format jsonl`), written straight to UTF-8 bytes, without
+/// a `JSON` tree and `String`s per row (the tests pin the text against the tree's).
 func jsonLines(_ rows: [Row], _ entity: EntitySchema) -> [UInt8] {
     var out = JSONBytes(capacity: rows.count * (24 + 24 * entity.attributes.count))
     for row in rows {

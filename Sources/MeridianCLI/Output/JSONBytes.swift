@@ -84,7 +84,7 @@ struct JSONBytes {
     }
 
     /// Appends a row's values as a JSON object, every attribute of the entity in declaration order (null when
-    /// absent): the text of ``ValueRendering/valuesJSON(_:entity:)``.
+    /// absent), each as ``append(value:)`` writes it.
     mutating func append(valuesOf row: Row, entity: EntitySchema) {
         self.append("{")
         for (i, attribute) in entity.attributes.enumerated() {
@@ -96,8 +96,7 @@ struct JSONBytes {
         self.append("}")
     }
 
-    /// Appends a row as `{"id":ID,"values":{…}}`: the text of ``ValueRendering/rowJSON(_:entity:)``, the shape of
-    /// `query`, `export` and `watch` output.
+    /// Appends a row as `{"id":ID,"values":{…}}`, the shape of `query`, `export` and `watch` output.
     mutating func append(row: Row, entity: EntitySchema) {
         self.append("{\"id\":")
         self.append(string: row.id)

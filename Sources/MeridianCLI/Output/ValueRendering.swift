@@ -40,14 +40,4 @@ enum ValueRendering {
         case .bytes(let b): "base64:" + Data(b).base64EncodedString()
         }
     }
-
-    /// The JSON object of a row's values, every attribute of the entity in declaration order (null when absent).
-    static func valuesJSON(_ row: Row, entity: EntitySchema) -> JSON {
-        .object(entity.attributes.map { ($0.name, Self.json(row[$0.name])) })
-    }
-
-    /// A row as `{"id":ID,"values":{…}}`, the shape of `query`, `export` and `watch` output.
-    static func rowJSON(_ row: Row, entity: EntitySchema) -> JSON {
-        .object([("id", .string(row.id)), ("values", Self.valuesJSON(row, entity: entity))])
-    }
 }

@@ -183,7 +183,8 @@ public struct BoundFetchRequest: Sendable, Hashable {
         self.predicate.evaluate(row)
     }
 
-    /// The rows that belong to the result, in order, with the limit applied: the in-memory equivalent of the store's read.
+    /// The rows that belong to the result, in order, with the limit applied: the in-memory equivalent of the store's
+    /// read.
     public func evaluate<S: Sequence<Row>>(_ rows: S) -> [Row] {
         let order = self.order
         var result = rows.filter(self.predicate.evaluate).sorted { order.compare($0, $1) < 0 }

@@ -3,8 +3,8 @@
 /// A parsed, not yet checked predicate: the syntax tree of the predicate language, with source positions.
 ///
 /// Parse text with ``parse(_:)``, then check it against an entity with ``bind(to:variables:)`` to get a
-/// ``RowPredicate`` that can be evaluated in memory and read by a store. The typed builder (``AttributeRef``) produces the same
-/// tree, without positions.
+/// ``RowPredicate`` that can be evaluated in memory and read by a store. The typed builder (``AttributeRef``) produces
+/// the same tree, without positions.
 ///
 /// ```swift
 /// let expression = try PredicateExpression.parse(#"category == 3 AND title BEGINSWITH[c] "w""#)

@@ -2,6 +2,21 @@
 
 import MeridianCore
 
+@testable import MeridianCLI
+
+extension ValueRendering {
+    /// The JSON object of a row's values, every attribute of the entity in declaration order (null when absent): the
+    /// tree the CLI's byte writers (`JSONBytes.append(valuesOf:entity:)`) are pinned against.
+    static func valuesJSON(_ row: Row, entity: EntitySchema) -> JSON {
+        .object(entity.attributes.map { ($0.name, Self.json(row[$0.name])) })
+    }
+
+    /// A row as `{"id":ID,"values":{…}}`, the shape of `query`, `export` and `watch` output, as a JSON tree.
+    static func rowJSON(_ row: Row, entity: EntitySchema) -> JSON {
+        .object([("id", .string(row.id)), ("values", Self.valuesJSON(row, entity: entity))])
+    }
+}
+
 /// The repository's root, found from this file's path.
 let repositoryRoot: String = {
     var parts = #filePath.split(separator: "/", omittingEmptySubsequences: false)
