@@ -100,7 +100,8 @@ struct QueryChunkTests {
                     try await connection.query(FetchRequest(entity: "Item"))
                 }
                 #expect(error?.code == .internal)
-                #expect(error?.message.hasPrefix("the server sent an invalid row") == true, "\(String(describing: error))")
+                #expect(
+                    error?.message.hasPrefix("the server sent an invalid row") == true, "\(String(describing: error))")
             }
         }
     }
