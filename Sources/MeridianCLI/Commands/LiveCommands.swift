@@ -174,11 +174,13 @@
                 for try await update in map.updates() {
                     if update.cause == .initial {
                         shown.reserveCapacity(update.events.count)
+                        var added: [String] = []
                         for event in update.events where event.kind == .add {
                             shown[event.id] = event.annotation
+                            added.append(event.id)
                         }
                         if format == .jsonl {
-                            Terminal.writeOut(bytes: MapEvents.snapshot(seq: update.seq, shown: shown))
+                            Terminal.writeOut(bytes: MapEvents.snapshot(seq: update.seq, shown: shown, added: added))
                         }
                     } else {
                         var out = JSONBytes(capacity: 0)
@@ -214,10 +216,17 @@
     /// pin the text against the tree's).
     enum MapEvents {
         /// `{"event":"snapshot","seq":S,"annotations":[{"id":ID,"lat":…,"lon":…,"title":…},…]}` and a line break:
-        /// the annotations shown, by id (UTF-8 order).
-        static func snapshot(seq: Int64, shown: [String: Annotation]) -> [UInt8] {
-            // The ids sorted, not the annotations: moving whole annotations was most of the sort's time.
-            let ids = shown.keys.sorted { $0.utf8Compare($1) < 0 }
+        /// the annotations shown, by id (UTF-8 order). `added` are their ids in the order the initial change added
+        /// them: the controller's order, the ids' own for a map's request (no sort keys), taken as it is when it is
+        /// that order (a sort of 200,000 ids was a third of this line's time), else sorted.
+        static func snapshot(seq: Int64, shown: [String: Annotation], added: [String]) -> [UInt8] {
+            let ids: [String]
+            if added.count == shown.count, zip(added, added.dropFirst()).allSatisfy({ $0.utf8Compare($1) < 0 }) {
+                ids = added
+            } else {
+                // The ids sorted, not the annotations: moving whole annotations was most of the sort's time.
+                ids = shown.keys.sorted { $0.utf8Compare($1) < 0 }
+            }
             var out = JSONBytes(capacity: 64 + ids.count * 80)
             out.append("{\"event\":\"snapshot\",\"seq\":")
             out.append(integer: seq)

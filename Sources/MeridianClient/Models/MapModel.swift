@@ -290,10 +290,18 @@ public final class MapModel {
         var state = self.state
         var changed = false
         var events: [MapEvent] = []
-        if replacing {
-            let shown = Set(changeSet.rowChanges.compactMap { $0.element?.id })
-            for id in state.annotations.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) })
-            where !shown.contains(id) {
+        // The changes are read in place, by index: `for change in` and `change.element` copied each whole change.
+        let changes = changeSet.rowChanges
+        // A model that shows nothing has nothing a replacement could remove (a first load: no set of every id).
+        if replacing, !state.annotations.isEmpty || !state.unplacedIDs.isEmpty {
+            var shown = Set<String>(minimumCapacity: changes.count)
+            for i in 0..<changes.count {
+                switch changes[i] {
+                case .insert(let id, _, _), .move(let id, _, _, _, _), .update(let id, _, _, _, _): shown.insert(id)
+                case .delete: break
+                }
+            }
+            for id in state.annotations.keys.sorted(by: { $0.utf8Compare($1) < 0 }) where !shown.contains(id) {
                 state.annotations[id] = nil
                 events.append(MapEvent(.remove, id: id))
             }
@@ -301,12 +309,26 @@ public final class MapModel {
             changed = unplaced != state.unplacedIDs
             state.unplacedIDs = unplaced
         }
-        for case .delete(let id, _) in changeSet.rowChanges {
-            if state.annotations.removeValue(forKey: id) != nil { events.append(MapEvent(.remove, id: id)) }
-            if state.unplacedIDs.remove(id) != nil { changed = true }
+        var inserts = 0
+        for i in 0..<changes.count {
+            switch changes[i] {
+            case .delete(let id, _):
+                if state.annotations.removeValue(forKey: id) != nil { events.append(MapEvent(.remove, id: id)) }
+                if state.unplacedIDs.remove(id) != nil { changed = true }
+            case .insert: inserts += 1
+            case .move, .update: break
+            }
         }
-        for change in changeSet.rowChanges {
-            guard let row = change.element else { continue }
+        // Room for the inserted rows at once, instead of growing (and rehashing) as a large load comes in.
+        if inserts > 0 { state.annotations.reserveCapacity(state.annotations.count + inserts) }
+        for i in 0..<changes.count {
+            let row: Row
+            switch changes[i] {
+            case .insert(_, _, let element), .move(_, _, _, let element, _), .update(_, _, _, let element, _):
+                row = element
+            case .delete:
+                continue
+            }
             let old = state.annotations[row.id]
             let new = self.configuration.annotation(for: row)
             switch (old, new) {

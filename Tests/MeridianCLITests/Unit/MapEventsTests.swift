@@ -34,7 +34,8 @@ import Testing
             Annotation(
                 id: id,
                 coordinate: Coordinate(
-                    latitude: Double(random.next(180_000)) / 1000 - 90, longitude: Double(random.next(3_600)) / 10 - 180),
+                    latitude: Double(random.next(180_000)) / 1000 - 90, longitude: Double(random.next(3_600)) / 10 - 180
+                ),
                 title: titles[random.next(titles.count)])
         }
         var shown: [String: Annotation] = [:]
@@ -48,9 +49,14 @@ import Testing
                 ("event", .string("snapshot")), ("seq", .integer(42)),
                 ("annotations", .array(sorted.map(Self.annotationTree))),
             ]).text + "\n"
-        #expect(String(decoding: MapEvents.snapshot(seq: 42, shown: shown), as: UTF8.self) == expected)
-        #expect(String(decoding: MapEvents.snapshot(seq: 0, shown: [:]), as: UTF8.self)
-            == #"{"event":"snapshot","seq":0,"annotations":[]}"# + "\n")
+        // Added in id order (taken as it is), in another order (sorted), or not all of them (sorted).
+        for added in [sorted.map(\.id), sorted.map(\.id).reversed(), Array(sorted.map(\.id).dropFirst())] {
+            #expect(
+                String(decoding: MapEvents.snapshot(seq: 42, shown: shown, added: added), as: UTF8.self) == expected)
+        }
+        #expect(
+            String(decoding: MapEvents.snapshot(seq: 0, shown: [:], added: []), as: UTF8.self)
+                == #"{"event":"snapshot","seq":0,"annotations":[]}"# + "\n")
 
         let kinds: [MapEvent.Kind] = [.add, .remove, .move, .retitle, .unplaced]
         for seq in 1...500 {
