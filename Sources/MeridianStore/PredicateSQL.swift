@@ -56,7 +56,7 @@ extension RowPredicate {
             negated ? SQLFragment("(\(fragment.sql)) IS 1", arguments: fragment.arguments) : fragment
         }
         func column(_ attribute: String, _ options: StringOptions) -> String {
-            let quoted = Identifier.quoted(attribute)
+            let quoted = StoreDDL.quoted(attribute)
             return options.isEmpty ? quoted : "\(foldFunctionName)(\(quoted), \(options.rawValue))"
         }
         switch node {
@@ -70,7 +70,7 @@ extension RowPredicate {
         case .or(let ns):
             return Self.balanced(ns.map { sql($0, negated: negated) }[...], separator: " OR ")
         case .null(let a, let isNull):
-            return SQLFragment("\(Identifier.quoted(a)) IS \(isNull ? "" : "NOT ")NULL")
+            return SQLFragment("\(StoreDDL.quoted(a)) IS \(isNull ? "" : "NOT ")NULL")
         case .compare(let a, let op, let options, let value):
             let sqlOp: String
             switch op {
@@ -94,7 +94,7 @@ extension RowPredicate {
         case .match(let a, let op, let options, let pattern):
             return leaf(
                 SQLFragment(
-                    "\(matchFunctionName)('\(op.rawValue)', \(options.rawValue), \(Identifier.quoted(a)), ?)",
+                    "\(matchFunctionName)('\(op.rawValue)', \(options.rawValue), \(StoreDDL.quoted(a)), ?)",
                     arguments: [.string(pattern)]
                 )
             )
@@ -124,7 +124,7 @@ extension RowOrder {
     /// The `ORDER BY` list (without the keyword) that sorts exactly as ``RowOrder/compare(_:_:)``, e.g.
     /// `"title" ASC, "category" DESC, "id" ASC`.
     package func sqlOrderBy() -> String {
-        self.effectiveDescriptors.map { "\(Identifier.quoted($0.attribute)) \($0.ascending ? "ASC" : "DESC")" }
+        self.effectiveDescriptors.map { "\(StoreDDL.quoted($0.attribute)) \($0.ascending ? "ASC" : "DESC")" }
             .joined(separator: ", ")
     }
 }

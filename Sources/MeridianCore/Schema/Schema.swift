@@ -328,20 +328,4 @@ package enum Identifier {
         (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c == 95
     }
 
-    /// `name` as a double-quoted SQL identifier.
-    package static func quoted(_ name: String) -> String {
-        "\"" + name.replacingAll("\"", with: "\"\"") + "\""
-    }
-}
-
-extension String {
-    /// Replaces every occurrence of a character without Foundation.
-    func replacingAll(_ target: Character, with replacement: String) -> String {
-        var out = ""
-        out.reserveCapacity(self.utf8.count)
-        for c in self {
-            if c == target { out += replacement } else { out.append(c) }
-        }
-        return out
-    }
 }
