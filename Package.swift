@@ -287,6 +287,8 @@ let package = Package(
                 "MeridianStore",
                 "MeridianTestSupport",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCNIOTransportHTTP2", package: "grpc-swift-nio-transport"),
                 .product(name: "OrderedCollections", package: "swift-collections"),
             ],
             swiftSettings: swiftSettings

@@ -5,6 +5,7 @@ internal import GRPCNIOTransportHTTP2
 internal import GRPCProtobuf
 public import MeridianCore
 internal import MeridianProto
+internal import Synchronization
 
 /// One connection to a server for one-shot calls — the served schema, a transaction, a query — with no cache and no
 /// subscriptions. For tools and scripts that write or read once; an app that shows live results uses
@@ -17,12 +18,13 @@ internal import MeridianProto
 /// }
 /// ```
 ///
-/// Calls fail fast when the server cannot be reached (they do not wait for it to come up), and unary calls give up
-/// after ``callTimeout``.
+/// Calls fail fast when the server cannot be reached (they do not wait for it to come up); unary calls give up after
+/// ``callTimeout``, and a query when the server sends no part of its answer for that long.
 public struct MeridianConnection: Sendable {
     /// The server connected to.
     public let address: ServerAddress
-    /// How long a unary call (`GetSchema`, `Apply`) may take before it fails with `unavailable`.
+    /// How long a unary call (`GetSchema`, `Apply`) may take before it fails with `unavailable`, and how long a query
+    /// waits for each part of its answer (the time its caller takes with a part is not counted).
     public let callTimeout: Duration
     let stub: Meridian_V1_Meridian.Client<HTTP2ClientTransport.Posix>
     /// The client under the stubs, for calls whose requests are written straight from Core operations.
@@ -33,7 +35,7 @@ public struct MeridianConnection: Sendable {
     ///
     /// - Parameters:
     ///   - address: The server.
-    ///   - callTimeout: How long each unary call may take.
+    ///   - callTimeout: How long each unary call may take, and a query may wait for each part of its answer.
     ///   - credentials: The identity sent with every call; `nil` for a server without authentication.
     ///   - body: The calls to make; what it throws is rethrown as it is.
     /// - Throws: What `body` throws, as it is; ``ClientError`` with code `unavailable` when the connection fails
@@ -138,7 +140,7 @@ public struct MeridianConnection: Sendable {
     ///   - body: Called with each chunk's rows; what it throws ends the call and is rethrown.
     /// - Returns: The seq the whole result is consistent with.
     /// - Throws: What `body` throws; ``ClientError``: the server's typed error (a bad predicate with its position),
-    ///   or `unavailable`.
+    ///   or `unavailable` (also when the server sends no part of the answer for ``callTimeout``).
     public func query(
         _ request: FetchRequest,
         _ body: @escaping @Sendable ([Row]) async throws -> Void
@@ -161,7 +163,8 @@ public struct MeridianConnection: Sendable {
     /// Runs a query (`Query`) and returns its whole result.
     ///
     /// - Returns: The seq the result is consistent with, and the rows in the request's order.
-    /// - Throws: ``ClientError``: the server's typed error (a bad predicate with its position), or `unavailable`.
+    /// - Throws: ``ClientError``: the server's typed error (a bad predicate with its position), or `unavailable` (also
+    ///   when the server sends no part of the answer for ``callTimeout``).
     public func query(_ request: FetchRequest) async throws(ClientError) -> (seq: Int64, rows: [Row]) {
         do {
             let (seq, rows) = try await self.fold(request, into: [Row]()) { rows, chunk in rows += chunk }
@@ -173,10 +176,39 @@ public struct MeridianConnection: Sendable {
 
     /// Runs a query, handing each chunk's rows to `add` as it arrives; returns the seq the result is consistent with
     /// and what `add` built.
+    ///
+    /// A `Query` has no deadline as a whole (a large answer takes as long as it takes), but the server must send each
+    /// part of it within ``callTimeout`` of the call's start or of `add`'s return for the part before: a server that
+    /// takes the call and then sends nothing fails it `unavailable` instead of keeping the caller waiting for ever.
+    /// The time `add` takes is not counted.
     private func fold<Result: Sendable>(
         _ request: FetchRequest,
         into initial: Result,
         _ add: @escaping @Sendable (inout Result, [Row]) async throws -> Void
+    ) async throws -> (seq: Int64, result: Result) {
+        let patience = Patience(self.callTimeout)
+        return try await withThrowingTaskGroup(of: (seq: Int64, result: Result)?.self) { group in
+            defer { group.cancelAll() }
+            group.addTask {
+                try await patience.watch()
+                return nil
+            }
+            group.addTask { try await self.call(request, into: initial, add, patience: patience) }
+            // The watch only ever ends by throwing (which `next()` rethrows, cancelling the call), so the first
+            // value is the call's.
+            while let outcome = try await group.next() {
+                if let outcome { return outcome }
+            }
+            throw ClientError(.internal, "the query ended without an answer")
+        }
+    }
+
+    /// The `Query` call of ``fold(_:into:_:)``.
+    private func call<Result: Sendable>(
+        _ request: FetchRequest,
+        into initial: Result,
+        _ add: @escaping @Sendable (inout Result, [Row]) async throws -> Void,
+        patience: Patience
     ) async throws -> (seq: Int64, result: Result) {
         // Rows read straight into Core rows where the bytes arrive (`QueryChunkDeserializer`); a chunk it does not
         // take comes as the generated message, converted here (which says what is wrong with it).
@@ -189,6 +221,7 @@ public struct MeridianConnection: Sendable {
             var seq: Int64 = 0
             var result = initial
             for try await chunk in response.messages {
+                patience.pause()
                 let last: Bool
                 switch chunk {
                 case .rows(let chunkSeq, let rows, let isLast):
@@ -198,9 +231,42 @@ public struct MeridianConnection: Sendable {
                     (seq, last) = (message.seq, message.last)
                     try await add(&result, try Self.rows(message))
                 }
-                if last { break }
+                if last { return (seq, result) }
+                patience.resume()
             }
-            return (seq, result)
+            // A stream that ends without its last part would leave the caller with part of the answer as if whole.
+            throw ClientError(.internal, "the server ended the query's answer before its last part")
+        }
+    }
+
+    /// How long a query waits for the server's next part: a deadline while it waits, none while the caller's
+    /// closure runs.
+    final class Patience: Sendable {
+        private let timeout: Duration
+        private let deadline: Mutex<ContinuousClock.Instant?>
+
+        init(_ timeout: Duration) {
+            self.timeout = timeout
+            self.deadline = Mutex(.now + timeout)
+        }
+
+        /// The caller's closure runs: the wait is not counted.
+        func pause() { self.deadline.withLock { $0 = nil } }
+
+        /// Waiting for the server again, from now.
+        func resume() { self.deadline.withLock { $0 = .now + self.timeout } }
+
+        /// Returns only by throwing: `unavailable` once a wait outlasts the timeout, or `CancellationError`.
+        func watch() async throws {
+            while true {
+                let deadline = self.deadline.withLock { $0 }
+                let now = ContinuousClock.now
+                if let deadline, now >= deadline {
+                    throw ClientError(
+                        .unavailable, "the server sent no part of the query's answer for \(self.timeout.spoken)")
+                }
+                try await Task.sleep(until: deadline ?? now + self.timeout, clock: .continuous)
+            }
         }
     }
 
