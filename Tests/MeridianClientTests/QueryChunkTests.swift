@@ -13,7 +13,7 @@ import Testing
 /// field, a value no Core row holds) goes through swift-protobuf and the conversion, which says what is wrong. A
 /// server that answers `Query` with canned bytes puts both paths under test, and one that stops answering puts the
 /// query's patience (``MeridianConnection/callTimeout`` for each part of the answer) under test.
-@Suite("Query chunks read by the client", .timeLimit(.minutes(1)))
+@Suite("Query chunks read by the client", .timeLimit(.minutes(2)))
 struct QueryChunkTests {
     /// Answers every `Query` with `chunks`, as they are, then (with `stall`) sends nothing more until cancelled.
     struct CannedQueryServer: RegistrableRPCService {
@@ -115,7 +115,8 @@ struct QueryChunkTests {
                     try await connection.query(FetchRequest(entity: "Item"))
                 }
                 #expect(error?.code == .internal)
-                #expect(error?.message.hasPrefix("the server sent an invalid row") == true, "\(String(describing: error))")
+                #expect(
+                    error?.message.hasPrefix("the server sent an invalid row") == true, "\(String(describing: error))")
             }
         }
     }
