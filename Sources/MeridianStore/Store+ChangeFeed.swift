@@ -34,6 +34,8 @@ public final class ChangeFeed: Sendable {
             self.connection = store.writer
             self.ownsConnection = false
         }
+        // From now on the committer keeps its commits for this feed's reads (``RecentCommits``).
+        store.recentCommits.enable()
     }
 
     /// Whether the feed reads on a connection of its own (a file store), not on the store's single connection (an
@@ -43,7 +45,7 @@ public final class ChangeFeed: Sendable {
     /// The changes after `seq`, up to the latest commit, read in one read transaction on the calling thread; as
     /// ``Store/changes(after:entities:limit:)``.
     public func changes(after seq: Int64, entities: Set<String>? = nil, limit: Int? = nil) throws -> ChangesResult {
-        let read = self.store.changesRead(after: seq, entities: entities, limit: limit)
+        let read = self.store.changesRead(after: seq, entities: entities, limit: limit, recent: true)
         let (result, misfits) = try self.read("cannot read the change log", read)
         if misfits > 0 { self.store.reportMisfits(misfits, entity: nil) }
         return result
@@ -75,6 +77,7 @@ public final class ChangeFeed: Sendable {
             defer { closed = true }
             return closed
         }
+        if !wasClosed { self.store.recentCommits.disable() }
         if !wasClosed, self.ownsConnection, let queue = self.connection as? DatabaseQueue { try? queue.close() }
     }
 
@@ -122,10 +125,18 @@ public final class FeedTransaction {
         self.store = store
     }
 
-    /// The changes after `seq`, up to the transaction's seq; as ``Store/changes(after:entities:limit:)``.
+    /// The changes after `seq`, up to the transaction's seq; as ``Store/changes(after:entities:limit:)``. The
+    /// store's own latest commits come from memory when they cover the range (``RecentCommits``), the rest from the
+    /// log.
     public func changes(after seq: Int64, entities: Set<String>? = nil, limit: Int? = nil) throws -> ChangesResult {
+        try self.changes(after: seq, entities: entities, limit: limit, recent: true)
+    }
+
+    /// ``changes(after:entities:limit:)``, with `recent: false` read from the log alone (the tests compare the two).
+    func changes(after seq: Int64, entities: Set<String>?, limit: Int?, recent: Bool) throws -> ChangesResult {
         guard let db else { throw StoreError(.internalError, "a feed transaction used after it ended") }
-        let (result, misfits) = try self.store.changesRead(after: seq, entities: entities, limit: limit)(db)
+        let (result, misfits) = try self.store.changesRead(
+            after: seq, entities: entities, limit: limit, recent: recent)(db)
         self.misfits += misfits
         return result
     }

@@ -198,16 +198,22 @@ extension Store {
     func changesRead(
         after seq: Int64,
         entities: Set<String>?,
-        limit: Int?
+        limit: Int?,
+        recent: Bool = false
     ) -> @Sendable (Database) throws -> (ChangesResult, Int) {
         let names = entities?.sorted() ?? []
         let query = Self.changesQuery(entities: entities == nil ? nil : names.count, limited: limit != nil)
         let schema = self.schema
         let plans = self.changeReads
+        let recent = entities == nil && limit == nil && recent ? self.recentCommits : nil
         return { db -> (ChangesResult, Int) in
             let prunedThrough = Int64(try SchemaRecord.meta(db, "pruned_through") ?? "0") ?? 0
             let latest = try Store.latestSeq(db)
             if seq < prunedThrough || seq > latest { return (.tooOld(prunedThrough: prunedThrough), 0) }
+            // The store's own commits, as the committer wrote them, when they cover the range (``RecentCommits``).
+            if let changes = recent?.changes(after: seq, through: latest, plans: plans) {
+                return (.changes(ChangeBatch(changes: changes, throughSeq: latest, hasMore: false)), 0)
+            }
             var changes: [Change] = []
             var misfits = 0
             // Bound, not written in: the statement comes from the connection's cache (one per number of entities;

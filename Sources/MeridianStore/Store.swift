@@ -117,6 +117,8 @@ public final class Store: Sendable {
     let logger: Logger
     let notifier: CommitNotifier
     let committer: GroupCommitter
+    /// The store's own latest commits, kept for the change feed while one is open (``RecentCommits``).
+    let recentCommits: RecentCommits
     let configuration: Configuration
     /// At most one read per reader at a time; the others wait here, at most ``Configuration/readTimeout``.
     let readGate: ReadGate
@@ -138,9 +140,11 @@ public final class Store: Sendable {
         self.ownedDirectory = ownedDirectory
         let notifier = CommitNotifier()
         self.notifier = notifier
+        let recent = RecentCommits()
+        self.recentCommits = recent
         self.committer = GroupCommitter(
             writer: writer, own: StoreDDL.OwnEntries(schema: schema), maxBatch: configuration.maxGroupCommitSize,
-            maxRowBytes: configuration.maxRowBytes
+            maxRowBytes: configuration.maxRowBytes, recent: recent
         ) { seq, idleRows in
             notifier.publish(seq, idleRows: idleRows)
         }

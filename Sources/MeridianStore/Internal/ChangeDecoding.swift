@@ -13,6 +13,10 @@ enum ChangeDecoding {
             let schema: EntitySchema
             /// The entity's attributes in order, shared by every row read.
             let layout: RowLayout
+            /// The row an insert that sets no attribute leaves, as the table read gives it (each attribute's default,
+            /// or null): what ``RecentCommits`` starts an insert's row from; `nil` when a default is a value it cannot
+            /// be sure of (``RecentCommits/stored(_:as:)``).
+            let insertDefaults: [Value]?
             /// ``currentRows(of:at:in:plans:db:misfits:)``'s query: the inserts' log entries in a seq range joined
             /// to the entity's table.
             let currentRowsSQL: String
@@ -24,8 +28,10 @@ enum ChangeDecoding {
             var entities: [String: Entity] = [:]
             for entity in schema.entities {
                 let columns = ["t.\"_version\""] + entity.attributes.map { "t." + StoreDDL.quoted($0.name) }
+                let defaults = entity.attributes.map { RecentCommits.stored($0.defaultValue ?? .null, as: $0.type) }
                 entities[entity.name] = Entity(
                     schema: entity, layout: RowLayout(names: entity.attributes.map(\.name)),
+                    insertDefaults: defaults.contains { $0 == nil } ? nil : defaults.map { $0! },
                     currentRowsSQL: """
                         SELECT c.seq, \(columns.joined(separator: ", ")) FROM meridian_changes c
                         JOIN \(StoreDDL.quoted(entity.name)) t ON t."id" = c.row_id

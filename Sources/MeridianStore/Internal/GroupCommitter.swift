@@ -44,16 +44,20 @@ final class GroupCommitter: Sendable {
     private let maxRowBytes: Int?
     /// Wakes the lingering committer (signalled once per `lingerTarget` reached).
     private let lingerSignal = DispatchSemaphore(value: 0)
+    /// Where each commit's entries are kept for the change feed, while one is open.
+    private let recent: RecentCommits
 
     init(
         writer: any DatabaseWriter,
         own: StoreDDL.OwnEntries,
         maxBatch: Int,
         maxRowBytes: Int?,
+        recent: RecentCommits,
         onCommit: @escaping @Sendable (_ seq: Int64, _ idleRows: Int?) -> Void
     ) {
         self.writer = writer
         self.own = own
+        self.recent = recent
         self.maxRowBytes = maxRowBytes
         self.maxBatch = max(1, maxBatch)
         self.onCommit = onCommit
@@ -144,8 +148,11 @@ final class GroupCommitter: Sendable {
             var rows: [TransactionExecutor.Outcome] = []
             rows.reserveCapacity(batch.count)
             var seq: Int64 = 0
-            var shapes = TransactionExecutor.Shapes(own: self.own, maxRowBytes: self.maxRowBytes)
+            var first: Int64 = 0
+            var shapes = TransactionExecutor.Shapes(
+                own: self.own, maxRowBytes: self.maxRowBytes, recording: self.recent.isEnabled)
             try db.inCachedTransaction(.immediate) {
+                if shapes.recorded != nil { first = try Store.latestSeq(db) + 1 }
                 for pending in batch {
                     do {
                         rows.append(try TransactionExecutor.run(pending, db: db, shapes: &shapes))
@@ -160,6 +167,9 @@ final class GroupCommitter: Sendable {
                 return .commit
             }
             if firstFailure == nil {
+                if let recorded = shapes.recorded {
+                    self.recent.keep(recorded, first: first, through: seq, committedAt: shapes.committedAt)
+                }
                 for (pending, outcome) in zip(batch, rows) {
                     pending.answer.resume(
                         returning: CommitResult(seq: outcome.replayedSeq ?? seq, rows: outcome.rows))
@@ -183,11 +193,18 @@ final class GroupCommitter: Sendable {
         var outcomes: [Result<TransactionExecutor.Outcome, any Error>] = []
         outcomes.reserveCapacity(batch.count)
         var seq: Int64 = 0
+        var first: Int64 = 0
+        var recorded: [RecentCommits.Entry]?
+        var committedAt: Int64 = 0
         do {
-            var shapes = TransactionExecutor.Shapes(own: self.own, maxRowBytes: self.maxRowBytes)
+            var shapes = TransactionExecutor.Shapes(
+                own: self.own, maxRowBytes: self.maxRowBytes, recording: self.recent.isEnabled)
+            committedAt = shapes.committedAt
             try db.inCachedTransaction(.immediate) {
+                if shapes.recorded != nil { first = try Store.latestSeq(db) + 1 }
                 for pending in batch {
                     let knownKey = pending.idempotencyKey.map { shapes.keys[$0.key] != nil } ?? true
+                    let recordedBefore = shapes.recorded?.count
                     do {
                         var outcome = TransactionExecutor.Outcome(rows: [], replayedSeq: nil)
                         try db.inSavepoint {
@@ -200,7 +217,8 @@ final class GroupCommitter: Sendable {
                         // A statement that failed must not be reused before it is reset: start the next transaction
                         // from GRDB's statement cache (which resets them).
                         shapes.forget()
-                        // Its savepoint is rolled back: so is the key it kept.
+                        // Its savepoint is rolled back: so are its entries, and the key it kept.
+                        if let recordedBefore { shapes.recorded?.removeSubrange(recordedBefore...) }
                         if !knownKey { shapes.keys[pending.idempotencyKey!.key] = nil }
                         outcomes.append(.failure(error))
                         // Some SQLite errors (disk full, I/O) abort the whole transaction: fail the batch.
@@ -209,14 +227,17 @@ final class GroupCommitter: Sendable {
                 }
                 seq = try Store.latestSeq(db)
                 try TransactionExecutor.recordKeys(shapes, seq: seq, db: db)
+                recorded = shapes.recorded
                 return .commit
             }
         } catch {
+            recorded = nil
             outcomes = batch.indices.map { i in
                 if i < outcomes.count, case .failure = outcomes[i] { return outcomes[i] }
                 return .failure(error)
             }
         }
+        if let recorded { self.recent.keep(recorded, first: first, through: seq, committedAt: committedAt) }
         var committed = false
         for (pending, outcome) in zip(batch, outcomes) {
             switch outcome {

@@ -137,6 +137,7 @@ enum TransactionExecutor {
                 if let authorizer { try authorize(op, .insert, before: nil, after: insertedRow(op), authorizer) }
                 try insert(op, db, &shapes)
                 shapes.pendingInserts.append((op.entity.name, op.id))
+                shapes.recorded?.append(RecentCommits.Entry(op: op, kind: .insert, version: 1))
                 rows.append(WrittenRow(entity: op.entity.name, id: op.id, kind: .insert, version: 1))
             case .update, .upsert:
                 guard let current = try currentRow(op, db, shapes) else {
@@ -154,6 +155,7 @@ enum TransactionExecutor {
                     }
                     try insert(op, db, &shapes)
                     shapes.pendingInserts.append((op.entity.name, op.id))
+                    shapes.recorded?.append(RecentCommits.Entry(op: op, kind: .insert, version: 1))
                     rows.append(WrittenRow(entity: op.entity.name, id: op.id, kind: .insert, version: 1))
                     continue
                 }
@@ -169,6 +171,9 @@ enum TransactionExecutor {
                 }
                 if let limit = shapes.maxRowBytes { try checkSize(op, image: after.image, limit: limit) }
                 try logEntry(op, .update, version: after.version, before: current.image, after: after.image, db, shapes)
+                shapes.recorded?.append(
+                    RecentCommits.Entry(
+                        op: op, kind: .update, version: after.version, before: current.image, after: after.image))
                 rows.append(WrittenRow(entity: op.entity.name, id: op.id, kind: .update, version: current.version + 1))
             case .delete:
                 guard let current = try currentRow(op, db, shapes) else { throw notFound(op) }
@@ -180,6 +185,8 @@ enum TransactionExecutor {
                 try db.cachedStatement(sql: "DELETE FROM \(StoreDDL.quoted(op.entity.name)) WHERE \"id\" = ?")
                     .execute(arguments: [op.id])
                 try logEntry(op, .delete, version: current.version + 1, before: current.image, after: nil, db, shapes)
+                shapes.recorded?.append(
+                    RecentCommits.Entry(op: op, kind: .delete, version: current.version + 1, before: current.image))
                 rows.append(WrittenRow(entity: op.entity.name, id: op.id, kind: .delete, version: current.version + 1))
             }
         }
@@ -428,11 +435,15 @@ enum TransactionExecutor {
         var keys: [String: (rows: [WrittenRow], digest: [UInt8])] = [:]
         var insert: (entity: String, columns: [String], statement: Statement)?
         var update: (entity: String, columns: [String], statement: Statement)?
+        /// The entries written so far, in the log's order, when the group's commit is to be kept in memory for the
+        /// change feed (``RecentCommits``); `nil` when not.
+        var recorded: [RecentCommits.Entry]?
 
-        init(own: StoreDDL.OwnEntries, maxRowBytes: Int?) {
+        init(own: StoreDDL.OwnEntries, maxRowBytes: Int?, recording: Bool = false) {
             self.own = own
             self.maxRowBytes = maxRowBytes
             self.committedAt = Store.nowMicroseconds()
+            self.recorded = recording ? [] : nil
         }
 
         /// Drops the reused statements (after a failed statement, which must not run again before GRDB's statement
