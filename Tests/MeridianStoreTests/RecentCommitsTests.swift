@@ -1,8 +1,9 @@
 import Foundation
 import GRDB
 import MeridianCore
-@testable import MeridianStore
 import Testing
+
+@testable import MeridianStore
 
 /// The change feed reads the store's own latest commits from memory (`RecentCommits`): what it gets must be what the
 /// log gives, seq for seq and value for value (bit for bit for doubles).
@@ -153,4 +154,3 @@ struct RecentCommitsTests {
         }
     }
 }
-
