@@ -71,6 +71,12 @@ public final class ChangeFeed: Sendable {
         try self.read("cannot read the latest seq") { db in try Store.latestSeq(db) }
     }
 
+    /// Tells the feed that its reader will not read the changes through `seq` (a fan-out with no client skips them):
+    /// what the committer kept of them for this feed is let go at once, not when a later read passes them.
+    public func skip(through seq: Int64) {
+        self.store.recentCommits.drop(through: seq)
+    }
+
     /// Closes the feed's connection; reads fail afterwards.
     public func close() {
         let wasClosed = self.closed.withLock { closed in

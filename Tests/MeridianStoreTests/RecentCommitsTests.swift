@@ -149,6 +149,11 @@ struct RecentCommitsTests {
             }
             #expect(count == large.count)
             #expect(store.recentCommits.hits == hits, "a commit larger than the capacity was kept")
+            // A reader that skips changes lets go of what was kept for them.
+            try await store.apply([.insert("Tag", id: "after", ["name": "a"])])
+            #expect(store.recentCommits.count == 1)
+            feed.skip(through: try feed.latestSeq())
+            #expect(store.recentCommits.count == 0)
             feed.close()
             #expect(!store.recentCommits.isEnabled)
         }

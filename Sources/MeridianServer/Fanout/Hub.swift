@@ -327,6 +327,8 @@ final class Hub: Sendable {
                 return count
             }
             if let skipped {
+                // Nobody to send them to: what the committer kept of them for the feed is not needed either.
+                feed.skip(through: latest)
                 if skipped > 0 {
                     self.metrics.fanoutBatches.increment()
                     self.metrics.fanoutRowChanges.increment(by: skipped)

@@ -67,6 +67,9 @@ final class RecentCommits: Sendable {
     /// How many reads were answered from memory.
     var hits: Int { self.state.withLock { $0.hits } }
 
+    /// How many entries are kept.
+    var count: Int { self.state.withLock { $0.count } }
+
     /// Keeps commits from now on.
     func enable() { self.state.withLock { $0.enabled = true } }
 
@@ -100,17 +103,26 @@ final class RecentCommits: Sendable {
         }
     }
 
+    /// Lets go of the commits at or before `seq`.
+    func drop(through seq: Int64) {
+        self.state.withLock { Self.drop(through: seq, &$0) }
+    }
+
+    private static func drop(through seq: Int64, _ state: inout State) {
+        var stale = 0
+        while stale < state.commits.count, state.commits[stale].through <= seq {
+            state.count -= state.commits[stale].entries.count
+            stale += 1
+        }
+        if stale > 0 { state.commits.removeFirst(stale) }
+    }
+
     /// The changes after `seq` through `latest`, when kept commits cover exactly that range; `nil` otherwise. Drops
     /// the commits at or before `seq` (the feed reads forward).
     func changes(after seq: Int64, through latest: Int64, plans: ChangeDecoding.Plans) -> [Change]? {
         let commits = self.state.withLock { state -> [Commit]? in
             guard state.enabled else { return nil }
-            var stale = 0
-            while stale < state.commits.count, state.commits[stale].through <= seq {
-                state.count -= state.commits[stale].entries.count
-                stale += 1
-            }
-            if stale > 0 { state.commits.removeFirst(stale) }
+            Self.drop(through: seq, &state)
             guard seq < latest else { return [] }
             guard let start = state.commits.first, start.first <= seq + 1 else { return nil }
             var covering: [Commit] = []
