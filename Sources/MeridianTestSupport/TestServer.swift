@@ -48,15 +48,25 @@ public func withRunningServer<Result: Sendable>(
     _ server: MeridianServer,
     _ body: () async throws -> Result
 ) async throws -> Result {
+    try await withRunning({ try await server.run() }, shutdown: { server.beginGracefulShutdown() }, body)
+}
+
+/// Runs `serve` for the duration of `body`, then calls `shutdown` and waits for `serve` to return, cancelling it after
+/// 5 seconds: a server of any kind (a test's own gRPC service too), always stopped.
+package func withRunning<Result: Sendable>(
+    _ serve: @escaping @Sendable () async throws -> Void,
+    shutdown: () -> Void,
+    _ body: () async throws -> Result
+) async throws -> Result {
     try await withThrowingTaskGroup(of: Void.self) { group in
-        group.addTask { try await server.run() }
+        group.addTask { try await serve() }
         let result: Swift.Result<Result, any Error>
         do {
             result = .success(try await body())
         } catch {
             result = .failure(error)
         }
-        server.beginGracefulShutdown()
+        shutdown()
         group.addTask { try? await Task.sleep(for: .seconds(5)) }
         _ = try? await group.next()
         group.cancelAll()

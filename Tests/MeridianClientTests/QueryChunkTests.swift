@@ -5,6 +5,7 @@ import GRPCNIOTransportHTTP2
 import MeridianClient
 import MeridianCore
 import MeridianProto
+import MeridianTestSupport
 import SwiftProtobuf
 import Synchronization
 import Testing
@@ -42,28 +43,17 @@ struct QueryChunkTests {
         }
 
         /// Runs the server on 127.0.0.1 (a port the OS picks) for the duration of `body`, then shuts it down
-        /// gracefully, cancelling it after 5 seconds (as `withRunningServer` does).
+        /// gracefully, cancelling it after 5 seconds (`withRunning`).
         static func run<Result: Sendable>(
             _ chunks: [[UInt8]], stall: Bool = false, _ body: (ServerAddress) async throws -> Result
         ) async throws -> Result {
             let transport = HTTP2ServerTransport.Posix(
                 address: .ipv4(host: "127.0.0.1", port: 0), transportSecurity: .plaintext)
             let server = GRPCServer(transport: transport, services: [CannedQueryServer(chunks: chunks, stall: stall)])
-            return try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await server.serve() }
-                let result: Swift.Result<Result, any Error>
-                do {
-                    let port = try #require(try await transport.listeningAddress.ipv4?.port)
-                    result = .success(try await body(try ServerAddress(parsing: "127.0.0.1:\(port)")))
-                } catch {
-                    result = .failure(error)
-                }
-                server.beginGracefulShutdown()
-                group.addTask { try? await Task.sleep(for: .seconds(5)) }
-                _ = try? await group.next()
-                group.cancelAll()
-                while (try? await group.next()) != nil {}
-                return try result.get()
+            @Sendable func serve() async throws { try await server.serve() }
+            return try await withRunning(serve, shutdown: server.beginGracefulShutdown) {
+                let port = try #require(try await transport.listeningAddress.ipv4?.port)
+                return try await body(try ServerAddress(parsing: "127.0.0.1:\(port)"))
             }
         }
     }
