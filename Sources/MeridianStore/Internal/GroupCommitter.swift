@@ -93,6 +93,12 @@ final class GroupCommitter: Sendable {
         return answer
     }
 
+    /// How many entries a batch's commit may write, when its commit is to be kept for the change feed (`nil`: not).
+    private func recording(_ batch: [Pending]) -> Int? {
+        guard self.recent.isEnabled else { return nil }
+        return batch.reduce(0) { $0 + $1.operations.count }
+    }
+
     /// Puts one drain job on the writer queue. Each job commits one batch and reschedules itself if more arrived,
     /// so that other writes (pruning, migrations) interleave.
     private func schedule() {
@@ -150,7 +156,7 @@ final class GroupCommitter: Sendable {
             var seq: Int64 = 0
             var first: Int64 = 0
             var shapes = TransactionExecutor.Shapes(
-                own: self.own, maxRowBytes: self.maxRowBytes, recording: self.recent.isEnabled)
+                own: self.own, maxRowBytes: self.maxRowBytes, recording: self.recording(batch))
             try db.inCachedTransaction(.immediate) {
                 if shapes.recorded != nil { first = try Store.latestSeq(db) + 1 }
                 for pending in batch {
@@ -198,7 +204,7 @@ final class GroupCommitter: Sendable {
         var committedAt: Int64 = 0
         do {
             var shapes = TransactionExecutor.Shapes(
-                own: self.own, maxRowBytes: self.maxRowBytes, recording: self.recent.isEnabled)
+                own: self.own, maxRowBytes: self.maxRowBytes, recording: self.recording(batch))
             committedAt = shapes.committedAt
             try db.inCachedTransaction(.immediate) {
                 if shapes.recorded != nil { first = try Store.latestSeq(db) + 1 }
