@@ -347,6 +347,8 @@ final class ClientOutbox: Sendable {
         var droppedReplaceAnswers: Set<WireSubscription> = []
         /// A snapshot streamed from the store waits for room (``waitForSnapshotRoom(_:budget:timeout:)``).
         var roomWaiter: DispatchSemaphore?
+        /// Called once when the queue fails (``onFailure(_:)``).
+        var failureHandler: (@Sendable () -> Void)?
 
         /// Wakes the snapshot stream waiting for room, if any (snapshot bytes went down, or the queue ended).
         mutating func wakeRoomWaiter() {
@@ -640,9 +642,13 @@ final class ClientOutbox: Sendable {
     ///
     /// With `last`, that message alone is sent before the stream ends (a `Goodbye` saying why).
     func fail(with error: RPCError, last: Meridian_V1_SyncResponse? = nil) {
+        var handler: (@Sendable () -> Void)?
+        defer { handler?() }
         let (waiter, item) = self.state.withLock {
             state -> (CheckedContinuation<OutboxItem?, Never>?, OutboxItem?) in
             if state.finished { return (nil, nil) }
+            handler = state.failureHandler
+            state.failureHandler = nil
             state.failure = error
             state.items = []
             state.head = 0
@@ -666,6 +672,17 @@ final class ClientOutbox: Sendable {
 
     /// The error the stream must end with, once ``next()`` returned `nil` after ``fail(with:)``.
     var failure: RPCError? { self.state.withLock { $0.failure } }
+
+    /// Calls `handler` (once, outside the queue's lock) when ``fail(with:last:)`` ends the queue, at once if it has
+    /// already failed; never if the queue finishes without failing.
+    func onFailure(_ handler: @escaping @Sendable () -> Void) {
+        let failed = self.state.withLock { state -> Bool in
+            if state.failure != nil { return true }
+            if !state.finished { state.failureHandler = handler }
+            return false
+        }
+        if failed { handler() }
+    }
 
     /// The next item to write, waiting for one; `nil` once the queue is finished and empty (or the task cancelled).
     @inline(never)

@@ -78,16 +78,21 @@ struct SyncSession {
     /// The stream's writer, in this task, until it ends, with the reader in a child task: a task less for each stream
     /// to keep while idle than the writer in a child of its own. A reader that fails ends the queue, which ends the
     /// writer, and the stream ends with the reader's error. A caller's credential is watched by timers meanwhile
-    /// (``CredentialWatch``).
+    /// (``CredentialWatch``). A writer held in a write its client does not take when the queue fails is cancelled
+    /// `--query-timeout` later (``StalledWriter``).
     private func runTasks(
         requests: RPCAsyncSequence<SyncInbound, any Error>, writer: RPCWriter<SyncOutbound>,
         outbox: ClientOutbox, jobs: ReadJobs, chunkBytes: LockedValue<Int>, batchBytes: LockedValue<Int?>,
         clientID: LockedValue<Int?>, helloReceived: LockedValue<Bool>, helloTimer: Scheduled<Void>
     ) async throws {
-        let readerFailure = LockedValue<(any Error)?>(nil)
         let credentialWatch = self.access.caller == nil ? nil : CredentialWatch(self, outbox: outbox)
         credentialWatch?.start()
         defer { credentialWatch?.stop() }
+        let stalled = StalledWriter(grace: self.service.store.readTimeout ?? .seconds(15))
+        stalled.begin()
+        defer { stalled.end() }
+        outbox.onFailure { stalled.queueFailed() }
+        let readerFailure = LockedValue<(any Error)?>(nil)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 do {
@@ -104,7 +109,8 @@ struct SyncSession {
             do {
                 try await self.writeLoop(outbox: outbox, to: writer, chunkBytes: chunkBytes, batchBytes: batchBytes)
             } catch {
-                throw readerFailure.value ?? error
+                // A write cancelled because the queue failed (``StalledWriter``) ends with the queue's error.
+                throw readerFailure.value ?? outbox.failure ?? error
             }
             if let failure = readerFailure.value { throw failure }
         }
