@@ -79,7 +79,7 @@ struct SyncSession {
     /// to keep while idle than the writer in a child of its own. A reader that fails ends the queue, which ends the
     /// writer, and the stream ends with the reader's error. A caller's credential is watched by timers meanwhile
     /// (``CredentialWatch``). A writer held in a write its client does not take when the queue fails is cancelled
-    /// `--query-timeout` later (``StalledWriter``).
+    /// `--query-timeout` (at least a second) later (``StalledWriter``).
     private func runTasks(
         requests: RPCAsyncSequence<SyncInbound, any Error>, writer: RPCWriter<SyncOutbound>,
         outbox: ClientOutbox, jobs: ReadJobs, chunkBytes: LockedValue<Int>, batchBytes: LockedValue<Int?>,
@@ -88,7 +88,8 @@ struct SyncSession {
         let credentialWatch = self.access.caller == nil ? nil : CredentialWatch(self, outbox: outbox)
         credentialWatch?.start()
         defer { credentialWatch?.stop() }
-        let stalled = StalledWriter(grace: self.service.store.readTimeout ?? .seconds(15))
+        // At least a second: a `--query-timeout` of a few milliseconds would cut the Goodbye of a client that reads.
+        let stalled = StalledWriter(grace: max(self.service.store.readTimeout ?? .seconds(15), .seconds(1)))
         stalled.begin()
         defer { stalled.end() }
         outbox.onFailure { stalled.queueFailed() }
