@@ -18,14 +18,15 @@ struct StalledWriterTests {
         let store = try Store.temporary(schema: Fixtures.demoSchema(), configuration: storeConfiguration)
         let padding = String(repeating: "x", count: 1_000)
         try await commit(
-            store, (0..<20_000).map { WriteOperation.insert("Point", id: "p\($0)", Fixtures.point("\(padding)\($0)")) })
+            store, (0..<2_000).map { WriteOperation.insert("Point", id: "p\($0)", Fixtures.point("\(padding)\($0)")) })
         try await withTestServer(store: store, configuration: Fixtures.configuration()) { server, port in
             try await withHTTP2Client(port: port, windowSize: 65_535) { client in
                 try await withSyncStream(Meridian_V1_Meridian.Client(wrapping: client), capacity: 1) { stream in
-                    stream.hello(name: "stalled")
+                    // Chunks of 16 KiB: the transport's buffers hold a few dozen messages, not a few dozen MiB.
+                    stream.hello(maxBatchBytes: 16 << 10, name: "stalled")
                     _ = try await stream.nextMessage()
                     #expect(server.status().streams.count == 1)
-                    // From here on the client reads nothing: the snapshot's 20 MB fill its buffers and the windows,
+                    // From here on the client reads nothing: the snapshot's 2 MB fill its buffers and the windows,
                     // and the server's writer is held in a write.
                     stream.subscribe("all", Fixtures.fetch("Point"))
                     try await Task.sleep(for: .seconds(1))
