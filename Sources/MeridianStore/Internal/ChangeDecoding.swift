@@ -55,14 +55,25 @@ enum ChangeDecoding {
         let (beforeText, afterText) = (RawRows.text(handle, 5), RawRows.text(handle, 6))
         // An insert's entry has no image (its row is read from the table): no entity to look up and copy.
         let entity = beforeText == nil && afterText == nil ? nil : schema.entity(named: entityName)
-        let before = try image(beforeText, id: id, entity: entity, seq: seq, misfits: &misfits)
-        let after = try image(afterText, id: id, entity: entity, seq: seq, misfits: &misfits)
+        return try self.change(
+            seq: seq, entity: entityName, id: id, kind: kind, version: RawRows.int64(handle, 4) ?? 0,
+            before: beforeText, after: afterText, typedBy: entity,
+            committedAt: Timestamp(microseconds: RawRows.int64(handle, 7) ?? 0), misfits: &misfits)
+    }
+
+    /// The change of a log entry whose images are `before` and `after` (JSON, `nil` for none), typed by `schema`:
+    /// a row of the log, or an entry the committer kept (``RecentCommits``), read the same way.
+    static func change(
+        seq: Int64, entity: String, id: String, kind: Change.Kind, version: Int64, before: String?, after: String?,
+        typedBy schema: EntitySchema?, committedAt: Timestamp, misfits: inout Int
+    ) throws -> Change {
+        let before = try image(before, id: id, entity: schema, seq: seq, misfits: &misfits)
+        let after = try image(after, id: id, entity: schema, seq: seq, misfits: &misfits)
         var changed: [String] = []
         if kind == .update, let before, let after { changed = after.changedAttributes(from: before) }
         return Change(
-            seq: seq, entity: entityName, id: id, kind: kind, version: RawRows.int64(handle, 4) ?? 0, before: before,
-            after: after, changedAttributes: changed,
-            committedAt: Timestamp(microseconds: RawRows.int64(handle, 7) ?? 0))
+            seq: seq, entity: entity, id: id, kind: kind, version: version, before: before, after: after,
+            changedAttributes: changed, committedAt: committedAt)
     }
 
     /// A JSON row image, typed by the entity's attributes (`nil` for no image).

@@ -200,12 +200,9 @@ final class GroupCommitter: Sendable {
         outcomes.reserveCapacity(batch.count)
         var seq: Int64 = 0
         var first: Int64 = 0
-        var recorded: [RecentCommits.Entry]?
-        var committedAt: Int64 = 0
+        var shapes = TransactionExecutor.Shapes(
+            own: self.own, maxRowBytes: self.maxRowBytes, recording: self.recording(batch))
         do {
-            var shapes = TransactionExecutor.Shapes(
-                own: self.own, maxRowBytes: self.maxRowBytes, recording: self.recording(batch))
-            committedAt = shapes.committedAt
             try db.inCachedTransaction(.immediate) {
                 if shapes.recorded != nil { first = try Store.latestSeq(db) + 1 }
                 for pending in batch {
@@ -233,17 +230,18 @@ final class GroupCommitter: Sendable {
                 }
                 seq = try Store.latestSeq(db)
                 try TransactionExecutor.recordKeys(shapes, seq: seq, db: db)
-                recorded = shapes.recorded
                 return .commit
             }
         } catch {
-            recorded = nil
+            shapes.recorded = nil
             outcomes = batch.indices.map { i in
                 if i < outcomes.count, case .failure = outcomes[i] { return outcomes[i] }
                 return .failure(error)
             }
         }
-        if let recorded { self.recent.keep(recorded, first: first, through: seq, committedAt: committedAt) }
+        if let recorded = shapes.recorded {
+            self.recent.keep(recorded, first: first, through: seq, committedAt: shapes.committedAt)
+        }
         var committed = false
         for (pending, outcome) in zip(batch, outcomes) {
             switch outcome {

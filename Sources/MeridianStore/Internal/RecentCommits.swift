@@ -29,14 +29,6 @@ final class RecentCommits: Sendable {
         /// The images written with an update or a delete (JSON, `StoreDDL.image`).
         var before: String?
         var after: String?
-
-        init(op: PreparedOperation, kind: Change.Kind, version: Int64, before: String? = nil, after: String? = nil) {
-            self.op = op
-            self.kind = kind
-            self.version = version
-            self.before = before
-            self.after = after
-        }
     }
 
     /// One group commit's entries, whose seqs are `first...through` in order.
@@ -174,21 +166,10 @@ final class RecentCommits: Sendable {
                 seq: seq, entity: entity.name, id: entry.op.id, kind: .insert, version: entry.version, before: nil,
                 after: row, changedAttributes: [], committedAt: committedAt)
         case .update, .delete:
-            let before: Row?
-            let after: Row?
-            do {
-                before = try ChangeDecoding.image(
-                    entry.before, id: entry.op.id, entity: entity, seq: seq, misfits: &misfits)
-                after = try ChangeDecoding.image(
-                    entry.after, id: entry.op.id, entity: entity, seq: seq, misfits: &misfits)
-            } catch {
-                return nil
-            }
-            var changed: [String] = []
-            if entry.kind == .update, let before, let after { changed = after.changedAttributes(from: before) }
-            return Change(
+            return try? ChangeDecoding.change(
                 seq: seq, entity: entity.name, id: entry.op.id, kind: entry.kind, version: entry.version,
-                before: before, after: after, changedAttributes: changed, committedAt: committedAt)
+                before: entry.before, after: entry.after, typedBy: entity, committedAt: committedAt,
+                misfits: &misfits)
         }
     }
 

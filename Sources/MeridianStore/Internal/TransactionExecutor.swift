@@ -136,8 +136,6 @@ enum TransactionExecutor {
             case .insert:
                 if let authorizer { try authorize(op, .insert, before: nil, after: insertedRow(op), authorizer) }
                 try insert(op, db, &shapes)
-                shapes.pendingInserts.append((op.entity.name, op.id))
-                shapes.recorded?.append(RecentCommits.Entry(op: op, kind: .insert, version: 1))
                 rows.append(WrittenRow(entity: op.entity.name, id: op.id, kind: .insert, version: 1))
             case .update, .upsert:
                 guard let current = try currentRow(op, db, shapes) else {
@@ -154,8 +152,6 @@ enum TransactionExecutor {
                         try OperationValidation.checkRowSize(OperationValidation.insertedSize(op), of: op, limit: limit)
                     }
                     try insert(op, db, &shapes)
-                    shapes.pendingInserts.append((op.entity.name, op.id))
-                    shapes.recorded?.append(RecentCommits.Entry(op: op, kind: .insert, version: 1))
                     rows.append(WrittenRow(entity: op.entity.name, id: op.id, kind: .insert, version: 1))
                     continue
                 }
@@ -170,10 +166,8 @@ enum TransactionExecutor {
                     try authorize(op, .update, before: before, after: try imageRow(op, after.image), authorizer)
                 }
                 if let limit = shapes.maxRowBytes { try checkSize(op, image: after.image, limit: limit) }
-                try logEntry(op, .update, version: after.version, before: current.image, after: after.image, db, shapes)
-                shapes.recorded?.append(
-                    RecentCommits.Entry(
-                        op: op, kind: .update, version: after.version, before: current.image, after: after.image))
+                try logEntry(
+                    op, .update, version: after.version, before: current.image, after: after.image, db, &shapes)
                 rows.append(WrittenRow(entity: op.entity.name, id: op.id, kind: .update, version: current.version + 1))
             case .delete:
                 guard let current = try currentRow(op, db, shapes) else { throw notFound(op) }
@@ -184,9 +178,7 @@ enum TransactionExecutor {
                     op, current: current.version, touched: op.entity.attributes.map(\.name), policy: policy, db: db)
                 try db.cachedStatement(sql: "DELETE FROM \(StoreDDL.quoted(op.entity.name)) WHERE \"id\" = ?")
                     .execute(arguments: [op.id])
-                try logEntry(op, .delete, version: current.version + 1, before: current.image, after: nil, db, shapes)
-                shapes.recorded?.append(
-                    RecentCommits.Entry(op: op, kind: .delete, version: current.version + 1, before: current.image))
+                try logEntry(op, .delete, version: current.version + 1, before: current.image, after: nil, db, &shapes)
                 rows.append(WrittenRow(entity: op.entity.name, id: op.id, kind: .delete, version: current.version + 1))
             }
         }
@@ -279,7 +271,7 @@ enum TransactionExecutor {
         shapes.pendingInserts.removeAll(keepingCapacity: true)
     }
 
-    /// Writes the entry of an update or a delete.
+    /// Writes the entry of an update or a delete (and keeps it in `recorded`, when the commit is kept).
     static func logEntry(
         _ op: PreparedOperation,
         _ kind: Change.Kind,
@@ -287,7 +279,7 @@ enum TransactionExecutor {
         before: String,
         after: String?,
         _ db: Database,
-        _ shapes: Shapes
+        _ shapes: inout Shapes
     ) throws {
         let statement = try db.cachedStatement(sql: StoreDDL.OwnEntries.entry)
         statement.setUncheckedArguments(StatementArguments())
@@ -301,6 +293,8 @@ enum TransactionExecutor {
         code |= shapes.committedAt.bind(to: handle, at: 7)
         try checkBound(code, statement)
         try statement.execute()
+        shapes.recorded?.append(
+            RecentCommits.Entry(op: op, kind: kind, version: version, before: before, after: after))
     }
 
     static func notFound(_ op: PreparedOperation) -> StoreError {
@@ -460,6 +454,8 @@ enum TransactionExecutor {
         }
     }
 
+    /// Inserts the operation's row, and queues its log entry (``logPendingInserts(_:_:)`` writes it; `recorded`
+    /// keeps it, when the commit is kept).
     static func insert(_ op: PreparedOperation, _ db: Database, _ shapes: inout Shapes) throws {
         let statement: Statement
         if let last = shapes.insert, last.entity == op.entity.name, last.columns == op.columns {
@@ -487,6 +483,8 @@ enum TransactionExecutor {
                 throw error
             }
         }
+        shapes.pendingInserts.append((op.entity.name, op.id))
+        shapes.recorded?.append(RecentCommits.Entry(op: op, kind: .insert, version: 1))
     }
 
     /// Updates the row, bumping its version (as the update trigger does for other writers).
