@@ -139,7 +139,7 @@ struct MeridianServerCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "How long one read of a subscription's rows or of a query may run before it is stopped: seconds, or a number with ms, s, m, h or d.",
+            "How long one read of a subscription's rows or of a query may run before it is stopped, and how long a failed Sync stream whose client reads nothing stays open (at least 1 s): seconds, or a number with ms, s, m, h or d.",
             valueName: "duration"))
     var queryTimeout = "15s"
 

@@ -158,4 +158,26 @@ struct RecentCommitsTests {
             #expect(!store.recentCommits.isEnabled)
         }
     }
+
+    @Test("kept while any feed of the store is open, not only until the first one closes")
+    func twoFeeds() async throws {
+        try await withStore(.file) { store in
+            let first = try store.changeFeed()
+            let second = try store.changeFeed()
+            defer { second.close() }
+            first.close()
+            first.close()  // a second close counts once
+            #expect(store.recentCommits.isEnabled)
+            try await store.apply([.insert("Tag", id: "a", ["name": "a"])])
+            let hits = store.recentCommits.hits
+            let changes = try second.withTransaction { transaction -> [Change] in
+                guard case .changes(let batch) = try transaction.changes(after: 0) else { return [] }
+                return batch.changes
+            }
+            #expect(changes.map(\.id) == ["a"])
+            #expect(store.recentCommits.hits == hits + 1, "the open feed read the log after the other closed")
+            second.close()
+            #expect(!store.recentCommits.isEnabled)
+        }
+    }
 }

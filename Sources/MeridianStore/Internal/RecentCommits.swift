@@ -17,8 +17,9 @@ internal import Synchronization
 /// too large to keep, the store's own writes outside the committer), the reader reads the log as before. Pinned
 /// against the log read on random transactions (`RecentCommitsTests`).
 ///
-/// Kept only while a change feed is open (``enable()``), and at most ``capacity`` entries: older commits are dropped
-/// first, and a larger commit is not kept.
+/// Kept only while a change feed is open (``enable()``, once per feed; ``disable()`` when it closes), and at most
+/// ``capacity`` entries: older commits are dropped first, and a larger commit is not kept. The feeds of one store
+/// share what is kept: a read drops what lies before it, so a second feed reading behind the first reads the log.
 final class RecentCommits: Sendable {
     /// One log entry as the committer wrote it.
     struct Entry: Sendable {
@@ -40,7 +41,9 @@ final class RecentCommits: Sendable {
     }
 
     private struct State {
-        var enabled = false
+        /// The open change feeds.
+        var feeds = 0
+        var enabled: Bool { self.feeds > 0 }
         var commits: [Commit] = []
         /// The entries in `commits`.
         var count = 0
@@ -62,13 +65,14 @@ final class RecentCommits: Sendable {
     /// How many entries are kept.
     var count: Int { self.state.withLock { $0.count } }
 
-    /// Keeps commits from now on.
-    func enable() { self.state.withLock { $0.enabled = true } }
+    /// Keeps commits from now on: one more change feed is open.
+    func enable() { self.state.withLock { $0.feeds += 1 } }
 
-    /// Keeps none any more.
+    /// One change feed closed: when it was the last, keeps none any more.
     func disable() {
         self.state.withLock { state in
-            state = State()
+            state.feeds = max(0, state.feeds - 1)
+            if state.feeds == 0 { state = State() }
         }
     }
 
