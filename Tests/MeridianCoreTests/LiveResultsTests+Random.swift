@@ -266,6 +266,41 @@ extension LiveResultsTests {
         #expect(seen.unchanged > 100)
     }
 
+    @Test(
+        "a large fill, its tree and id index built at once, reads and changes as rows put in one by one",
+        arguments: 0..<6)
+    func largeFill(configurationIndex: Int) throws {
+        let configuration = Self.configurations[configurationIndex]
+        let seed = SplitMix64.seedFromEnvironment() &+ UInt64(configurationIndex)
+        var generator = Generator(seed: seed, idCount: LiveResults.concurrentFillRows + 1_500)
+        let empty = try Self.results(
+            configuration.predicate, order: configuration.order, sectionKey: configuration.sectionKey,
+            limit: configuration.limit)
+        let rows = generator.ids.map { generator.freshRow(id: $0) }.shuffled(using: &generator.rng)
+        var filled = empty
+        _ = filled.replace(uniqueRows: rows)
+        var oneByOne = empty
+        _ = oneByOne.applyOneByOne(rows.map { .upsert($0) })
+        let context = "MERIDIAN_SEED=\(seed &- UInt64(configurationIndex)) \(configuration)"
+        try #require(filled.snapshot == oneByOne.snapshot, "\(context): results differ")
+        try #require(filled.sections == oneByOne.sections, "\(context): sections differ")
+        // Every id is found through the index, where the one-by-one results find it.
+        for id in generator.ids {
+            try #require(filled.row(id: id) == oneByOne.row(id: id), "\(context): row \(id)")
+            try #require(filled.indexPath(for: id) == oneByOne.indexPath(for: id), "\(context): path of \(id)")
+        }
+        // Changes after the fill find their rows through the index.
+        for round in 0..<5 {
+            var batch: [RowMutation] = []
+            for _ in 0..<200 {
+                let id = generator.ids[generator.int(0...generator.ids.count - 1)]
+                batch.append(generator.chance(0.3) ? .delete(id: id) : .upsert(generator.freshRow(id: id)))
+            }
+            try #require(filled.apply(batch) == oneByOne.apply(batch), "\(context): round \(round) change sets")
+            try #require(filled.snapshot == oneByOne.snapshot, "\(context): round \(round) results")
+        }
+    }
+
     /// Only rows the batch changed move or update; a batch of no-ops changes nothing.
     static func checkMinimality(
         _ changes: ChangeSet<Row>,

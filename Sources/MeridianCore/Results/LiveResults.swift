@@ -16,6 +16,8 @@
 // Every read below is O(log n) except those that return O(n) things (`rows`, `snapshot`) or one entry per section
 // (`sections`).
 
+internal import Dispatch
+
 /// The live, ordered, optionally sectioned and limited result of a fetch request, maintained from row mutations.
 ///
 /// `LiveResults` holds every row of an entity that matches its predicate, in its order (the id breaks ties, so the
@@ -290,13 +292,58 @@ public struct LiveResults: Sendable {
         self.slots = SlotIndex()
         self.sectionValues.removeAll()
         self.sectionCounts = [:]
-        for (row, slot) in zip(ordered, self.tree.append(contentsOf: ordered)) {
-            guard slots.insert(slot, for: row.id, idOf: { self.tree[$0].id }) == nil else {
-                preconditionFailure("reset(uniqueRows:) was given id \(row.id) twice")
+        if ordered.count >= Self.concurrentFillRows {
+            // An emptied tree gives the rows the slots 0..<n in their order, so the id index needs nothing of the
+            // tree: it is built on a second thread while this one builds the tree (each about half of a large first
+            // load's fill, which runs after the last snapshot chunk, when nothing else keeps the second core busy).
+            Self.concurrently(&self.tree, &slots) { tree in
+                tree.append(contentsOf: ordered)
+            } _: { slots in
+                Self.index(ordered, into: &slots)
             }
-            self.addToSection(row)
+        } else {
+            Self.index(ordered, into: &slots)
+            self.tree.append(contentsOf: ordered)
+        }
+        if self.sectionKey != nil {
+            for row in ordered { self.addToSection(row) }
         }
         self.slots = slots
+    }
+
+    /// The fills of at least this many rows build the tree and the id index at once, on two threads.
+    static let concurrentFillRows = 16_384
+
+    /// The two halves of ``concurrently(_:_:_:_:)``: `@unchecked Sendable`, as each touches its own value only.
+    private struct PairOfWork: @unchecked Sendable {
+        let run: (Int) -> Void
+    }
+
+    /// The id index of `ordered` given the slots 0..<n in order (an emptied tree's slots for them).
+    private static func index(_ ordered: [Row], into slots: inout SlotIndex) {
+        for (i, row) in ordered.enumerated() {
+            guard slots.insert(SlotIndex.Slot(i), for: row.id, idOf: { ordered[Int($0)].id }) == nil else {
+                preconditionFailure("reset(uniqueRows:) was given id \(row.id) twice")
+            }
+        }
+    }
+
+    /// Runs `first` on `a` and `second` on `b` at once, on the calling thread and one of Dispatch's (or both on the
+    /// calling thread when none is free), and returns when both are done.
+    private static func concurrently<A, B>(
+        _ a: inout A, _ b: inout B, _ first: (inout A) -> Void, _ second: (inout B) -> Void
+    ) {
+        withUnsafeMutablePointer(to: &a) { a in
+            withUnsafeMutablePointer(to: &b) { b in
+                withoutActuallyEscaping(first) { first in
+                    withoutActuallyEscaping(second) { second in
+                        // Each iteration touches its own value only, and `concurrentPerform` returns after both.
+                        let work = PairOfWork(run: { i in i == 0 ? first(&a.pointee) : second(&b.pointee) })
+                        DispatchQueue.concurrentPerform(iterations: 2) { work.run($0) }
+                    }
+                }
+            }
+        }
     }
 
     /// Rows in the results' order.
