@@ -69,24 +69,28 @@ public struct CursorRow {
     public func forEachValue(_ body: (_ name: String, _ value: ColumnValue) throws -> Void) rethrows {
         let handle = UnsafeMutableRawPointer(self.statement)
         var value = meridian_sqlite3_value()
-        for (i, attribute) in self.attributes.enumerated() {
-            let type = attribute.type
+        // By index, each attribute read in place: an enumeration copied every attribute (its name, its default) for
+        // every value of every row a snapshot streams.
+        let attributes = self.attributes
+        for i in attributes.indices {
+            let type = attributes[i].type
             meridian_sqlite3_column(handle, Self.firstValueColumn + CInt(i), &value)
             switch value.type {
             case 1:
                 let (typed, fits) = StoredValue.typed(integer: value.integer, as: type)
                 if !fits { self.state.pointee.misfits += 1 }
-                try body(attribute.name, .scalar(typed))
+                try body(attributes[i].name, .scalar(typed))
             case 2:
                 let (typed, fits) = StoredValue.typed(real: value.real, as: type)
                 if !fits { self.state.pointee.misfits += 1 }
-                try body(attribute.name, .scalar(typed))
+                try body(attributes[i].name, .scalar(typed))
             case 3:
                 if type != .string { self.state.pointee.misfits += 1 }
-                try Self.withValidUTF8(value) { try body(attribute.name, .text($0)) }
+                try Self.withValidUTF8(value) { try body(attributes[i].name, .text($0)) }
             case 4:
                 if type != .bytes { self.state.pointee.misfits += 1 }
-                try body(attribute.name, .bytes(UnsafeRawBufferPointer(start: value.bytes, count: Int(value.count))))
+                try body(
+                    attributes[i].name, .bytes(UnsafeRawBufferPointer(start: value.bytes, count: Int(value.count))))
             default:
                 continue
             }
