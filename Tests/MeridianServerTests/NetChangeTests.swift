@@ -27,7 +27,9 @@ import Testing
 
     static func same(_ a: [NetChange], _ b: [NetChange]) -> Bool {
         a.count == b.count
-            && zip(a, b).allSatisfy { $0.id == $1.id && $0.before == $1.before && $0.after == $1.after && $0.version == $1.version }
+            && zip(a, b).allSatisfy {
+                $0.id == $1.id && $0.before == $1.before && $0.after == $1.after && $0.version == $1.version
+            }
     }
 
     /// A run of changes as a log holds them: an id is inserted only when it is absent, updated or deleted only when
