@@ -10,6 +10,9 @@ internal import MeridianCore
 struct JSONBytes {
     private(set) var bytes: [UInt8] = []
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+    /// The attribute names of the last rows written, and their members' keys as written: `{"name":` for the first
+    /// attribute, `,"name":` for each next one (escaped once for all the rows of an entity, not once per row).
+    private var keys: (names: [String], bytes: [[UInt8]])?
 
     init(capacity: Int) { self.bytes.reserveCapacity(capacity) }
 
@@ -86,14 +89,32 @@ struct JSONBytes {
     /// Appends a row's values as a JSON object, every attribute of the entity in declaration order (null when
     /// absent), each as ``append(value:)`` writes it.
     mutating func append(valuesOf row: Row, entity: EntitySchema) {
-        self.append("{")
-        for (i, attribute) in entity.attributes.enumerated() {
-            if i > 0 { self.append(",") }
-            self.append(string: attribute.name)
-            self.append(":")
-            self.append(value: row[attribute.name])
+        let attributes = entity.attributes
+        guard !attributes.isEmpty else {
+            self.append("{}")
+            return
+        }
+        if !(self.keys.map { $0.names.elementsEqual(attributes.lazy.map(\.name)) } ?? false) {
+            self.keys = (attributes.map(\.name), Self.keys(of: attributes))
+        }
+        let keys = self.keys!.bytes
+        for i in attributes.indices {
+            self.bytes.append(contentsOf: keys[i])
+            // Not `row[name]`: the id is no attribute here, and the row's layout is usually the schema's order.
+            self.append(value: row.value(of: attributes[i].name, hint: i))
         }
         self.append("}")
+    }
+
+    /// The keys ``append(valuesOf:entity:)`` writes before each attribute's value.
+    private static func keys(of attributes: [Attribute]) -> [[UInt8]] {
+        attributes.indices.map { i in
+            var key = JSONBytes(capacity: attributes[i].name.utf8.count + 4)
+            key.append(i == 0 ? "{" : ",")
+            key.append(string: attributes[i].name)
+            key.append(":")
+            return key.bytes
+        }
     }
 
     /// Appends a row as `{"id":ID,"values":{…}}`, the shape of `query`, `export` and `watch` output.

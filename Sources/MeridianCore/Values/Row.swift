@@ -147,6 +147,17 @@ public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
         return self.dictionary[attribute] ?? .null
     }
 
+    /// ``value(of:)``, trying position `hint` of a compact row's layout first (rows of one shape list their
+    /// attributes in one order: a reader going through them in that order finds each at its index).
+    @inline(__always)
+    package func value(of attribute: String, hint: Int) -> Value {
+        if let buffer = self.buffer {
+            guard let position = buffer.layout.position(of: attribute, hint: hint) else { return .null }
+            return buffer[position]
+        }
+        return self.dictionary[attribute] ?? .null
+    }
+
     /// Calls `body` with each attribute's name and value, absent ones (null) left out, in no particular order.
     @inline(__always)
     package func forEachValue(_ body: (String, Value) throws -> Void) rethrows {

@@ -133,6 +133,46 @@ import Testing
         #expect(jsonLines([], point).isEmpty)
     }
 
+    /// One writer of rows of several entities in turn, compact rows among them whose layouts name the attributes in
+    /// any order or leave some out: its keys, written once per entity, and its values, read by the schema's order,
+    /// must give each row's JSON tree text.
+    @Test("rows of several entities written by one writer, compact in any layout, are the JSON tree's text")
+    func rowsOfManyShapesMatchJSONText() {
+        var random = SplitMix(seed: 2_026_112_92)
+        let entities = demoSchema.entities
+        var out = JSONBytes(capacity: 0)
+        var expected = ""
+        for _ in 0..<600 {
+            let entity = entities[random.next(entities.count)]
+            var names: [String] = []
+            var values: [Value] = []
+            for attribute in entity.attributes where random.next(4) > 0 {
+                names.append(attribute.name)
+                switch attribute.type {
+                case .string: values.append(random.next(5) == 0 ? .null : .string("s\"\(random.next(9))"))
+                case .int: values.append(.int(Int64(random.next(1 << 20)) - (1 << 19)))
+                case .double: values.append(.double(Double(random.next(1 << 20)) / 7))
+                case .bool: values.append(.bool(random.next(2) == 0))
+                default: values.append(.null)
+                }
+            }
+            // Shuffled together, so that a layout's order is often not the schema's.
+            var order = Array(names.indices)
+            for i in order.indices.reversed() where i > 0 { order.swapAt(i, random.next(i + 1)) }
+            let layoutNames = order.map { names[$0] }
+            let layoutValues = order.map { values[$0] }
+            let row =
+                random.next(2) == 0
+                ? Row(id: "r\(random.next(99))", layout: RowLayout(names: layoutNames), values: layoutValues)
+                : Row(
+                    id: "r\(random.next(99))",
+                    values: Dictionary(uniqueKeysWithValues: zip(layoutNames, layoutValues).filter { !$0.1.isNull }))
+            out.append(row: row, entity: entity)
+            expected += ValueRendering.rowJSON(row, entity: entity).text
+        }
+        #expect(out.text == expected)
+    }
+
     /// The snapshot line as a `JSON` tree writes it (how it was written before it was written as bytes).
     static func snapshotTreeText(seq: Int64, list: SectionedList<Row>, sectioned: Bool) -> String {
         var sections = list.sections.map { section in
