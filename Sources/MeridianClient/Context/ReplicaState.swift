@@ -217,10 +217,13 @@ struct ReplicaState: Sendable {
         var cache = self.rows.removeValue(forKey: entity) ?? [:]
         // A subscription's first rows (a Batch of a bulk load after an empty snapshot): room for all of them at once,
         // where growing by doubling rehashed every id stored so far about once more. Only then: a Batch of changes
-        // to rows already held would leave its room as slack.
-        if members.isEmpty { members.reserveCapacity(rows.count) }
-        if cache.isEmpty { cache.reserveCapacity(rows.count) }
-        for i in affected.indices where affected[i].isEmpty { affected[i].reserveCapacity(rows.count) }
+        // to rows already held would leave its room as slack (the affected ids' sets last only for this commit, and
+        // get every new row when the rows are new to the cache).
+        if members.isEmpty {
+            members.reserveCapacity(rows.count)
+            if cache.isEmpty { cache.reserveCapacity(rows.count) }
+            for i in affected.indices where affected[i].isEmpty { affected[i].reserveCapacity(rows.count) }
+        }
         for row in rows {
             let id = row.row.id
             let isNewMember = members.insert(id).inserted
