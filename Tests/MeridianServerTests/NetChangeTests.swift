@@ -32,6 +32,13 @@ import Testing
             }
     }
 
+    /// A log change of `Item` `id`, its version and commit time the seq.
+    static func change(_ seq: Int64, _ id: String, _ kind: Change.Kind, before: Row?, after: Row?) -> Change {
+        Change(
+            seq: seq, entity: "Item", id: id, kind: kind, version: seq, before: before, after: after,
+            changedAttributes: [], committedAt: Timestamp(microseconds: seq))
+    }
+
     /// A run of changes as a log holds them: an id is inserted only when it is absent, updated or deleted only when
     /// present; runs of inserts first, now and then, so that the shortcut has a prefix to take.
     static func changes(_ random: inout SplitMix64, rows: [String: Row]) -> [Change] {
@@ -40,10 +47,7 @@ import Testing
         var seq: Int64 = 0
         func change(_ id: String, _ kind: Change.Kind, before: Row?, after: Row?) {
             seq += 1
-            changes.append(
-                Change(
-                    seq: seq, entity: "Item", id: id, kind: kind, version: seq, before: before, after: after,
-                    changedAttributes: [], committedAt: Timestamp(microseconds: seq)))
+            changes.append(Self.change(seq, id, kind, before: before, after: after))
         }
         let insertsFirst = Int.random(in: 0...6, using: &random)
         let count = Int.random(in: 0...30, using: &random)
@@ -86,18 +90,10 @@ import Testing
         let first = Row(id: "a", values: ["n": 1])
         let second = Row(id: "a", values: ["n": 2])
         let changes = [
-            Change(
-                seq: 1, entity: "Item", id: "a", kind: .insert, version: 1, before: nil, after: first,
-                changedAttributes: [], committedAt: Timestamp(microseconds: 1)),
-            Change(
-                seq: 2, entity: "Item", id: "b", kind: .insert, version: 1, before: nil, after: first,
-                changedAttributes: [], committedAt: Timestamp(microseconds: 2)),
-            Change(
-                seq: 3, entity: "Item", id: "a", kind: .delete, version: 2, before: first, after: nil,
-                changedAttributes: [], committedAt: Timestamp(microseconds: 3)),
-            Change(
-                seq: 4, entity: "Item", id: "a", kind: .insert, version: 1, before: nil, after: second,
-                changedAttributes: [], committedAt: Timestamp(microseconds: 4)),
+            Self.change(1, "a", .insert, before: nil, after: first),
+            Self.change(2, "b", .insert, before: nil, after: first),
+            Self.change(3, "a", .delete, before: first, after: nil),
+            Self.change(4, "a", .insert, before: nil, after: second),
         ]
         let net = NetChange.of(changes)
         #expect(net.map(\.id) == ["a", "b"])
