@@ -1,5 +1,7 @@
 // MARK: - CSV
 
+internal import MeridianCore
+
 /// RFC 4180 CSV, as `import` reads it and `export` writes it.
 ///
 /// Fields are separated by commas and records by line breaks (`\n` or `\r\n`). A field that contains a comma, a

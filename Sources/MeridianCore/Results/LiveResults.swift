@@ -16,8 +16,6 @@
 // Every read below is O(log n) except those that return O(n) things (`rows`, `snapshot`) or one entry per section
 // (`sections`).
 
-internal import Dispatch
-
 /// The live, ordered, optionally sectioned and limited result of a fetch request, maintained from row mutations.
 ///
 /// `LiveResults` holds every row of an entity that matches its predicate, in its order (the id breaks ties, so the
@@ -285,10 +283,6 @@ public struct LiveResults: Sendable {
         // Every row of an unfiltered controller matches: not copied into a filtered array of the same rows.
         let ordered = self.sorted(self.predicate.matchesEveryRow ? rows : rows.filter { self.predicate.evaluate($0) })
         self.tree.removeAll()
-        self.tree.reserveCapacity(ordered.count)
-        // Filled apart from `self` (its `idOf` reads the tree), then put back.
-        var slots = SlotIndex()
-        slots.reserveCapacity(ordered.count)
         self.slots = SlotIndex()
         self.sectionValues.removeAll()
         self.sectionCounts = [:]
@@ -296,54 +290,52 @@ public struct LiveResults: Sendable {
             // An emptied tree gives the rows the slots 0..<n in their order, so the id index needs nothing of the
             // tree: it is built on a second thread while this one builds the tree (each about half of a large first
             // load's fill, which runs after the last snapshot chunk, when nothing else keeps the second core busy).
-            Self.concurrently(&self.tree, &slots) { tree in
-                tree.append(contentsOf: ordered)
-            } _: { slots in
-                Self.index(ordered, into: &slots)
+            let emptied = self.tree
+            let parts = concurrently(2) { part -> FillPart in
+                part == 0 ? .tree(Self.tree(emptied, filledWith: ordered)) : .slots(Self.index(of: ordered))
+            }
+            for case .success(let part) in parts {
+                switch part {
+                case .tree(let tree): self.tree = tree
+                case .slots(let slots): self.slots = slots
+                }
             }
         } else {
-            Self.index(ordered, into: &slots)
-            self.tree.append(contentsOf: ordered)
+            self.tree = Self.tree(self.tree, filledWith: ordered)
+            self.slots = Self.index(of: ordered)
         }
         if self.sectionKey != nil {
             for row in ordered { self.addToSection(row) }
         }
-        self.slots = slots
     }
 
     /// The fills of at least this many rows build the tree and the id index at once, on two threads.
     static let concurrentFillRows = 16_384
 
-    /// The two halves of ``concurrently(_:_:_:_:)``: `@unchecked Sendable`, as each touches its own value only.
-    private struct PairOfWork: @unchecked Sendable {
-        let run: (Int) -> Void
+    /// What each thread of a large fill builds.
+    private enum FillPart: Sendable {
+        case tree(OrderStatisticTree<Row>)
+        case slots(SlotIndex)
+    }
+
+    /// `emptied` (a tree with no rows and no storage) with `ordered` appended, their slots 0..<n.
+    private static func tree(_ emptied: OrderStatisticTree<Row>, filledWith ordered: [Row]) -> OrderStatisticTree<Row> {
+        var tree = emptied
+        tree.reserveCapacity(ordered.count)
+        tree.append(contentsOf: ordered)
+        return tree
     }
 
     /// The id index of `ordered` given the slots 0..<n in order (an emptied tree's slots for them).
-    private static func index(_ ordered: [Row], into slots: inout SlotIndex) {
+    private static func index(of ordered: [Row]) -> SlotIndex {
+        var slots = SlotIndex()
+        slots.reserveCapacity(ordered.count)
         for (i, row) in ordered.enumerated() {
             guard slots.insert(SlotIndex.Slot(i), for: row.id, idOf: { ordered[Int($0)].id }) == nil else {
                 preconditionFailure("reset(uniqueRows:) was given id \(row.id) twice")
             }
         }
-    }
-
-    /// Runs `first` on `a` and `second` on `b` at once, on the calling thread and one of Dispatch's (or both on the
-    /// calling thread when none is free), and returns when both are done.
-    private static func concurrently<A, B>(
-        _ a: inout A, _ b: inout B, _ first: (inout A) -> Void, _ second: (inout B) -> Void
-    ) {
-        withUnsafeMutablePointer(to: &a) { a in
-            withUnsafeMutablePointer(to: &b) { b in
-                withoutActuallyEscaping(first) { first in
-                    withoutActuallyEscaping(second) { second in
-                        // Each iteration touches its own value only, and `concurrentPerform` returns after both.
-                        let work = PairOfWork(run: { i in i == 0 ? first(&a.pointee) : second(&b.pointee) })
-                        DispatchQueue.concurrentPerform(iterations: 2) { work.run($0) }
-                    }
-                }
-            }
-        }
+        return slots
     }
 
     /// Rows in the results' order.

@@ -3,8 +3,10 @@
 internal import Dispatch
 
 /// `body` for each of `0..<count` at once, on as many threads as the machine has cores
-/// (`DispatchQueue.concurrentPerform`): each result, or what its call threw, in index order.
-func concurrently<Success: Sendable, Failure: Error>(
+/// (`DispatchQueue.concurrentPerform`; the calling thread takes part, and runs them all when no other is free): each
+/// result, or what its call threw, in index order. The CLI's readers split their input with it; a controller's large
+/// fill builds its tree and its id index with it.
+package func concurrently<Success: Sendable, Failure: Error>(
     _ count: Int, _ body: @Sendable (Int) throws(Failure) -> Success
 ) -> [Result<Success, Failure>] {
     var results = [Result<Success, Failure>?](repeating: nil, count: count)
