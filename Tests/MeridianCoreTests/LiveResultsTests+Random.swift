@@ -105,6 +105,12 @@ extension LiveResultsTests {
             let limit = self.limit.map(String.init) ?? "-"
             return "\(self.predicate) by \(self.order) section \(self.sectionKey ?? "-") limit \(limit)"
         }
+
+        /// Empty results of this configuration.
+        func results() throws -> LiveResults {
+            try LiveResultsTests.results(
+                self.predicate, order: self.order, sectionKey: self.sectionKey, limit: self.limit)
+        }
     }
 
     static let configurations: [Configuration] = [
@@ -125,12 +131,7 @@ extension LiveResultsTests {
         let configuration = Self.configurations[configurationIndex]
         let seed = SplitMix64.seedFromEnvironment() &+ UInt64(configurationIndex)
         var generator = Generator(seed: seed, idCount: 45)
-        var results = try Self.results(
-            configuration.predicate,
-            order: configuration.order,
-            sectionKey: configuration.sectionKey,
-            limit: configuration.limit
-        )
+        var results = try configuration.results()
         var data: [String: Row] = [:]
         var shown = results.snapshot
         let context = "MERIDIAN_SEED=\(seed &- UInt64(configurationIndex)) configuration \(configuration)"
@@ -203,9 +204,7 @@ extension LiveResultsTests {
         var generator = Generator(seed: seed, idCount: 45)
         var shortcuts = 0
         for index in 0..<500 {
-            var results = try Self.results(
-                configuration.predicate, order: configuration.order, sectionKey: configuration.sectionKey,
-                limit: configuration.limit)
+            var results = try configuration.results()
             // Sometimes rows that all fail the predicate first: the results still match nothing.
             if index % 5 == 0 { _ = results.apply(generator.batch(over: [:])) }
             let before = results.snapshot
@@ -229,9 +228,7 @@ extension LiveResultsTests {
         let configuration = Self.configurations[configurationIndex]
         let seed = SplitMix64.seedFromEnvironment() &+ UInt64(configurationIndex)
         var generator = Generator(seed: seed, idCount: 30)
-        var results = try Self.results(
-            configuration.predicate, order: configuration.order, sectionKey: configuration.sectionKey,
-            limit: configuration.limit)
+        var results = try configuration.results()
         var data: [String: Row] = [:]
         var seen = (changed: 0, unchanged: 0)
         for index in 0..<600 {
@@ -273,9 +270,7 @@ extension LiveResultsTests {
         let configuration = Self.configurations[configurationIndex]
         let seed = SplitMix64.seedFromEnvironment() &+ UInt64(configurationIndex)
         var generator = Generator(seed: seed, idCount: LiveResults.concurrentFillRows + 1_500)
-        let empty = try Self.results(
-            configuration.predicate, order: configuration.order, sectionKey: configuration.sectionKey,
-            limit: configuration.limit)
+        let empty = try configuration.results()
         let rows = generator.ids.map { generator.freshRow(id: $0) }.shuffled(using: &generator.rng)
         var filled = empty
         _ = filled.replace(uniqueRows: rows)
