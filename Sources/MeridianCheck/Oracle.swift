@@ -7,27 +7,74 @@ public import MeridianStore
 
 /// Replays the store's change log (read through `Store.changes(after:)` on the same file the server serves) into a
 /// per-row history, so the state at any `seq` — the one a client reports, however old — can be rebuilt and the
-/// client's fetch requests evaluated on it in memory (`LiveResults`, the same engine and order as the server's).
+/// client's fetch requests evaluated on it in memory by a plain filter and sort, independent of the order-statistic
+/// engine (`LiveResults`) the server and the clients use.
+///
+/// Evaluating every report from scratch cost a sort of every row per (request, seq), and a soak's clients report
+/// several states per commit, at seqs of their own: the checker fell minutes behind a soak of a few minutes. So each
+/// request's sorted rows are kept in views, each at a position in the log, and a report's state is read from the
+/// nearest view moved along the log to its seq (each change between: the row's old image out, its new one in, by
+/// binary search in the request's order) — or from a new view built from scratch when every view is further away
+/// than rebuilding costs. Every ``fullCheckInterval``-th state is also evaluated from scratch and compared, so a view
+/// that drifted is a failure of the checker, never a wrong verdict.
 ///
 /// Expected digests are cached by (request, seq): every client holds the same controllers, so each state is
 /// evaluated once.
 public struct Oracle: Sendable {
+    /// One replayed change: the row before and after it (nil where it did not exist).
+    private struct Step {
+        var seq: Int64
+        var before: Row?
+        var after: Row?
+    }
+
+    /// A request's matching rows at one point of the log, sorted by the request's order, without its limit.
+    private struct View {
+        /// The number of log steps the rows reflect (the state after `log[..<position]`).
+        var position: Int
+        var rows: [Row]
+        var lastUse: Int
+    }
+
+    /// Views kept for one request (one controller or map region, one reader): clients at different seqs each keep
+    /// one near them.
+    static let viewsPerRequest = 6
+    /// Requests whose views are kept; the least recently used go first (a map's region moves every second or so).
+    static let keptRequests = 64
+    /// Every this many states evaluated from a view are also evaluated from scratch and compared.
+    static let fullCheckInterval = 100
+
     private let store: Store
     /// Per row id, its versions in seq order: `(seq, row after the change or nil when deleted)`.
     private var history: [String: [(seq: Int64, row: Row?)]] = [:]
     /// Every id ever seen, in UTF-8 order (the order's final tie-break), so rows come out pre-sorted by id.
     private var ids: [String] = []
+    /// Every change replayed, in seq order.
+    private var log: [Step] = []
+    /// The rows existing at the last seq replayed.
+    private var liveRows = 0
     /// The last seq replayed.
     public private(set) var seq: Int64 = 0
     /// The number of changes replayed.
-    public private(set) var changeCount = 0
+    public var changeCount: Int { self.log.count }
     private var rowsCache: (seq: Int64, rows: [Row])?
     private var expectedCache: [String: (count: Int, digest: String)] = [:]
     private let bound: [String: BoundFetchRequest]
+    private var views: [String: [View]] = [:]
+    private var uses = 0
+    /// The states read from views, and how many of them were also evaluated from scratch.
+    private(set) var viewReads = 0
+    private(set) var viewBuilds = 0
+    private(set) var fullChecks = 0
 
     /// Opens the store file alongside the server (the schema must match the server's).
     public init(path: String) throws {
-        self.store = try Store.open(path: path, schema: Workload.schema)
+        try self.init(store: Store.open(path: path, schema: Workload.schema))
+    }
+
+    /// Reads the change log of `store` (which must have ``Workload/schema``).
+    init(store: Store) throws {
+        self.store = store
         var bound: [String: BoundFetchRequest] = [:]
         for spec in Workload.controllers {
             bound[spec.name] = try spec.request.bind(to: Workload.schema)
@@ -65,8 +112,10 @@ public struct Oracle: Sendable {
                 }
                 self.ids.insert(change.id, at: low)
             }
+            let before = self.history[change.id]?.last?.row
             self.history[change.id, default: []].append((change.seq, change.after))
-            self.changeCount += 1
+            self.log.append(Step(seq: change.seq, before: before, after: change.after))
+            self.liveRows += (change.after == nil ? 0 : 1) - (before == nil ? 0 : 1)
         }
         self.seq = max(self.seq, batch.throughSeq)
     }
@@ -102,8 +151,20 @@ public struct Oracle: Sendable {
             throw CheckError("a client reported an unknown controller '\(name)'")
         }
         if let reader { bound = bound.restricted(by: Workload.access(reader)) }
-        let list = Self.sectioned(bound.evaluate(self.rows(at: seq)), by: bound.sectionKey)
+        var rows = try self.matching(bound, key: "\(name)/\(reader?.subject ?? "")", at: seq)
+        // A prefix copied, not the view's rows cut down (which would copy them all first).
+        if let limit = bound.limit, rows.count > limit { rows = Array(rows.prefix(limit)) }
+        let list = Self.sectioned(rows, by: bound.sectionKey)
         let expected = (list.count, StateDigest.of(list))
+        if self.viewReads % Self.fullCheckInterval == 0 {
+            self.fullChecks += 1
+            let full = Self.sectioned(bound.evaluate(self.rows(at: seq)), by: bound.sectionKey)
+            guard full.count == expected.0, StateDigest.of(full) == expected.1 else {
+                throw CheckError(
+                    "the oracle's view of controller '\(name)' at seq \(seq) differs from a full evaluation "
+                        + "(\(expected.0) rows against \(full.count)): a fault of the checker")
+            }
+        }
         self.remember(key, expected)
         return expected
     }
@@ -120,13 +181,112 @@ public struct Oracle: Sendable {
         let configuration = MapConfiguration(
             latitude: Workload.mapAttributes.latitude, longitude: Workload.mapAttributes.longitude,
             title: Workload.mapAttributes.title)
-        let annotations = self.rows(at: seq).filter(bound.matches).compactMap { configuration.annotation(for: $0) }
+        let inRegion = try self.matching(bound, key: "map\(region)/\(reader?.subject ?? "")", at: seq)
+        if self.viewReads % Self.fullCheckInterval == 0 {
+            self.fullChecks += 1
+            guard self.rows(at: seq).filter(bound.matches).map(\.id) == inRegion.map(\.id).sorted(by: Self.utf8Order)
+            else {
+                throw CheckError(
+                    "the oracle's view of the map region \(region) at seq \(seq) differs from a full evaluation: "
+                        + "a fault of the checker")
+            }
+        }
+        let annotations = inRegion.compactMap { configuration.annotation(for: $0) }
             .map {
                 (id: $0.id, latitude: $0.coordinate.latitude, longitude: $0.coordinate.longitude, title: $0.title)
             }
         let expected = (annotations.count, StateDigest.ofAnnotations(annotations))
         self.remember(key, expected)
         return expected
+    }
+
+    // MARK: - Views
+
+    /// The rows matching `request` at `seq`, in its order, without its limit: read from the nearest of `key`'s views,
+    /// moved along the log to `seq`, or from a new view evaluated from scratch when every view is further from `seq`
+    /// than the store has rows (moving costs two binary searches a change; rebuilding, a sort of every row).
+    ///
+    /// - Throws: ``CheckError`` when a view misses a row it must hold (a fault of the checker).
+    private mutating func matching(_ request: BoundFetchRequest, key: String, at seq: Int64) throws -> [Row] {
+        self.uses += 1
+        self.viewReads += 1
+        let target = self.position(of: seq)
+        var views = self.views.removeValue(forKey: key) ?? []
+        let nearest = views.indices.min { abs(views[$0].position - target) < abs(views[$1].position - target) }
+        let chosen: Int
+        if let nearest, abs(views[nearest].position - target) <= max(256, self.liveRows) {
+            chosen = nearest
+            try self.move(&views[chosen], to: target, request: request, key: key)
+        } else {
+            self.viewBuilds += 1
+            let order = request.order
+            let rows = self.rows(at: seq).filter(request.matches).sorted { order.compare($0, $1) < 0 }
+            let view = View(position: target, rows: rows, lastUse: 0)
+            if views.count < Self.viewsPerRequest {
+                views.append(view)
+                chosen = views.count - 1
+            } else {
+                chosen = views.indices.min { views[$0].lastUse < views[$1].lastUse }!
+                views[chosen] = view
+            }
+        }
+        views[chosen].lastUse = self.uses
+        let rows = views[chosen].rows
+        self.views[key] = views
+        if self.views.count > Self.keptRequests {
+            let oldest = self.views.min { a, b in
+                a.value.map(\.lastUse).max()! < b.value.map(\.lastUse).max()!
+            }!
+            self.views.removeValue(forKey: oldest.key)
+        }
+        return rows
+    }
+
+    private static func utf8Order(_ a: String, _ b: String) -> Bool { a.utf8.lexicographicallyPrecedes(b.utf8) }
+
+    /// The number of replayed changes at or before `seq`.
+    private func position(of seq: Int64) -> Int {
+        var low = 0
+        var high = self.log.count
+        while low < high {
+            let mid = (low + high) / 2
+            if self.log[mid].seq <= seq { low = mid + 1 } else { high = mid }
+        }
+        return low
+    }
+
+    /// Moves `view` along the log to `target`: forward, each change's old image leaves and its new one enters; back,
+    /// the other way round — each only where it matches the request.
+    private func move(_ view: inout View, to target: Int, request: BoundFetchRequest, key: String) throws {
+        let order = request.order
+        func slot(of row: Row, in rows: [Row]) -> Int {
+            var low = 0
+            var high = rows.count
+            while low < high {
+                let mid = (low + high) / 2
+                if order.compare(rows[mid], row) < 0 { low = mid + 1 } else { high = mid }
+            }
+            return low
+        }
+        func replace(_ old: Row?, with new: Row?, in rows: inout [Row]) throws {
+            if let old, request.matches(old) {
+                let i = slot(of: old, in: rows)
+                guard i < rows.count, rows[i] == old else {
+                    throw CheckError(
+                        "the oracle's view of '\(key)' does not hold row '\(old.id)': a fault of the checker")
+                }
+                rows.remove(at: i)
+            }
+            if let new, request.matches(new) { rows.insert(new, at: slot(of: new, in: rows)) }
+        }
+        if view.position < target {
+            for step in self.log[view.position..<target] { try replace(step.before, with: step.after, in: &view.rows) }
+        } else {
+            for step in self.log[target..<view.position].reversed() {
+                try replace(step.after, with: step.before, in: &view.rows)
+            }
+        }
+        view.position = target
     }
 
     /// Sorted rows cut into sections where the section key's value changes: a plain filter-and-sort

@@ -134,11 +134,13 @@ public struct RowOrder: Sendable, Hashable, CustomStringConvertible {
     ///
     /// - Returns: A negative number, zero or a positive number.
     public func compare(_ a: Row, _ b: Row) -> Int {
-        for descriptor in self.effectiveDescriptors {
+        // `effectiveDescriptors`, walked without building its array (an allocation per comparison).
+        for descriptor in self.descriptors {
             let c = Value.compare(a[descriptor.attribute], b[descriptor.attribute])
             if c != 0 { return descriptor.ascending ? c : -c }
+            if descriptor.attribute == EntitySchema.idAttribute { return 0 }
         }
-        return 0
+        return Value.compare(a[EntitySchema.idAttribute], b[EntitySchema.idAttribute])
     }
 
     /// Whether `a` comes before `b`, for `sort(by:)`.
