@@ -130,18 +130,20 @@ struct FNV1a {
         }
     }
 
-    /// A row: its id, then each non-null attribute (name and value) in the schema's order.
+    /// A row: its id, then the sum of each non-null attribute's own hash (name and value): the same whatever order the
+    /// row keeps its values in (a row read from the store and one read from the wire may list them differently), and
+    /// read in place (looking each of the schema's names up in every row was half of a client's time in a soak).
     mutating func row(_ row: Row) {
         self.byte(0xFF)
         self.string(row.id)
-        for name in Workload.attributeNames {
-            // Read by name, not through `values`, which builds a dictionary of a compact row on every call (a
-            // client spent 60% of its time there, reporting states).
-            let value = row[name]
-            guard !value.isNull else { continue }
-            self.string(name)
-            self.value(value)
+        var sum: UInt64 = 0
+        row.forEachValue { name, value in
+            var pair = FNV1a()
+            pair.string(name)
+            pair.value(value)
+            sum &+= pair.state
         }
+        self.word(sum)
     }
 
     var hex: String {

@@ -98,14 +98,6 @@ public enum Workload {
         public var narrows: String?
     }
 
-    /// The entity's attributes, in a fixed order (digests hash values in this order).
-    public static let attributeNames: [String] = {
-        guard let entity = Self.schema.entity(named: Self.entity) else {
-            preconditionFailure("meridian-check's schema has no \(Self.entity)")
-        }
-        return entity.attributes.map(\.name).sorted()
-    }()
-
     /// Different predicates, sorts, sections and limits, one of them narrowing another without a subscription.
     public static let controllers: [ControllerSpec] = {
         func spec(

@@ -30,6 +30,12 @@ import Testing
         #expect(StateDigest.of(SectionedList(unsectioned: [a, withoutNull])) == base)
         let sectioned = SectionedList(sections: [ListSection(key: .int(1), name: "1", elements: [a, b])])
         #expect(StateDigest.of(sectioned) != base)
+        // However a row keeps its values: compact in another order, with an absent one as null.
+        let layout = RowLayout(names: ["score", "latitude", "category", "title"])
+        let compact = Row(id: "b", layout: layout, values: [.int(1), .null, .int(1), .string("tb")])
+        #expect(StateDigest.of(SectionedList(unsectioned: [a, compact])) == base)
+        let swapped = Row(id: "b", layout: layout, values: [.int(1), .null, .string("tb"), .int(1)])
+        #expect(StateDigest.of(SectionedList(unsectioned: [a, swapped])) != base)
     }
 
     @Test("the oracle cuts sorted rows into sections where the key changes, as LiveResults does")

@@ -42,7 +42,9 @@ import Testing
         return rows.values.sorted { $0.id.utf8.lexicographicallyPrecedes($1.id.utf8) }
     }
 
-    @Test("every controller's and map's state at any seq, read from views moved back and forth, is the state rebuilt from scratch")
+    @Test(
+        "every controller's and map's state at any seq, read from views moved back and forth, is the state rebuilt from scratch"
+    )
     func viewsMatchScratch() async throws {
         var oracle = try Oracle(store: Store.temporary(schema: Workload.schema))
         var random = SeededRandom(seed: 17)
