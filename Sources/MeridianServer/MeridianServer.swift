@@ -26,8 +26,9 @@ internal import Synchronization
 /// try await running
 /// ```
 ///
-/// On graceful shutdown it stops accepting streams and calls, sends `Goodbye` on every `Sync` stream, lets in-flight
-/// calls (commits included) finish, and returns.
+/// On graceful shutdown it stops accepting streams and calls, sends `Goodbye` on every `Sync` stream, ends every
+/// `ApplyStream` once it answered the transactions it read (`UNAVAILABLE`, `SHUTTING_DOWN`), lets in-flight calls
+/// (commits included) finish, and returns.
 public final class MeridianServer: Service, Sendable {
     /// The store served.
     public let store: Store
@@ -212,6 +213,7 @@ public final class MeridianServer: Service, Sendable {
     public func beginGracefulShutdown() {
         self.shutdownRequested.withLock { $0 = true }
         self.hub.beginShutdown(reason: "server shutting down")
+        self.service.shutdown.begin()
         self.grpc.withLock { $0 }?.beginGracefulShutdown()
     }
 

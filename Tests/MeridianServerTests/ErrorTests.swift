@@ -551,4 +551,66 @@ struct ErrorTests {
             #expect(seqs.count == 180)
         }
     }
+
+    /// A graceful shutdown waits for every open call; a client may keep an `ApplyStream` open and idle for as long as it
+    /// likes, so the server ends it.
+    @Test("a graceful shutdown ends an idle ApplyStream UNAVAILABLE (SHUTTING_DOWN) after answering what it read")
+    func applyStreamEndsOnShutdown() async throws {
+        let store = try Fixtures.store()
+        try await withTestServer(store: store, configuration: Fixtures.configuration()) { server, port in
+            try await withHTTP2Client(port: port) { client in
+                let meridian = Meridian_V1_Meridian.Client(wrapping: client)
+                let (answered, answer) = AsyncStream<Void>.makeStream()
+                let (ended, end) = AsyncStream<Void>.makeStream()
+                let outcome = try await withThrowingTaskGroup(
+                    of: ([Meridian_V1_ApplyResponse], (any Error)?)?.self
+                ) { group in
+                    group.addTask {
+                        try await meridian.applyStream(
+                            requestProducer: { writer in
+                                for i in 0..<3 {
+                                    var request = Meridian_V1_ApplyRequest()
+                                    request.clientTag = "\(i)"
+                                    request.operations = [
+                                        Meridian_V1_Operation(
+                                            kind: .insert, entity: "Point", id: "s\(i)", values: ["title": "t"])
+                                    ]
+                                    try await writer.write(request)
+                                }
+                                // Then idle, until the answers end.
+                                for await _ in ended {}
+                            },
+                            onResponse: { response in
+                                defer { end.finish() }
+                                var messages: [Meridian_V1_ApplyResponse] = []
+                                do {
+                                    for try await message in response.messages {
+                                        messages.append(message)
+                                        if messages.count == 3 { answer.yield() }
+                                    }
+                                } catch {
+                                    return (messages, error)
+                                }
+                                return (messages, nil)
+                            })
+                    }
+                    group.addTask {
+                        try await Task.sleep(for: .seconds(20))
+                        return nil
+                    }
+                    for await _ in answered { break }
+                    server.beginGracefulShutdown()
+                    let first = try await group.next()!
+                    group.cancelAll()
+                    return first
+                }
+                let (messages, error) = try #require(outcome, "the ApplyStream was still open 20 s into the shutdown")
+                #expect(messages.map(\.clientTag) == ["0", "1", "2"])
+                let status = try #require(error as? RPCError, "ended with \(String(describing: error))")
+                #expect(status.code == .unavailable)
+                #expect(status.errorDetail?.code == .shuttingDown)
+            }
+            #expect(try await store.snapshot(entity: "Point").rows.map(\.id).sorted() == ["s0", "s1", "s2"])
+        }
+    }
 }

@@ -8,6 +8,7 @@ internal import MeridianAuth
 internal import MeridianCore
 internal import MeridianProto
 internal import MeridianStore
+internal import Synchronization
 
 /// Implements every method of `meridian.v1.Meridian`.
 ///
@@ -25,6 +26,8 @@ final class MeridianService: RegistrableRPCService, Sendable {
     let logger: Logger
     /// Who is calling: every call's credentials are checked before anything else is read of it.
     let accessControl: AccessControl
+    /// Begun with the server's graceful shutdown: an `ApplyStream` then stops reading requests.
+    let shutdown = ShutdownSignal()
 
     init(
         store: Store, hub: Hub, configuration: ServerConfiguration, metrics: ServerMetrics, logger: Logger,
@@ -260,38 +263,88 @@ final class MeridianService: RegistrableRPCService, Sendable {
 
     /// Pipelined transactions: up to 64 in flight (so that they share group commits), queued for commit as they
     /// arrive — so they commit in request order — and answered in order: the stream's own task takes them from an
-    /// ``InFlightQueue`` one after another, awaits each one's commit and writes its answer, while a child task reads
+    /// ``InFlightQueue`` one after another, awaits each one's commit and writes its answer, while a second task reads
     /// the requests (no task per transaction, and no hand-off of its answer between tasks). A client that reads no
     /// answers stops the reading of its requests once its answers fill the transport's buffers and 64 more wait.
+    ///
+    /// When the server begins its graceful shutdown, the stream reads no further request (one it is waiting for is
+    /// not waited for), answers those it read, and ends `UNAVAILABLE` (`SHUTTING_DOWN`): a graceful shutdown waits
+    /// for every open call, and a client may keep an idle stream open for as long as it likes. A request read but
+    /// not yet queued for commit is dropped unanswered, never committed — the client sends it again (with its
+    /// idempotency key) to the next server.
     func applyStream(
         _ requests: RPCAsyncSequence<ApplyTransaction, any Error>,
         caller: Caller?,
         writer: RPCWriter<Meridian_V1_ApplyResponse>
     ) async throws {
         let inFlight = InFlightQueue<Submitted>(capacity: 64)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                defer { inFlight.finish() }
-                for try await request in requests {
-                    // A stream outlives its token: each transaction is checked against the credential's expiry and
-                    // the revocations, as every unary call is when it starts.
-                    if let caller, let end = self.accessControl.end(ofOpen: caller.identity) {
-                        let refusal =
-                            end == .expired
-                            ? "the stream's token expired; open a new stream with a fresh token"
-                            : "the credential was revoked"
-                        self.accessControl.audit?.record(
-                            "apply_stream_ended", ["sub": caller.identity.principal.subject, "reason": refusal])
-                        throw RPCError(Meridian_V1_ErrorDetail(.unauthenticated, refusal))
-                    }
-                    // Queued for commit here, in the order the requests arrive.
-                    guard try await inFlight.put(self.submit(request, caller: caller)) else { return }
+        // `waiting`: the reader is waiting for the client's next request, where a cancellation may stop it (and
+        // nowhere else: a request queued for commit must keep its place in `inFlight`).
+        let reading = Mutex((waiting: false, stopping: false))
+        let reader = Task {
+            defer { inFlight.finish() }
+            var iterator = requests.makeAsyncIterator()
+            while true {
+                let stopping = reading.withLock { state -> Bool in
+                    state.waiting = !state.stopping
+                    return state.stopping
                 }
+                if stopping { return }
+                let next: ApplyTransaction?
+                do {
+                    next = try await iterator.next()
+                } catch {
+                    if reading.withLock({ $0.stopping }) { return }
+                    throw error
+                }
+                let stop = reading.withLock { state -> Bool in
+                    state.waiting = false
+                    return state.stopping
+                }
+                guard let request = next, !stop else { return }
+                // A stream outlives its token: each transaction is checked against the credential's expiry and the
+                // revocations, as every unary call is when it starts.
+                if let caller, let end = self.accessControl.end(ofOpen: caller.identity) {
+                    let refusal =
+                        end == .expired
+                        ? "the stream's token expired; open a new stream with a fresh token"
+                        : "the credential was revoked"
+                    self.accessControl.audit?.record(
+                        "apply_stream_ended", ["sub": caller.identity.principal.subject, "reason": refusal])
+                    throw RPCError(Meridian_V1_ErrorDetail(.unauthenticated, refusal))
+                }
+                // Queued for commit here, in the order the requests arrive.
+                guard try await inFlight.put(self.submit(request, caller: caller)) else { return }
             }
-            while let submitted = await inFlight.next() {
-                try await writer.write(await self.answer(submitted))
+        }
+        let registration = self.shutdown.register {
+            let waiting = reading.withLock { state -> Bool in
+                state.stopping = true
+                return state.waiting
             }
-            try await group.waitForAll()
+            if waiting { reader.cancel() }
+        }
+        defer { self.shutdown.unregister(registration) }
+        do {
+            try await withTaskCancellationHandler {
+                while let submitted = await inFlight.next() {
+                    try await writer.write(await self.answer(submitted))
+                }
+                try await reader.value
+            } onCancel: {
+                reader.cancel()
+            }
+        } catch {
+            // The answers cannot be written (the client went), or the reader failed: the reader stops, and the
+            // transactions it queued commit unanswered, as they would have had the connection dropped.
+            inFlight.finish()
+            reader.cancel()
+            _ = await reader.result
+            throw error
+        }
+        if reading.withLock({ $0.stopping }) {
+            throw RPCError(
+                Meridian_V1_ErrorDetail(.shuttingDown, "the server is shutting down; send again to the next"))
         }
     }
 
