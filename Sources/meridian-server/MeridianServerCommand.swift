@@ -144,6 +144,14 @@ struct MeridianServerCommand: AsyncParsableCommand {
     var queryTimeout = "15s"
 
     @Option(
+        help: ArgumentHelp(
+            "How long a graceful shutdown (SIGTERM, SIGINT) waits for the calls still open before it cancels them: seconds, or a number with ms, s, m, h or d.",
+            discussion:
+                "Sync streams get a Goodbye and ApplyStreams end at once; this bounds the rest, such as a Query whose client stopped reading.",
+            valueName: "duration"))
+    var shutdownTimeout = "30s"
+
+    @Option(
         help: "The most missed changes a resuming subscription is sent as deltas; past it, it gets a snapshot instead.")
     var maxResumeChanges = 100_000
 
@@ -234,6 +242,7 @@ struct MeridianServerCommand: AsyncParsableCommand {
             ("--hello-timeout", self.helloTimeout), ("--idle-timeout", self.idleTimeout),
             ("--keepalive-interval", self.keepaliveInterval),
             ("--query-timeout", self.queryTimeout), ("--health-probe-interval", self.healthProbeInterval),
+            ("--shutdown-timeout", self.shutdownTimeout),
         ] where Self.duration(text) == nil {
             throw ValidationError(
                 "\(name) must be a positive number of seconds, or a number with ms, s, m, h or d (500ms, 15s, 5m); not '\(text)'"
@@ -404,9 +413,11 @@ struct MeridianServerCommand: AsyncParsableCommand {
         let admin = try self.adminServer(server, registry: registry, tls: configuration.tls)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: server)]
         if let admin { services.append(.init(service: admin)) }
-        let group = ServiceGroup(
-            configuration: ServiceGroupConfiguration(
-                services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        var groupConfiguration = ServiceGroupConfiguration(
+            services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        // Past it, the calls still open are cancelled (a client that reads nothing cannot hold the process).
+        groupConfiguration.maximumGracefulShutdownDuration = Self.duration(self.shutdownTimeout)!
+        let group = ServiceGroup(configuration: groupConfiguration)
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
             tasks.addTask {

@@ -581,7 +581,10 @@ struct ErrorTests {
                                 for await _ in ended {}
                             },
                             onResponse: { response in
-                                defer { end.finish() }
+                                defer {
+                                    end.finish()
+                                    answer.finish()
+                                }
                                 var messages: [Meridian_V1_ApplyResponse] = []
                                 do {
                                     for try await message in response.messages {
@@ -594,17 +597,18 @@ struct ErrorTests {
                                 return (messages, nil)
                             })
                     }
-                    group.addTask {
-                        try await Task.sleep(for: .seconds(20))
-                        return nil
-                    }
                     for await _ in answered { break }
                     server.beginGracefulShutdown()
+                    // Timed from the shutdown (the answers themselves may take long on a loaded machine).
+                    group.addTask {
+                        try await Task.sleep(for: .seconds(60))
+                        return nil
+                    }
                     let first = try await group.next()!
                     group.cancelAll()
                     return first
                 }
-                let (messages, error) = try #require(outcome, "the ApplyStream was still open 20 s into the shutdown")
+                let (messages, error) = try #require(outcome, "the ApplyStream was still open 60 s into the shutdown")
                 #expect(messages.map(\.clientTag) == ["0", "1", "2"])
                 let status = try #require(error as? RPCError, "ended with \(String(describing: error))")
                 #expect(status.code == .unavailable)

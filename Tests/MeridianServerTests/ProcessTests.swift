@@ -296,7 +296,7 @@ struct ProcessTests {
             "--jwt-issuer", "--jwt-audience", "--jwt-leeway", "--jwt-max-lifetime", "--api-keys",
             "--allow-unauthenticated", "--audit-log", "--tls-cert", "--tls-key", "--tls-client-ca", "--tls-client-auth",
             "--tls-reload-interval", "--max-streams-per-principal", "--apply-rate-per-principal",
-            "--max-subscriptions-per-principal", "--flush-delay-us",
+            "--max-subscriptions-per-principal", "--flush-delay-us", "--shutdown-timeout",
         ] {
             #expect(out.contains(flag), "--help mentions \(flag)")
         }
@@ -426,6 +426,57 @@ struct ProcessTests {
         }
         let (status, _) = await server.wait()
         #expect(status == 0)
+    }
+
+    @Test("--shutdown-timeout cancels a Query whose client stopped reading, and the server exits 0")
+    func shutdownTimeout() async throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let database = directory + "/store.sqlite"
+        do {
+            // About 8 MB of rows: far more than the client's 64 KiB window lets the server write.
+            let store = try Store.open(path: database, schema: try Fixtures.demoSchema())
+            let title = String(repeating: "x", count: 400)
+            for batch in 0..<4 {
+                try await store.apply(
+                    (0..<5_000).map { .insert("Point", id: "p\(batch)-\($0)", Fixtures.point(title)) })
+            }
+            try store.close()
+        }
+        // Without the timeout the server would wait for the Query for as long as its read may run: an hour.
+        let server = try ServerProcess([
+            "--db", database, "--schema", Fixtures.demoSchemaPath, "--listen", "127.0.0.1:0", "--log-level", "warning",
+            "--query-timeout", "1h", "--shutdown-timeout", "2s",
+        ])
+        let line = await server.firstLine()
+        let port = try #require(listeningPort(line), "first line: \(line ?? "nil")")
+        try await withHTTP2Client(port: port, windowSize: 65_535) { client in
+            let meridian = Meridian_V1_Meridian.Client(wrapping: client)
+            var request = Meridian_V1_QueryRequest()
+            request.fetch = Fixtures.fetch("Point", "")
+            // Small chunks: the client's transport stops taking them once a few dozen wait unread.
+            request.maxChunkBytes = 4_096
+            _ = try? await meridian.query(request) { response in
+                var chunks = response.messages.makeAsyncIterator()
+                _ = try await chunks.next()  // the first chunk; then nothing more is read
+                let stopping = ContinuousClock.now
+                server.process.terminate()
+                let exit = await withTaskGroup(of: (status: Int32, stderr: String)?.self) { group in
+                    group.addTask { await server.wait() }
+                    group.addTask {
+                        try? await Task.sleep(for: .seconds(30))
+                        return nil
+                    }
+                    let first = await group.next()!
+                    if first == nil { kill(server.process.processIdentifier, SIGKILL) }
+                    group.cancelAll()
+                    return first
+                }
+                let (status, stderr) = try #require(exit, "the server was still running 30 s after SIGTERM")
+                #expect(status == 0, "stderr: \(stderr)")
+                #expect(ContinuousClock.now - stopping < .seconds(20))
+            }
+        }
     }
 
     @Test(
