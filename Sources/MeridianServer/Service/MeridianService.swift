@@ -281,7 +281,8 @@ final class MeridianService: RegistrableRPCService, Sendable {
         // `waiting`: the reader is waiting for the client's next request, where a cancellation may stop it (and
         // nowhere else: a request queued for commit must keep its place in `inFlight`).
         let reading = Mutex((waiting: false, stopping: false))
-        let reader = Task {
+        // Returns whether the shutdown stopped it (not the end of the client's requests).
+        let reader = Task { () throws -> Bool in
             defer { inFlight.finish() }
             var iterator = requests.makeAsyncIterator()
             while true {
@@ -289,19 +290,20 @@ final class MeridianService: RegistrableRPCService, Sendable {
                     state.waiting = !state.stopping
                     return state.stopping
                 }
-                if stopping { return }
+                if stopping { return true }
                 let next: ApplyTransaction?
                 do {
                     next = try await iterator.next()
                 } catch {
-                    if reading.withLock({ $0.stopping }) { return }
+                    if reading.withLock({ $0.stopping }) { return true }
                     throw error
                 }
                 let stop = reading.withLock { state -> Bool in
                     state.waiting = false
                     return state.stopping
                 }
-                guard let request = next, !stop else { return }
+                guard let request = next else { return false }
+                if stop { return true }
                 // A stream outlives its token: each transaction is checked against the credential's expiry and the
                 // revocations, as every unary call is when it starts.
                 if let caller, let end = self.accessControl.end(ofOpen: caller.identity) {
@@ -314,7 +316,7 @@ final class MeridianService: RegistrableRPCService, Sendable {
                     throw RPCError(Meridian_V1_ErrorDetail(.unauthenticated, refusal))
                 }
                 // Queued for commit here, in the order the requests arrive.
-                guard try await inFlight.put(self.submit(request, caller: caller)) else { return }
+                guard try await inFlight.put(self.submit(request, caller: caller)) else { return false }
             }
         }
         let registration = self.shutdown.register {
@@ -325,12 +327,13 @@ final class MeridianService: RegistrableRPCService, Sendable {
             if waiting { reader.cancel() }
         }
         defer { self.shutdown.unregister(registration) }
+        let stoppedByShutdown: Bool
         do {
-            try await withTaskCancellationHandler {
+            stoppedByShutdown = try await withTaskCancellationHandler {
                 while let submitted = await inFlight.next() {
                     try await writer.write(await self.answer(submitted))
                 }
-                try await reader.value
+                return try await reader.value
             } onCancel: {
                 reader.cancel()
             }
@@ -342,7 +345,8 @@ final class MeridianService: RegistrableRPCService, Sendable {
             _ = await reader.result
             throw error
         }
-        if reading.withLock({ $0.stopping }) {
+        // A client that ended its requests before the shutdown got every answer: the call ends OK.
+        if stoppedByShutdown {
             throw RPCError(
                 Meridian_V1_ErrorDetail(.shuttingDown, "the server is shutting down; send again to the next"))
         }
