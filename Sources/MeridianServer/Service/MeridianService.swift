@@ -302,7 +302,9 @@ final class MeridianService: RegistrableRPCService, Sendable {
                     state.waiting = false
                     return state.stopping
                 }
-                guard let request = next else { return false }
+                // The end of the requests: the client's (false), or the shutdown's cancellation, if the sequence
+                // ends rather than throws when cancelled.
+                guard let request = next else { return stop && Task.isCancelled }
                 if stop { return true }
                 // A stream outlives its token: each transaction is checked against the credential's expiry and the
                 // revocations, as every unary call is when it starts.
