@@ -83,9 +83,14 @@ public struct WriterRole: Sendable {
                     operation = "bulk-delete"
                     // Only the rows the writer still sees (a single delete may have taken some): deleting a missing
                     // row reverts the whole transaction.
+                    // None seen: not yet (a bulk just confirmed), or gone one by one; kept for later either way.
                     let present = Set(rows.rows.lazy.map(\.id))
-                    let ids = bulk.removeFirst().filter(present.contains)
-                    if ids.isEmpty { continue }
+                    let oldest = bulk.removeFirst()
+                    let ids = oldest.filter(present.contains)
+                    if ids.isEmpty {
+                        bulk.append(oldest)
+                        continue
+                    }
                     for id in ids { try await context.delete(Workload.entity, id: id) }
                     deletedBulk = ids
                     ops = ids.count
