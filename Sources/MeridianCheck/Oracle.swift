@@ -103,17 +103,8 @@ public struct Oracle: Sendable {
     public mutating func apply(_ batch: ChangeBatch) {
         for change in batch.changes where change.seq > self.seq {
             if self.history[change.id] == nil {
-                var low = 0
-                var high = self.ids.count
-                while low < high {
-                    let mid = (low + high) / 2
-                    if self.ids[mid].utf8.lexicographicallyPrecedes(change.id.utf8) {
-                        low = mid + 1
-                    } else {
-                        high = mid
-                    }
-                }
-                self.ids.insert(change.id, at: low)
+                let at = Self.firstIndex(in: self.ids.count) { !Self.utf8Order(self.ids[$0], change.id) }
+                self.ids.insert(change.id, at: at)
             }
             let before = self.history[change.id]?.last?.row
             self.history[change.id, default: []].append((change.seq, change.after))
@@ -129,14 +120,9 @@ public struct Oracle: Sendable {
         rows.reserveCapacity(self.history.count)
         for id in self.ids {
             let versions = self.history[id]!
-            // The last version at or before `seq` (binary search; versions are in seq order).
-            var low = 0
-            var high = versions.count
-            while low < high {
-                let mid = (low + high) / 2
-                if versions[mid].seq <= seq { low = mid + 1 } else { high = mid }
-            }
-            if low > 0, let row = versions[low - 1].row { rows.append(row) }
+            // The last version at or before `seq` (versions are in seq order).
+            let after = Self.firstIndex(in: versions.count) { versions[$0].seq > seq }
+            if after > 0, let row = versions[after - 1].row { rows.append(row) }
         }
         self.rowsCache = (seq, rows)
         return rows
@@ -246,15 +232,20 @@ public struct Oracle: Sendable {
 
     private static func utf8Order(_ a: String, _ b: String) -> Bool { a.utf8.lexicographicallyPrecedes(b.utf8) }
 
-    /// The number of replayed changes at or before `seq`.
-    private func position(of seq: Int64) -> Int {
+    /// The first index of `0..<count` where `isAtOrPast` holds (binary search: it must hold from some index on).
+    private static func firstIndex(in count: Int, where isAtOrPast: (Int) -> Bool) -> Int {
         var low = 0
-        var high = self.log.count
+        var high = count
         while low < high {
             let mid = (low + high) / 2
-            if self.log[mid].seq <= seq { low = mid + 1 } else { high = mid }
+            if isAtOrPast(mid) { high = mid } else { low = mid + 1 }
         }
         return low
+    }
+
+    /// The number of replayed changes at or before `seq`.
+    private func position(of seq: Int64) -> Int {
+        Self.firstIndex(in: self.log.count) { self.log[$0].seq > seq }
     }
 
     /// Moves `view` along the log to `target`: forward, each change's old image leaves and its new one enters; back,
@@ -262,13 +253,7 @@ public struct Oracle: Sendable {
     private func move(_ view: inout View, to target: Int, request: BoundFetchRequest, key: String) throws {
         let order = request.order
         func slot(of row: Row, in rows: [Row]) -> Int {
-            var low = 0
-            var high = rows.count
-            while low < high {
-                let mid = (low + high) / 2
-                if order.compare(rows[mid], row) < 0 { low = mid + 1 } else { high = mid }
-            }
-            return low
+            Self.firstIndex(in: rows.count) { order.compare(rows[$0], row) >= 0 }
         }
         func replace(_ old: Row?, with new: Row?, in rows: inout [Row]) throws {
             if let old, request.matches(old) {
