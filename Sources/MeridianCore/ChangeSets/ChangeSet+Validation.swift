@@ -27,8 +27,12 @@ extension ChangeSet {
         let layout = try self.validateSections(oldCount: oldSectionCounts.count, newCount: newSectionCounts.count)
         let tally = try self.validateRowPaths(oldSectionCounts: oldSectionCounts, newSectionCounts: newSectionCounts)
 
-        for case .update(let id, let from, let to, _, _) in self.rowChanges
-        where layout.oldToNew[from.section] != to.section {
+        // By index, each change read in place by one `switch`: iterating the changes, or their accessors, copied each
+        // with its element (this code runs unspecialized for the caller's element type; see `SectionedList.applying`).
+        for i in 0..<self.rowChanges.count {
+            guard case .update(let id, let from, let to, _, _) = self.rowChanges[i],
+                layout.oldToNew[from.section] != to.section
+            else { continue }
             throw ChangeSetError(
                 .updateAcrossSections,
                 "update of id \(id) from \(from) to \(to) does not stay in one surviving section; report it as a move"
@@ -36,8 +40,16 @@ extension ChangeSet {
         }
 
         var ids = Set<Element.ID>(minimumCapacity: self.rowChanges.count)
-        for change in self.rowChanges where !ids.insert(change.id).inserted {
-            throw ChangeSetError(.duplicateID, "id \(change.id) appears in more than one change")
+        for i in 0..<self.rowChanges.count {
+            let id: Element.ID
+            switch self.rowChanges[i] {
+            case .delete(let changeID, _), .insert(let changeID, _, _), .move(let changeID, _, _, _, _),
+                .update(let changeID, _, _, _, _):
+                id = changeID
+            }
+            guard ids.insert(id).inserted else {
+                throw ChangeSetError(.duplicateID, "id \(id) appears in more than one change")
+            }
         }
 
         for (j, source) in layout.newToOld.enumerated() {
@@ -187,48 +199,70 @@ extension ChangeSet {
             inserts: [Int](repeating: 0, count: newSectionCounts.count),
             movesIn: [Int](repeating: 0, count: newSectionCounts.count)
         )
-        var oldUses: [ListIndexPath: RowChange] = [:]
-        var newUses: [ListIndexPath: RowChange] = [:]
-        for change in self.rowChanges {
-            if let from = change.oldPath {
+        // Each path's change, by its index: a dictionary of integers, specialized, where one of changes copied each
+        // change with its element into it (and ran unspecialized). Changes read by index, as above.
+        var oldUses: [ListIndexPath: Int] = [:]
+        var newUses: [ListIndexPath: Int] = [:]
+        oldUses.reserveCapacity(self.rowChanges.count)
+        newUses.reserveCapacity(self.rowChanges.count)
+        for i in 0..<self.rowChanges.count {
+            let from: ListIndexPath?
+            let to: ListIndexPath?
+            let isMove: Bool
+            switch self.rowChanges[i] {
+            case .delete(_, let changeFrom):
+                (from, to, isMove) = (changeFrom, nil, false)
+            case .insert(_, let changeTo, _):
+                (from, to, isMove) = (nil, changeTo, false)
+            case .move(_, let changeFrom, let changeTo, _, _):
+                (from, to, isMove) = (changeFrom, changeTo, true)
+            case .update(_, let changeFrom, let changeTo, _, _):
+                (from, to, isMove) = (changeFrom, changeTo, false)
+            }
+            if let from {
                 guard oldSectionCounts.indices.contains(from.section),
                     (0..<oldSectionCounts[from.section]).contains(from.row)
                 else {
                     throw ChangeSetError(
                         .indexPathOutOfRange,
-                        SectionedList<Element>.outOfOldRange(from, Self.verb(change), oldSectionCounts)
+                        SectionedList<Element>.outOfOldRange(from, Self.verb(self.rowChanges[i]), oldSectionCounts)
                     )
                 }
-                if let previous = oldUses.updateValue(change, forKey: from) {
-                    throw ChangeSetError(.duplicateIndexPath, Self.reuse(previous, change, from, side: "from"))
+                if let previous = oldUses.updateValue(i, forKey: from) {
+                    throw ChangeSetError(
+                        .duplicateIndexPath,
+                        Self.reuse(self.rowChanges[previous], self.rowChanges[i], from, side: "from"))
                 }
             }
-            if let to = change.newPath {
+            if let to {
                 guard newSectionCounts.indices.contains(to.section) else {
                     throw ChangeSetError(
                         .indexPathOutOfRange,
-                        "attempt to \(Self.verb(change)) row \(to.row) into section \(to.section), but there are only "
-                            + "\(newSectionCounts.count) sections after the update"
+                        "attempt to \(Self.verb(self.rowChanges[i])) row \(to.row) into section \(to.section), but "
+                            + "there are only \(newSectionCounts.count) sections after the update"
                     )
                 }
                 guard (0..<newSectionCounts[to.section]).contains(to.row) else {
                     throw ChangeSetError(
                         .indexPathOutOfRange,
-                        "attempt to \(Self.verb(change)) row \(to.row) into section \(to.section), but there are only "
-                            + "\(newSectionCounts[to.section]) rows in section \(to.section) after the update"
+                        "attempt to \(Self.verb(self.rowChanges[i])) row \(to.row) into section \(to.section), but "
+                            + "there are only \(newSectionCounts[to.section]) rows in section \(to.section) after the "
+                            + "update"
                     )
                 }
-                if let previous = newUses.updateValue(change, forKey: to) {
-                    throw ChangeSetError(.duplicateIndexPath, Self.reuse(previous, change, to, side: "to"))
+                if let previous = newUses.updateValue(i, forKey: to) {
+                    throw ChangeSetError(
+                        .duplicateIndexPath,
+                        Self.reuse(self.rowChanges[previous], self.rowChanges[i], to, side: "to"))
                 }
             }
-            switch change {
-            case .delete(_, let from): tally.deletes[from.section] += 1
-            case .insert(_, let to, _): tally.inserts[to.section] += 1
-            case .move(_, let from, let to, _, _):
+            switch (from, to) {
+            case (let from?, nil): tally.deletes[from.section] += 1
+            case (nil, let to?): tally.inserts[to.section] += 1
+            case (let from?, let to?) where isMove:
                 tally.movesOut[from.section] += 1
                 tally.movesIn[to.section] += 1
-            case .update: break
+            default: break  // an update
             }
         }
         return tally
