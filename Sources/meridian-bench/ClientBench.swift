@@ -9,6 +9,8 @@
 // the same process, on the same rows and the same query. Also reports the client's memory per cached row (resident
 // bytes after loading the snapshot minus before, divided by the rows: the cache's row, its subscription membership
 // and the controller's engine; the transient snapshot chunk, 10,000 rows, is included, so small sizes overstate).
+// Then the list model's share: one moved row applied to a `ListModel` of n rows, in place, against building the list
+// after it by copying (`SectionedList.applying`, what the model did before it applied in place).
 
 import Foundation
 import GRDB
@@ -50,6 +52,18 @@ func runClientBenchmark(arguments: [String]) async throws {
                 rows, client.microsecondsPerChange, baseline, baseline / client.microsecondsPerChange,
                 client.bytesPerRow))
         fflush(nil)  // one line at a time, even into a file
+    }
+    print("\none moved row applied to a ListModel of n rows: in place (`apply`) against a copying apply (`applying`)")
+    print(
+        "rows       | ListModel.apply µs/change | SectionedList.applying µs/change | ratio | first load ms, apply / applying"
+    )
+    for rows in sizes {
+        let figures = try ClientBenchmark.measureListModel(rows: rows, changes: max(20, min(400, 4_000_000 / rows)))
+        print(
+            String(
+                format: "%-10d | %25.2f | %32.1f | %.2fx | %.1f / %.1f", rows, figures.inPlace, figures.copying,
+                figures.inPlace / figures.copying, figures.firstLoad, figures.firstLoadCopying))
+        fflush(nil)
     }
 }
 
@@ -176,6 +190,57 @@ enum ClientBenchmark {
         samples.sort()
         withExtendedLifetime(context) {}
         return (samples[samples.count / 2], Double(heapAfter - heapBefore) / Double(rows))
+    }
+
+    /// A list model of `rows` rows, then `changes` change sets of one row moved from one random path to another
+    /// (a title change moves a row so): the median time of the model's own apply (in place), and of what it did before
+    /// it moved rows in place — building the list after the same change set by `applying` (a copy of the section),
+    /// then the same count check —, the two alternated on the same states; and the first load, both ways.
+    static func measureListModel(rows: Int, changes: Int) throws -> (
+        inPlace: Double, copying: Double, firstLoad: Double, firstLoadCopying: Double
+    ) {
+        let model = ListModel<MeridianCore.Row>(sectioned: false)
+        var initial = ChangeSet<MeridianCore.Row>()
+        initial.rowChanges = (0..<rows).map { .insert(id: "p\($0)", to: ListIndexPath(0, $0), element: Self.row($0)) }
+        let clock = ContinuousClock()
+        let copyingLoadStarted = clock.now
+        do {
+            let empty = SectionedList<MeridianCore.Row>(unsectioned: [])
+            let copy = try empty.applying(initial)
+            try initial.validate(oldSectionCounts: empty.sectionCounts, newSectionCounts: copy.sectionCounts)
+        }
+        let firstLoadCopying = Double((clock.now - copyingLoadStarted).components.attoseconds) / 1e15
+        let loadStarted = clock.now
+        try model.apply(initial)
+        let firstLoad = Double((clock.now - loadStarted).components.attoseconds) / 1e15
+        var rng = SystemRandomNumberGenerator()
+        var inPlace: [Double] = []
+        var copying: [Double] = []
+        for k in 0..<changes {
+            let from = Int.random(in: 0..<rows, using: &rng)
+            var to = Int.random(in: 0..<rows - 1, using: &rng)
+            if to >= from { to += 1 }
+            let moved = model[ListIndexPath(0, from)]
+            let element = Self.row(Int(moved.id.dropFirst())!, version: k + 1)
+            var changeSet = ChangeSet<MeridianCore.Row>()
+            changeSet.rowChanges = [
+                .move(
+                    id: moved.id, from: ListIndexPath(0, from), to: ListIndexPath(0, to), element: element,
+                    changed: ["title"])
+            ]
+            let copyStarted = clock.now
+            do {  // checked as the model checks it, and the list it replaces freed too, as the model's apply did
+                let copy = try model.list.applying(changeSet)
+                try changeSet.validate(oldSectionCounts: model.list.sectionCounts, newSectionCounts: copy.sectionCounts)
+            }
+            copying.append(Double((clock.now - copyStarted).components.attoseconds) / 1e12)
+            let started = clock.now
+            try model.apply(changeSet)
+            inPlace.append(Double((clock.now - started).components.attoseconds) / 1e12)
+        }
+        inPlace.sort()
+        copying.sort()
+        return (inPlace[inPlace.count / 2], copying[copying.count / 2], firstLoad, firstLoadCopying)
     }
 
     /// The row the k-th change updates: spread over the table, always one the query selects (category < 90).

@@ -51,7 +51,7 @@
                 var recent: [String] = []
                 for try await change in controller.changes(includingInitial: true) {
                     // JSON lines print the whole list once, then change sets: the list is kept for the table only.
-                    if format != .jsonl || first { list = try list.applying(change.changeSet) }
+                    if format != .jsonl || first { try list.apply(change.changeSet) }
                     switch format {
                     case .jsonl:
                         if first {

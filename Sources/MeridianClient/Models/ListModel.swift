@@ -82,27 +82,36 @@ public final class ListModel<Element: RowConvertible> {
     /// An ``ResultsChangeCause/initial`` change replaces the content (it describes the controller's whole state as
     /// inserts into an empty list).
     ///
+    /// The rows move in place (``SectionedList/apply(_:checking:)``): a change of a few rows to a list of many costs
+    /// moving the rows after each changed one, not copying the list. An array of the rows a caller still holds (from
+    /// ``sections``, say) is copied first and keeps what it had.
+    ///
     /// - Throws: `ChangeSetError` when the change set does not fit this list; the list is left unchanged.
     public func apply(_ change: ResultsChange<Element>) throws {
-        var list = self.state.list
         if change.cause == .initial {
             let changeSet = change.changeSet
             let sectioned = !changeSet.insertedSections.isEmpty || (changeSet.rowChanges.isEmpty && self.isSectioned)
-            list = sectioned ? SectionedList() : SectionedList(unsectioned: [])
+            var list = sectioned ? SectionedList<Element>() : SectionedList(unsectioned: [])
+            try Self.apply(changeSet, to: &list)
+            self.state = State(
+                list: list, seq: change.seq, pendingIDs: change.pendingIDs, lastChangeSet: changeSet)
+            return
         }
-        self.state = State(
-            list: try Self.applying(change.changeSet, to: list), seq: change.seq, pendingIDs: change.pendingIDs,
-            lastChangeSet: change.changeSet)
+        // Checked before `state` is touched, so that a change set that does not fit tells observers nothing; then
+        // one access to `state`, so that they are told once.
+        let prepared = try Self.prepare(change.changeSet, for: self.state.list)
+        self.state.apply(prepared, change.changeSet) { state in
+            state.seq = change.seq
+            state.pendingIDs = change.pendingIDs
+        }
     }
 
     /// Applies a change set (validated first). Observers are told once, after the change.
     ///
     /// - Throws: `ChangeSetError` when the change set does not fit this list; the list is left unchanged.
     public func apply(_ changeSet: ChangeSet<Element>) throws {
-        var state = self.state
-        state.list = try Self.applying(changeSet, to: state.list)
-        state.lastChangeSet = changeSet
-        self.state = state
+        let prepared = try Self.prepare(changeSet, for: self.state.list)  // see `apply(_:)` above
+        self.state.apply(prepared, changeSet) { _ in }
     }
 
     /// Shows a controller: applies its current state, then each of its changes as it comes, until the controller
@@ -132,13 +141,22 @@ public final class ListModel<Element: RowConvertible> {
         }
     }
 
-    /// The list after `changeSet`, checked the way a table view checks its batch updates.
-    private static func applying(
-        _ changeSet: ChangeSet<Element>, to list: SectionedList<Element>
-    ) throws -> SectionedList<Element> {
-        let next = try list.applying(changeSet)
-        try changeSet.validate(oldSectionCounts: list.sectionCounts, newSectionCounts: next.sectionCounts)
-        return next
+    /// Applies `changeSet` to `list` in place, checked the way a table view checks its batch updates; `list` is
+    /// unchanged when it throws.
+    fileprivate static func apply(_ changeSet: ChangeSet<Element>, to list: inout SectionedList<Element>) throws {
+        try list.apply(changeSet) { old, new throws(ChangeSetError) in
+            try changeSet.validate(oldSectionCounts: old, newSectionCounts: new)
+        }
+    }
+
+    /// `changeSet` checked against `list` as ``apply(_:to:)`` checks it, ready to be carried out; changes nothing.
+    /// (`list` is borrowed: a copy held across the change that follows would make it copy every touched section.)
+    private static func prepare(
+        _ changeSet: ChangeSet<Element>, for list: borrowing SectionedList<Element>
+    ) throws -> SectionedList<Element>.PreparedChange {
+        try list.prepare(changeSet) { old, new throws(ChangeSetError) in
+            try changeSet.validate(oldSectionCounts: old, newSectionCounts: new)
+        }
     }
 
     // MARK: - Checking
@@ -175,5 +193,15 @@ extension ListModel {
         var seq: Int64 = 0
         var pendingIDs: Set<String> = []
         var lastChangeSet: ChangeSet<Element>? = nil
+
+        /// Carries out `changeSet`, prepared against this state's list, then `rest`.
+        mutating func apply(
+            _ prepared: SectionedList<Element>.PreparedChange, _ changeSet: ChangeSet<Element>,
+            _ rest: (inout State) -> Void
+        ) {
+            self.list.perform(prepared, changeSet)
+            self.lastChangeSet = changeSet
+            rest(&self)
+        }
     }
 }
