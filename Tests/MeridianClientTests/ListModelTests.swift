@@ -17,7 +17,8 @@ import Testing
     func inPlace() throws {
         nonisolated(unsafe) let list = ListModel<Point>()
         let rows = (0..<1_000).map(Self.row)
-        try list.apply(try ChangeSet.between(old: SectionedList(unsectioned: []), new: SectionedList(unsectioned: rows)))
+        try list.apply(
+            try ChangeSet.between(old: SectionedList(unsectioned: []), new: SectionedList(unsectioned: rows)))
         #expect(list.allElements == rows)
         let held = list.sections
         let log = ObservationLog(read: { _ = list.allElements }, probe: {})

@@ -192,11 +192,13 @@ extension ChangeSetTests {
             case .insert(let id, let to, let e):
                 changes.rowChanges[k] = .insert(id: id, to: shifted(to, &generator), element: e)
             case .move(let id, let from, let to, let e, let c):
-                changes.rowChanges[k] = generator.chance(0.5)
+                changes.rowChanges[k] =
+                    generator.chance(0.5)
                     ? .move(id: id, from: shifted(from, &generator), to: to, element: e, changed: c)
                     : .move(id: id, from: from, to: shifted(to, &generator), element: e, changed: c)
             case .update(let id, let from, let to, let e, let c):
-                changes.rowChanges[k] = generator.chance(0.5)
+                changes.rowChanges[k] =
+                    generator.chance(0.5)
                     ? .update(id: id, from: shifted(from, &generator), to: to, element: e, changed: c)
                     : .update(id: id, from: from, to: shifted(to, &generator), element: e, changed: c)
             }
@@ -216,7 +218,8 @@ extension ChangeSetTests {
             switch (change, changes.rowChanges[j]) {
             case (.delete(let id, _), .delete(_, let from)), (.delete(let id, _), .move(_, let from, _, _, _)):
                 changes.rowChanges[k] = .delete(id: id, from: from)
-            case (.insert(let id, _, let e), .insert(_, let to, _)), (.insert(let id, _, let e), .move(_, _, let to, _, _)):
+            case (.insert(let id, _, let e), .insert(_, let to, _)),
+                (.insert(let id, _, let e), .move(_, _, let to, _, _)):
                 changes.rowChanges[k] = .insert(id: id, to: to, element: e)
             default:
                 changes.rowChanges.append(.delete(id: -1, from: change.oldPath ?? ListIndexPath(0, 0)))
@@ -228,7 +231,8 @@ extension ChangeSetTests {
                 changes.rowChanges[k] = .update(
                     id: id, from: from, to: ListIndexPath(to.section, to.row + shift), element: e, changed: c)
             default:
-                changes.rowChanges.append(.insert(id: -2, to: ListIndexPath(0, generator.int(0...9)), element: Item(-2)))
+                let to = ListIndexPath(0, generator.int(0...9))
+                changes.rowChanges.append(.insert(id: -2, to: to, element: Item(-2)))
             }
         }
         return changes
