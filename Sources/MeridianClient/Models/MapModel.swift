@@ -287,9 +287,20 @@ public final class MapModel {
 
     /// Applies a change set to a copy of the state, and publishes the copy (one observation) when it differs.
     private func apply(_ changeSet: ChangeSet<Row>, replacing: Bool) -> [MapEvent] {
-        var state = self.state
-        var changed = false
-        var events: [MapEvent] = []
+        // Worked out against the state as it is, then written in one access to it, in place: a copy of the state
+        // held while writing made every change copy every annotation. A change that changes nothing writes nothing,
+        // so no one is told.
+        let edit = Self.edit(changeSet, replacing: replacing, of: self.state, configuration: self.configuration)
+        guard edit.changed || !edit.events.isEmpty else { return edit.events }
+        self.state.apply(edit)
+        return edit.events
+    }
+
+    /// What `changeSet` does to a model showing `state`: its events and the writes that make them, `state` unchanged.
+    private static func edit(
+        _ changeSet: ChangeSet<Row>, replacing: Bool, of state: borrowing State, configuration: MapConfiguration
+    ) -> Edit {
+        var edit = Edit()
         // The changes are read in place, by index: `for change in` and `change.element` copied each whole change.
         let changes = changeSet.rowChanges
         // A model that shows nothing has nothing a replacement could remove (a first load: no set of every id).
@@ -302,25 +313,25 @@ public final class MapModel {
                 }
             }
             for id in state.annotations.keys.sorted(by: { $0.utf8Compare($1) < 0 }) where !shown.contains(id) {
-                state.annotations[id] = nil
-                events.append(MapEvent(.remove, id: id))
+                edit.place(id, nil, over: state)
+                edit.events.append(MapEvent(.remove, id: id))
             }
-            let unplaced = state.unplacedIDs.intersection(shown)
-            changed = unplaced != state.unplacedIDs
-            state.unplacedIDs = unplaced
+            for id in state.unplacedIDs where !shown.contains(id) {
+                edit.unplace(id, false, over: state)
+                edit.changed = true
+            }
         }
-        var inserts = 0
         for i in 0..<changes.count {
             switch changes[i] {
             case .delete(let id, _):
-                if state.annotations.removeValue(forKey: id) != nil { events.append(MapEvent(.remove, id: id)) }
-                if state.unplacedIDs.remove(id) != nil { changed = true }
-            case .insert: inserts += 1
-            case .move, .update: break
+                if edit.annotation(id, over: state) != nil {
+                    edit.place(id, nil, over: state)
+                    edit.events.append(MapEvent(.remove, id: id))
+                }
+                if edit.unplace(id, false, over: state) { edit.changed = true }
+            case .insert, .move, .update: break
             }
         }
-        // Room for the inserted rows at once, instead of growing (and rehashing) as a large load comes in.
-        if inserts > 0 { state.annotations.reserveCapacity(state.annotations.count + inserts) }
         for i in 0..<changes.count {
             let row: Row
             switch changes[i] {
@@ -329,35 +340,31 @@ public final class MapModel {
             case .delete:
                 continue
             }
-            let old = state.annotations[row.id]
-            let new = self.configuration.annotation(for: row)
+            let old = edit.annotation(row.id, over: state)
+            let new = configuration.annotation(for: row)
             switch (old, new) {
             case (nil, let new?):
-                state.unplacedIDs.remove(row.id)
-                state.annotations[row.id] = new
-                events.append(MapEvent(.add, id: row.id, annotation: new))
+                edit.unplace(row.id, false, over: state)
+                edit.place(row.id, new, over: state)
+                edit.events.append(MapEvent(.add, id: row.id, annotation: new))
             case (_?, nil):
-                state.annotations[row.id] = nil
-                state.unplacedIDs.insert(row.id)
-                events.append(MapEvent(.remove, id: row.id))
-                events.append(MapEvent(.unplaced, id: row.id))
+                edit.place(row.id, nil, over: state)
+                edit.unplace(row.id, true, over: state)
+                edit.events.append(MapEvent(.remove, id: row.id))
+                edit.events.append(MapEvent(.unplaced, id: row.id))
             case (let old?, let new?):
                 if old.coordinate != new.coordinate {
-                    state.annotations[row.id] = new
-                    events.append(MapEvent(.move, id: row.id, annotation: new))
+                    edit.place(row.id, new, over: state)
+                    edit.events.append(MapEvent(.move, id: row.id, annotation: new))
                 } else if old.title != new.title || old.subtitle != new.subtitle {
-                    state.annotations[row.id] = new
-                    events.append(MapEvent(.retitle, id: row.id, annotation: new))
+                    edit.place(row.id, new, over: state)
+                    edit.events.append(MapEvent(.retitle, id: row.id, annotation: new))
                 }
             case (nil, nil):
-                if state.unplacedIDs.insert(row.id).inserted { events.append(MapEvent(.unplaced, id: row.id)) }
+                if edit.unplace(row.id, true, over: state) { edit.events.append(MapEvent(.unplaced, id: row.id)) }
             }
         }
-        if changed || !events.isEmpty {
-            state.lastEvents = events
-            self.state = state
-        }
-        return events
+        return edit
     }
 
     /// A typed change set with its rows re-encoded from the model values.
@@ -394,5 +401,65 @@ extension MapModel {
         var annotations: [String: Annotation] = [:]
         var unplacedIDs: Set<String> = []
         var lastEvents: [MapEvent] = []
+
+        /// Writes an edit worked out against this state, in place.
+        mutating func apply(_ edit: Edit) {
+            for id in edit.removed { self.annotations.removeValue(forKey: id) }
+            if self.annotations.isEmpty {
+                self.annotations = edit.placed  // a first load: the edit's table is the model's
+            } else {
+                // Room for the new annotations at once, instead of growing (and rehashing) as a large load comes in.
+                self.annotations.reserveCapacity(self.annotations.count + edit.placed.count)
+                for (id, annotation) in edit.placed { self.annotations[id] = annotation }
+            }
+            for id in edit.unplacedRemoved { self.unplacedIDs.remove(id) }
+            self.unplacedIDs.formUnion(edit.unplacedAdded)
+            self.lastEvents = edit.events
+        }
+    }
+
+    /// What one change set does to a model: the annotations and unplaced ids it writes, over the state it was worked
+    /// out against (which it reads, and never holds: see `MapModel.apply`), and its events.
+    struct Edit {
+        /// Annotations added or changed (never in `removed`).
+        var placed: [String: Annotation] = [:]
+        /// Annotations of the state removed.
+        var removed: Set<String> = []
+        /// Unplaced ids added (not in the state's) and removed (of the state's).
+        var unplacedAdded: Set<String> = []
+        var unplacedRemoved: Set<String> = []
+        var events: [MapEvent] = []
+        /// Whether the unplaced ids changed where no event says so (a deleted or no longer shown unplaced row).
+        var changed = false
+
+        /// The annotation of `id` after the edit so far.
+        func annotation(_ id: String, over state: borrowing State) -> Annotation? {
+            if let annotation = self.placed[id] { return annotation }
+            if self.removed.contains(id) { return nil }
+            return state.annotations[id]
+        }
+
+        /// Sets (or, for nil, removes) the annotation of `id`.
+        mutating func place(_ id: String, _ annotation: Annotation?, over state: borrowing State) {
+            if let annotation {
+                self.placed[id] = annotation
+                self.removed.remove(id)
+            } else {
+                self.placed[id] = nil
+                if state.annotations[id] != nil { self.removed.insert(id) }
+            }
+        }
+
+        /// Makes `id` unplaced or not; whether that changed it (as `Set.insert`'s `inserted`, `Set.remove`'s result).
+        @discardableResult
+        mutating func unplace(_ id: String, _ unplaced: Bool, over state: borrowing State) -> Bool {
+            let inState = state.unplacedIDs.contains(id)
+            if unplaced {
+                if inState { return self.unplacedRemoved.remove(id) != nil }
+                return self.unplacedAdded.insert(id).inserted
+            }
+            if inState { return self.unplacedRemoved.insert(id).inserted }
+            return self.unplacedAdded.remove(id) != nil
+        }
     }
 }
