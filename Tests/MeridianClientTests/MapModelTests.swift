@@ -9,9 +9,6 @@ import MeridianClient
 import MeridianCore
 import Testing
 
-/// Core's seedable generator (this module has a generator of its own by that name).
-private typealias Random = MeridianCore.SplitMix64
-
 @Suite struct MapModelTests {
     static let configuration = MapConfiguration(latitude: "latitude", longitude: "longitude", title: "title")
 
@@ -70,8 +67,8 @@ private typealias Random = MeridianCore.SplitMix64
 
     @Test("random change sets: the same events, annotations and unplaced ids as a copy changed step by step")
     func randomChangeSets() {
-        let seed = Random.seedFromEnvironment()
-        var rng = Random(seed: seed)
+        let seed = SplitMix64.seedFromEnvironment()
+        var rng = SplitMix64(seed: seed)
         for round in 0..<40 {
             nonisolated(unsafe) let model = MapModel(Self.configuration)
             var reference = Reference()
@@ -96,7 +93,8 @@ private typealias Random = MeridianCore.SplitMix64
                 let replacing = Int.random(in: 0..<8, using: &rng) == 0
                 let held = model.annotations  // a caller's copy keeps what it had
                 let before = reference.annotations
-                let events = model.apply(ResultsChange(seq: 1, changeSet: changeSet, cause: replacing ? .initial : .remote))
+                let events = model.apply(
+                    ResultsChange(seq: 1, changeSet: changeSet, cause: replacing ? .initial : .remote))
                 let expected = reference.apply(changeSet, replacing: replacing)
                 if expected.told { told += 1 }
                 let label = "MERIDIAN_SEED=\(seed) round \(round) step \(step): \(changeSet)"
@@ -111,7 +109,7 @@ private typealias Random = MeridianCore.SplitMix64
     }
 
     /// A row of `id` with a title of a few and a coordinate that is sometimes missing or out of range.
-    private static func row(_ id: String, _ rng: inout Random) -> Row {
+    static func row(_ id: String, _ rng: inout SplitMix64) -> Row {
         var values: [String: Value] = ["title": .string("t\(Int.random(in: 0..<3, using: &rng))")]
         switch Int.random(in: 0..<5, using: &rng) {
         case 0: break  // no coordinate: unplaced

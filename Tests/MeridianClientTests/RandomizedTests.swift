@@ -5,25 +5,13 @@ import MeridianCore
 import MeridianProto
 import Testing
 
-/// A small deterministic generator (SplitMix64), so a failure reproduces from its seed.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        self.state &+= 0x9E37_79B9_7F4A_7C15
-        var z = self.state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 @Suite("Randomized remote transactions", .timeLimit(.minutes(5)))
 struct RandomizedTests {
     @Test(
         "10,000 random transactions: every controller equals the query, every change set validates",
         arguments: [7 as UInt64])
     func randomTransactions(seed: UInt64) async throws {
-        var random = SplitMix64(state: seed)
+        var random = SplitMix64(seed: seed)
         let harness = try await Harness()
         let ids = (0..<60).map { "r\($0)" }
         func randomRow(_ id: String) -> Row {

@@ -294,7 +294,7 @@ struct ServerTests {
                             try await withConnectedContainer(port: port) { writer in
                                 let all = try await writer.controller(for: FetchRequest(entity: "Point"))
                                 try await all.waitUntilLoaded()
-                                var random = SplitMix64(state: UInt64(11 + writerIndex))
+                                var random = SplitMix64(seed: UInt64(11 + writerIndex))
                                 var exists = Set<String>()
                                 var last = PendingTransaction?.none
                                 for _ in 0..<2_500 {

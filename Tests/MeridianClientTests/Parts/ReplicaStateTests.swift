@@ -516,7 +516,7 @@ struct ReplicaStateTests {
         // Three subscriptions of one entity (the rows', being reset or not; one reset in the same step or not; one
         // not); cached rows at older and newer seqs than the rows', shared or not; rows new to the cache; subscriptions
         // already named in the step's work or not. Odd arguments record changes for a cache file.
-        var generator = SplitMix64(state: 0x5A17 &+ UInt64(recording))
+        var generator = SplitMix64(seed: 0x5A17 &+ UInt64(recording))
         func row(_ n: UInt64, _ prefix: String) -> VersionedRow {
             self.versioned(point("p\(n)", "\(prefix)\(generator.next() % 3)", Int64(n)), Int64(generator.next() % 4))
         }
@@ -566,7 +566,7 @@ struct ReplicaStateTests {
         // wins). Adopted only when nothing of the entity is cached and no other subscription is to be told; then the
         // cache, the members, the work and what is recorded are those of storing the rows one by one, and the cache is
         // held at its size.
-        var generator = SplitMix64(state: 0xF12_57 &+ UInt64(recording))
+        var generator = SplitMix64(seed: 0xF12_57 &+ UInt64(recording))
         var adoptions = 0
         var refusals = 0
         for _ in 0..<300 {
