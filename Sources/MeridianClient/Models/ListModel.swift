@@ -25,7 +25,7 @@ public import Observation
 ///   ``follow(_:isolation:onChange:)`` runs on its caller's executor for the same reason.
 @Observable
 public final class ListModel<Element: RowConvertible> {
-    /// Everything the model shows, replaced as a whole by each applied change: one observation per change.
+    /// Everything the model shows, changed in place by each applied change, in one access: one observation per change.
     private var state: State
 
     /// Whether the list is sectioned by a section key (an empty sectioned list has no sections).

@@ -201,7 +201,8 @@ public struct MapConfiguration: Sendable, Hashable {
 public final class MapModel {
     /// The attributes read.
     public let configuration: MapConfiguration
-    /// Everything the model shows, replaced as a whole by each change that changes it: one observation per change.
+    /// Everything the model shows, changed in place, in one access, by each change that changes it: one observation
+    /// per change.
     private var state = State()
 
     /// Creates an empty map model.
