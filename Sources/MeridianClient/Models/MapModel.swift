@@ -286,7 +286,7 @@ public final class MapModel {
         }
     }
 
-    /// Applies a change set to a copy of the state, and publishes the copy (one observation) when it differs.
+    /// Works a change set out against the state, then writes it in place (one observation) when it changes anything.
     private func apply(_ changeSet: ChangeSet<Row>, replacing: Bool) -> [MapEvent] {
         // Worked out against the state as it is, then written in one access to it, in place: a copy of the state
         // held while writing made every change copy every annotation. A change that changes nothing writes nothing,
@@ -322,6 +322,7 @@ public final class MapModel {
                 edit.changed = true
             }
         }
+        var inserts = 0
         for i in 0..<changes.count {
             switch changes[i] {
             case .delete(let id, _):
@@ -330,9 +331,12 @@ public final class MapModel {
                     edit.events.append(MapEvent(.remove, id: id))
                 }
                 if edit.unplace(id, false, over: state) { edit.changed = true }
-            case .insert, .move, .update: break
+            case .insert: inserts += 1
+            case .move, .update: break
             }
         }
+        // Room for the inserted rows at once, instead of growing (and rehashing) as a large load comes in.
+        if inserts > 0 { edit.placed.reserveCapacity(inserts) }
         for i in 0..<changes.count {
             let row: Row
             switch changes[i] {
