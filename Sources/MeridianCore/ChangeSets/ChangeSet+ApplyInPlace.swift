@@ -264,6 +264,10 @@ extension SectionedList {
 
     /// Removes the rows at `rows` (ascending, distinct, in range): the rows between two removed ones move down as
     /// one block, each row at most once.
+    ///
+    /// A block's source and destination overlap: `moveInitialize(from:count:)` picks the direction that handles it
+    /// (front to back when moving down, back to front when moving up), as the standard library implements it and
+    /// documents for its buffer forms; only the part of the destination outside the source must be uninitialized.
     private static func remove(rows: [Int], from elements: inout [Element]) {
         let n = elements.count
         let k = rows.count
