@@ -193,7 +193,7 @@ enum ClientBenchmark {
         for batch in batches {
             let started = clock.now
             try await context.receive(batch)
-            samples.append(Double((clock.now - started).components.attoseconds) / 1e12)
+            samples.append((clock.now - started) / .microseconds(1))
         }
         await controller.close()
         _ = try await consumer.value
@@ -210,8 +210,7 @@ enum ClientBenchmark {
         inPlace: Double, copying: Double, firstLoad: Double, firstLoadCopying: Double
     ) {
         let model = ListModel<MeridianCore.Row>(sectioned: false)
-        var initial = ChangeSet<MeridianCore.Row>()
-        initial.rowChanges = (0..<rows).map { .insert(id: "p\($0)", to: ListIndexPath(0, $0), element: Self.row($0)) }
+        let initial = Self.firstLoad(rows: rows)
         let clock = ContinuousClock()
         let copyingLoadStarted = clock.now
         do {
@@ -219,10 +218,10 @@ enum ClientBenchmark {
             let copy = try empty.applying(initial)
             try initial.validate(oldSectionCounts: empty.sectionCounts, newSectionCounts: copy.sectionCounts)
         }
-        let firstLoadCopying = Double((clock.now - copyingLoadStarted).components.attoseconds) / 1e15
+        let firstLoadCopying = (clock.now - copyingLoadStarted) / .milliseconds(1)
         let loadStarted = clock.now
         try model.apply(initial)
-        let firstLoad = Double((clock.now - loadStarted).components.attoseconds) / 1e15
+        let firstLoad = (clock.now - loadStarted) / .milliseconds(1)
         var rng = SystemRandomNumberGenerator()
         var inPlace: [Double] = []
         var copying: [Double] = []
@@ -243,14 +242,21 @@ enum ClientBenchmark {
                 let copy = try model.list.applying(changeSet)
                 try changeSet.validate(oldSectionCounts: model.list.sectionCounts, newSectionCounts: copy.sectionCounts)
             }
-            copying.append(Double((clock.now - copyStarted).components.attoseconds) / 1e12)
+            copying.append((clock.now - copyStarted) / .microseconds(1))
             let started = clock.now
             try model.apply(changeSet)
-            inPlace.append(Double((clock.now - started).components.attoseconds) / 1e12)
+            inPlace.append((clock.now - started) / .microseconds(1))
         }
         inPlace.sort()
         copying.sort()
         return (inPlace[inPlace.count / 2], copying[copying.count / 2], firstLoad, firstLoadCopying)
+    }
+
+    /// Rows 0..<`rows` inserted into an empty unsectioned list: a model's first load.
+    static func firstLoad(rows: Int) -> ChangeSet<MeridianCore.Row> {
+        var changeSet = ChangeSet<MeridianCore.Row>()
+        changeSet.rowChanges = (0..<rows).map { .insert(id: "p\($0)", to: ListIndexPath(0, $0), element: Self.row($0)) }
+        return changeSet
     }
 
     /// A map model of `rows` annotations, then `changes` change sets of one row moved to another coordinate: the
@@ -259,9 +265,7 @@ enum ClientBenchmark {
     /// states.
     static func measureMapModel(rows: Int, changes: Int) -> (apply: Double, copy: Double) {
         let model = MapModel(MapConfiguration(latitude: "latitude", longitude: "longitude", title: "title"))
-        var initial = ChangeSet<MeridianCore.Row>()
-        initial.rowChanges = (0..<rows).map { .insert(id: "p\($0)", to: ListIndexPath(0, $0), element: Self.row($0)) }
-        model.apply(initial)
+        model.apply(Self.firstLoad(rows: rows))
         var rng = SystemRandomNumberGenerator()
         var applied: [Double] = []
         var copied: [Double] = []
@@ -280,10 +284,10 @@ enum ClientBenchmark {
                 var copy = model.annotations
                 copy[row.id] = nil
             }
-            copied.append(Double((clock.now - copyStarted).components.attoseconds) / 1e12)
+            copied.append((clock.now - copyStarted) / .microseconds(1))
             let started = clock.now
             model.apply(changeSet)
-            applied.append(Double((clock.now - started).components.attoseconds) / 1e12)
+            applied.append((clock.now - started) / .microseconds(1))
         }
         applied.sort()
         copied.sort()
@@ -341,7 +345,7 @@ enum ClientBenchmark {
             let changeSet = try ChangeSet.between(old: previous, new: next)
             precondition(!changeSet.isEmpty)
             previous = next
-            samples.append(Double((clock.now - started).components.attoseconds) / 1e12)
+            samples.append((clock.now - started) / .microseconds(1))
         }
         samples.sort()
         return samples[samples.count / 2]
