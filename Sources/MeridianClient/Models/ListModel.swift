@@ -92,7 +92,8 @@ public final class ListModel<Element: RowConvertible> {
             let changeSet = change.changeSet
             let sectioned = !changeSet.insertedSections.isEmpty || (changeSet.rowChanges.isEmpty && self.isSectioned)
             var list = sectioned ? SectionedList<Element>() : SectionedList(unsectioned: [])
-            try Self.apply(changeSet, to: &list)
+            let prepared = try Self.prepare(changeSet, for: list)
+            list.perform(prepared, changeSet)
             self.state = State(
                 list: list, seq: change.seq, pendingIDs: change.pendingIDs, lastChangeSet: changeSet)
             return
@@ -141,15 +142,8 @@ public final class ListModel<Element: RowConvertible> {
         }
     }
 
-    /// Applies `changeSet` to `list` in place, checked the way a table view checks its batch updates; `list` is
-    /// unchanged when it throws.
-    fileprivate static func apply(_ changeSet: ChangeSet<Element>, to list: inout SectionedList<Element>) throws {
-        try list.apply(changeSet) { old, new throws(ChangeSetError) in
-            try changeSet.validate(oldSectionCounts: old, newSectionCounts: new)
-        }
-    }
-
-    /// `changeSet` checked against `list` as ``apply(_:to:)`` checks it, ready to be carried out; changes nothing.
+    /// `changeSet` checked against `list` the way a table view checks its batch updates, ready to be carried out;
+    /// changes nothing.
     /// (`list` is borrowed: a copy held across the change that follows would make it copy every touched section.)
     private static func prepare(
         _ changeSet: ChangeSet<Element>, for list: borrowing SectionedList<Element>
