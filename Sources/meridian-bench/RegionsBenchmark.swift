@@ -8,7 +8,9 @@
 // - p99 from just before the writer's Apply to the row's arrival at its client (both clocks are the machine's
 //   monotonic clock), against the same run with 10 clients (the ceiling: the goal is within 3x);
 // - the server's memory per idle connected client: the server process's resident set (`VmRSS`) once every client is
-//   subscribed and idle, minus before the first one connected, over N (the goal: at most 64 KiB).
+//   subscribed and idle, minus before the first one connected, over N (the goal: at most 64 KiB);
+// - the same for N clients that said Hello and subscribed to nothing (a server of its own): what the stream costs
+//   before any subscription, against a trivial gRPC server's idle stream (`raw-server`).
 // The server is its own process so that its resident set is its own; the clients share this process and decode by
 // hand (as the other server cases do). With `--auth`, the server checks JWTs (`--auth jwt`, an HS256 secret) and every
 // client and the writer carry a token of their own subject, valid for an hour.
@@ -84,6 +86,7 @@ enum RegionsBenchmark {
         let clients = "\(options.clients)\(options.auth ? " authenticated" : "") clients"
         let few = try await self.measure(bin: bin, clients: min(10, options.clients), options)
         let many = try await self.measure(bin: bin, clients: options.clients, options)
+        let helloOnly = try await self.measureHelloOnly(bin: bin, clients: options.clients, options)
         let raw = try await self.measureRawIdle(clients: options.clients)
         printer.note(
             String(
@@ -94,6 +97,10 @@ enum RegionsBenchmark {
                 format: "  server memory per idle client: %.1f KiB; raw gRPC per idle stream (a trivial service, "
                     + "one stream per connection): %.1f KiB",
                 many.bytesPerClient / 1024, raw / 1024))
+        printer.note(
+            String(
+                format: "  of which before any subscription (clients that said Hello only): %.1f KiB",
+                helloOnly / 1024))
         return [
             BenchFigure(
                 bench: "server", name: "p99 write to client (the durable commit included), \(clients) on own regions",
@@ -104,6 +111,10 @@ enum RegionsBenchmark {
             BenchFigure(
                 bench: "server", name: "server memory per idle client over raw gRPC's, \(clients)",
                 value: many.bytesPerClient / 1024, unit: "KiB", ceiling: raw / 1024),
+            BenchFigure(
+                bench: "server",
+                name: "server memory per idle client that said Hello only, over raw gRPC's, \(clients)",
+                value: helloOnly / 1024, unit: "KiB", ceiling: raw / 1024),
         ]
     }
 
@@ -119,14 +130,7 @@ enum RegionsBenchmark {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try Self.schemaYAML.write(toFile: directory + "/regions.yaml", atomically: true, encoding: .utf8)
-        var authentication: [String] = []
-        var signer: SigningKey?
-        if options.auth {
-            let secret = directory + "/hs256.secret"
-            try String(repeating: "b", count: 48).write(toFile: secret, atomically: true, encoding: .utf8)
-            authentication = ["--auth", "jwt", "--jwt-key", secret]
-            signer = try await SigningKey.load(contentsOf: secret)
-        }
+        let (authentication, signer) = try await Self.authentication(options, directory: directory)
         let (server, address) = try BulkBenchmark.startServer(
             bin: bin, db: directory + "/store.sqlite", schema: directory + "/regions.yaml",
             ["--max-connections", String(clients + 16)] + authentication)
@@ -174,6 +178,66 @@ enum RegionsBenchmark {
             return Measured(
                 p50: percentile(0.5), p99: percentile(0.99),
                 bytesPerClient: Double(idle - before) / Double(clients))
+        }
+    }
+
+    /// The server's resident bytes per idle stream of `clients` clients that said Hello, subscribed to nothing and
+    /// got their Welcome, on a fresh server process: the part of ``measure(bin:clients:_:)``'s figure a stream costs
+    /// before its first subscription.
+    static func measureHelloOnly(bin: String, clients: Int, _ options: Options) async throws -> Double {
+        let directory = NSTemporaryDirectory() + "meridian-bench-regions-hello-\(getpid())-\(clients)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try Self.schemaYAML.write(toFile: directory + "/regions.yaml", atomically: true, encoding: .utf8)
+        let (authentication, signer) = try await Self.authentication(options, directory: directory)
+        let (server, address) = try BulkBenchmark.startServer(
+            bin: bin, db: directory + "/store.sqlite", schema: directory + "/regions.yaml",
+            ["--max-connections", String(clients + 16)] + authentication)
+        defer { BulkBenchmark.stop(server) }
+        guard let port = Int(address.split(separator: ":").last ?? "") else {
+            throw BulkBenchmark.BenchError(description: "meridian-server printed an address without a port: \(address)")
+        }
+        let (readyStream, readyContinuation) = AsyncStream<Void>.makeStream()
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            let before = self.residentBytes(of: server.processIdentifier)
+            for index in 0..<clients {
+                group.addTask { [signer] in
+                    try await self.helloOnlyClient(
+                        port: port, metadata: try await self.metadata(signer, subject: "client\(index)"),
+                        ready: { readyContinuation.yield() })
+                }
+            }
+            var ready = 0
+            for await _ in readyStream {
+                ready += 1
+                if ready == clients { break }
+            }
+            try await Task.sleep(for: .seconds(1))
+            let idle = self.residentBytes(of: server.processIdentifier)
+            group.cancelAll()
+            return Double(idle - before) / Double(clients)
+        }
+    }
+
+    /// A client that says Hello with no subscription, says when its Welcome arrived, and stays connected until
+    /// cancelled.
+    static func helloOnlyClient(port: Int, metadata: Metadata, ready: @escaping @Sendable () -> Void) async throws {
+        let transport = try ServerBenchmark.clientTransport(port: port)
+        try await withGRPCClient(transport: transport) { client in
+            let meridian = Meridian_V1_Meridian.Client(wrapping: client)
+            let (requests, continuation) = AsyncStream<Meridian_V1_SyncRequest>.makeStream()
+            var hello = Meridian_V1_SyncRequest()
+            hello.hello.protocolVersion = ProtocolVersion.current
+            continuation.yield(hello)
+            defer { continuation.finish() }
+            try await meridian.syncDecodingRowsByHand(
+                metadata: metadata,
+                requestProducer: { writer in for await request in requests { try await writer.write(request) } },
+                onResponse: { response in
+                    for try await message in response.messages {
+                        if case .welcome = message.kind { ready() }
+                    }
+                })
         }
     }
 
@@ -227,6 +291,14 @@ enum RegionsBenchmark {
             fflush(nil)
             try await group.waitForAll()
         }
+    }
+
+    /// The server's authentication flags and the clients' signer, with `--auth` (an HS256 secret in `directory`).
+    static func authentication(_ options: Options, directory: String) async throws -> ([String], SigningKey?) {
+        guard options.auth else { return ([], nil) }
+        let secret = directory + "/hs256.secret"
+        try String(repeating: "b", count: 48).write(toFile: secret, atomically: true, encoding: .utf8)
+        return (["--auth", "jwt", "--jwt-key", secret], try await SigningKey.load(contentsOf: secret))
     }
 
     /// A call's metadata for `subject`: its token (valid for an hour) when the server checks them, else none.
