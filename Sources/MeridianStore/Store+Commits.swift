@@ -11,7 +11,8 @@ extension Store {
     ///
     /// Commits of other processes are detected by polling `PRAGMA data_version` on a dedicated read-only
     /// connection, on a thread of its own (``CommitPoller``), which costs a few microseconds per poll when nothing
-    /// changes. Consecutive commits may be coalesced into one element (only the newest is buffered); every element
+    /// changes; on Linux, while no process writes the store's files, the poller waits for the next write (inotify)
+    /// instead, polling once a second at the least. Consecutive commits may be coalesced into one element (only the newest is buffered); every element
     /// is a commit boundary. Ending the iteration (or cancelling its task) stops the polling.
     ///
     /// ```swift
@@ -30,8 +31,12 @@ extension Store {
     /// declined, and other processes' commits). The server's fan-out follows this way (at most one follower per
     /// store: a new one replaces the last). While `follower` runs, no other commit starts: it must be short, and must
     /// not wait for the store's writer.
+    ///
+    /// `idlePoll`: how often the poller polls at the least while no process writes the store's files (it then waits
+    /// for a write instead of polling every `pollInterval`; see ``CommitPoller``).
     package func commits(
-        pollInterval: Duration, follower: (@Sendable (_ seq: Int64, _ rows: Int) -> Bool)?
+        pollInterval: Duration, idlePoll: Duration = .seconds(1),
+        follower: (@Sendable (_ seq: Int64, _ rows: Int) -> Bool)?
     ) -> CommitSequence {
         let (stream, continuation) = AsyncStream<Int64>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let id = self.notifier.add(continuation, follower: follower)
@@ -39,7 +44,9 @@ extension Store {
         if let path = self.path,
             let queue = try? DatabaseQueue(path: path, configuration: Configuration().grdb(readonly: true))
         {
-            let poller = CommitPoller(queue: queue, interval: pollInterval, counter: notifier.pollers) { seq in
+            let poller = CommitPoller(
+                queue: queue, path: path, interval: pollInterval, idlePoll: idlePoll, counter: notifier.pollers
+            ) { seq in
                 notifier.offer(seq, to: id)
             }
             continuation.onTermination = { _ in
@@ -67,38 +74,85 @@ extension Store {
 /// thread of the cooperative pool for every poll, and each poll prepared its statement anew — an idle server spent
 /// 32–40 ms of CPU a second, nearly all of it polling every 5 ms; 8–12 ms with this thread (docs/store.md). Here a
 /// poll is one wake-up and one cached statement.
+///
+/// And it polls only while the store's files are being written (on Linux, a file store, an `interval` under
+/// `idlePoll`): once nothing was written to them for ``activeWindow`` — no commit of any process, this one's
+/// included — it waits for the next write (``StoreFileWatch``), or `idlePoll` at most, instead of waking every
+/// `interval`. A commit becomes visible after its write (and flush), so every write starts another window of polls
+/// every `interval`: a commit is seen within about `interval` of becoming visible unless it lands more than
+/// ``activeWindow`` after its last write (a flush that slow), and then within `idlePoll`.
 final class CommitPoller: Sendable {
+    /// How long the poller keeps polling every interval after the store's files were last written, or a commit seen.
+    static let activeWindow: Duration = .seconds(1)
+
     private let condition = NSCondition()
     private nonisolated(unsafe) var stopped = false  // guarded by `condition`
+    #if canImport(Glibc)
+        private let watch: StoreFileWatch?
+    #endif
 
-    /// - Parameter counter: Counts the running pollers' threads (one more until this one's ends).
+    /// - Parameters:
+    ///   - path: The store file, watched for writes while nothing changes (`nil`: poll every `interval` throughout).
+    ///   - idlePoll: How often to poll at the least while the store's files are not written.
+    ///   - counter: Counts the running pollers' threads (one more until this one's ends) and their polls.
     init(
-        queue: DatabaseQueue, interval: Duration, counter: PollerCounter,
-        found: @escaping @Sendable (Int64) -> Void
+        queue: DatabaseQueue, path: String?, interval: Duration, idlePoll: Duration = .seconds(1),
+        counter: PollerCounter, found: @escaping @Sendable (Int64) -> Void
     ) {
         counter.value.add(1, ordering: .relaxed)
         let seconds = Double(max(0, interval.nanoseconds)) / 1e9
+        #if canImport(Glibc)
+            let watch = interval < idlePoll ? path.flatMap { StoreFileWatch(path: $0) } : nil
+            self.watch = watch
+        #endif
         let thread = Thread { [self] in
             defer {
                 try? queue.close()
                 counter.value.subtract(1, ordering: .relaxed)
             }
             var dataVersion: Int64? = nil
+            var lastActivity = ContinuousClock.now
+            #if canImport(Glibc)
+                var watch = watch
+            #endif
             while true {
+                counter.polls.add(1, ordering: .relaxed)
                 let poll = try? queue.inDatabase { db -> (Int64, Int64?) in
                     let statement = try db.cachedStatement(sql: "PRAGMA data_version")
                     let version = try Int64.fetchOne(statement) ?? 0
                     return (version, version == dataVersion ? nil : try Store.latestSeq(db))
                 }
                 if let poll {
+                    if dataVersion != nil, poll.0 != dataVersion { lastActivity = .now }
                     dataVersion = poll.0
                     if let seq = poll.1 { found(seq) }
                 }
+                #if canImport(Glibc)
+                    if let files = watch {
+                        if files.drain() { lastActivity = .now }
+                        if lastActivity.duration(to: .now) >= Self.activeWindow {
+                            switch files.wait(timeout: idlePoll) {
+                            case .stopped: return
+                            case .written: lastActivity = .now
+                            case .timeout: break
+                            case .failed: watch = nil  // polled every interval from now on
+                            }
+                            guard !self.isStopped else { return }
+                            continue
+                        }
+                    }
+                #endif
                 guard self.sleep(seconds) else { return }
             }
         }
         thread.name = "meridian.commits"
         thread.start()
+    }
+
+    private var isStopped: Bool {
+        self.condition.lock()
+        defer { self.condition.unlock() }
+        return self.stopped
     }
 
     /// Sleeps for `seconds`, or until stopped; `false` once stopped.
@@ -118,6 +172,9 @@ final class CommitPoller: Sendable {
         self.stopped = true
         self.condition.signal()
         self.condition.unlock()
+        #if canImport(Glibc)
+            self.watch?.stop()
+        #endif
     }
 }
 
@@ -142,15 +199,19 @@ public struct CommitSequence: AsyncSequence, Sendable {
     }
 }
 
-/// How many of a store's ``CommitPoller`` threads are running.
+/// How many of a store's ``CommitPoller`` threads are running, and how many polls they made.
 final class PollerCounter: Sendable {
     let value = Atomic<Int>(0)
+    let polls = Atomic<Int>(0)
 }
 
 extension Store {
     /// How many threads polling for other processes' commits run for this store's ``commits(pollInterval:)``
     /// subscriptions: one per subscription on a file store, until it ends (tests check that none outlives it).
     package var runningCommitPollers: Int { self.notifier.pollers.value.load(ordering: .relaxed) }
+
+    /// How many polls of `PRAGMA data_version` this store's pollers made so far (tests check that an idle one waits).
+    package var commitPolls: Int { self.notifier.pollers.polls.load(ordering: .relaxed) }
 }
 
 extension Store {

@@ -130,6 +130,34 @@ import Testing
         try store.close()
     }
 
+    @Test(
+        "while nothing writes the store's files, its poller waits for a write instead of polling; a write wakes it",
+        .timeLimit(.minutes(5)))
+    func idlePollerWaits() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try Store.open(path: directory.storePath, schema: Fixtures.schema())
+        defer { try? store.close() }
+        // Every 2 ms while the files are written, and at the least once a minute while they are not: long past this
+        // test's waits, so that only a write can wake the poller in time.
+        var iterator = store.commits(pollInterval: .milliseconds(2), idlePoll: .seconds(60), follower: nil)
+            .makeAsyncIterator()
+        #expect(await iterator.next() == 0)
+        // Past the poller's first window of polls (a second), with nothing written since.
+        try await Task.sleep(for: .milliseconds(1_500))
+        let before = store.commitPolls
+        try await Task.sleep(for: .milliseconds(500))
+        let idle = store.commitPolls - before
+        #expect(idle <= 1, "\(idle) polls in 500 ms while nothing was written (every 2 ms would be ~250)")
+        // Another process's commit wakes it, long before the minute.
+        let start = ContinuousClock.now
+        try ChildProcess.sqlite3(directory.storePath, "INSERT INTO Tag (id, name) VALUES ('ext', 'shell');")
+        #expect(await iterator.next() == 1)
+        #expect(start.duration(to: .now) < .seconds(30), "the commit was seen only by the idle poll")
+        // And the next one, while the poller still polls after the last write.
+        try ChildProcess.sqlite3(directory.storePath, "UPDATE Tag SET name = 'again';")
+        #expect(await iterator.next() == 2)
+    }
+
     @Test("ending the iteration stops the subscription; closing the store ends the others", .timeLimit(.minutes(5)))
     func termination() async throws {
         let directory = try TemporaryDirectory()
