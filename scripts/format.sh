@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=format
 [ "${1:-}" = "--lint" ] && mode=lint
-files=$(git ls-files '*.swift' | grep -v -F -f .swiftformatignore || true)
+# Tracked files and new ones not yet added (but not ignored ones): a new file is checked before its first commit.
+files=$(git ls-files --cached --others --exclude-standard '*.swift' | grep -v -F -f .swiftformatignore || true)
 [ -n "$files" ] || exit 0
 if [ "$mode" = lint ]; then
     swift format lint --strict $files
