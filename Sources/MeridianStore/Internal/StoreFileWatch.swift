@@ -77,7 +77,7 @@
                 guard count > 0 else { return written }
                 var offset = 0
                 while offset + MemoryLayout<inotify_event>.size <= count {
-                    let event = (buffer + offset).load(as: inotify_event.self)
+                    let event = (buffer + offset).loadUnaligned(as: inotify_event.self)
                     let nameStart = buffer + offset + MemoryLayout<inotify_event>.size
                     if event.mask & UInt32(IN_Q_OVERFLOW) != 0 || self.isStoreFile(nameStart, Int(event.len)) {
                         written = true
@@ -105,6 +105,9 @@
                     if errno == EINTR { continue }
                     return .failed
                 }
+                // A descriptor in error would be ready at once, again and again: the watch is given up instead.
+                let broken = Int16(POLLERR) | Int16(POLLHUP) | Int16(POLLNVAL)
+                if fds[0].revents & broken != 0 || fds[1].revents & broken != 0 { return .failed }
                 if fds[0].revents != 0 { return .stopped }
                 // Events about other files of the directory (a log, another store) do not end the wait.
                 if fds[1].revents != 0, self.drain() { return .written }
