@@ -21,6 +21,7 @@
 //   `concurrentWriters` tasks at once; the last one sends them through the server, pipelined over one `ApplyStream`
 //   call with `pipelineWindow` unanswered (as a context sends a burst of saves, and `meridian import` its chunks).
 
+import CMeridianHeap
 import Dispatch
 import Foundation
 import GRPCCore
@@ -105,6 +106,10 @@ enum ServerBenchmark {
         var seconds: Double = 0
     }
 
+    /// `MERIDIAN_BENCH_ONLY=idle:N[:hello]` connects N clients to a server in this process, each subscribed to a
+    /// subscription of its own (or, with `hello`, to none), and prints the heap in use per idle client (glibc's
+    /// `mallinfo2`, both sides of the connection: not the resident set, so without its noise): for taking the
+    /// regions case's memory figure apart.
     /// `MERIDIAN_BENCH_ONLY=meridian:CLIENTS:ROWS[:RATE[:WRITERS[:RULES]]]` (or `raw:…`; an empty RATE is as fast
     /// as possible; WRITERS `pN` is one writer pipelining through the server with N unanswered; RULES is `off`,
     /// `distinct` or `on`, the rules table's cases) runs one case once, for profiling; `rules` runs the rules table;
@@ -129,6 +134,10 @@ enum ServerBenchmark {
                 "writer done s", String(format: "%.2f", figure.writerSeconds), "last row s",
                 String(format: "%.2f", figure.seconds))
             return
+        }
+        if parts[0] == "idle" {
+            let clients = parts.count > 1 ? Int(parts[1]) ?? 1_000 : 1_000
+            return try await self.idleHeap(clients: clients, subscribe: !(parts.count > 2 && parts[2] == "hello"))
         }
         if parts[0] == "lone" {
             let calls = parts.count > 1 ? Int(parts[1]) ?? 1_000 : 1_000
@@ -689,6 +698,82 @@ enum ServerBenchmark {
                 }
                 throw BulkBenchmark.BenchError(description: "ApplyStream ended after \(answered) answers")
             })
+    }
+
+    /// `idle:N[:hello]` (see ``runOnly(_:)``).
+    static func idleHeap(clients: Int, subscribe: Bool) async throws {
+        let store = try Store.temporary(schema: schema(), logger: logger)
+        var configuration = ServerConfiguration(host: "127.0.0.1", port: 0)
+        configuration.maxStreamsPerPrincipal = 0
+        configuration.maxConnections = clients + 16
+        let server = MeridianServer(store: store, configuration: configuration, logger: logger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await server.run() }
+            defer { server.beginGracefulShutdown() }
+            let port = try await server.listeningAddress.port
+            meridian_heap_trim()
+            let before = meridian_heap_in_use()
+            let (readyStream, readyContinuation) = AsyncStream<Void>.makeStream()
+            let clientTasks = Task {
+                try await withThrowingTaskGroup(of: Void.self) { clientGroup in
+                    for index in 0..<clients {
+                        clientGroup.addTask {
+                            try await self.idleClient(
+                                port: port, predicate: subscribe ? "qty > \(-1 - index)" : nil,
+                                ready: { readyContinuation.yield() })
+                        }
+                    }
+                    try await clientGroup.waitForAll()
+                }
+            }
+            var ready = 0
+            for await _ in readyStream {
+                ready += 1
+                if ready == clients { break }
+            }
+            try await Task.sleep(for: .seconds(1))
+            meridian_heap_trim()
+            let after = meridian_heap_in_use()
+            print(
+                "idle:\(clients)\(subscribe ? "" : ":hello") heap in use per client (both sides)",
+                String(format: "%.2f KiB", Double(after - before) / Double(clients) / 1024))
+            clientTasks.cancel()
+            _ = await clientTasks.result
+            server.beginGracefulShutdown()
+            try await group.waitForAll()
+        }
+    }
+
+    /// A client that says Hello (subscribing with `predicate` when given), says when it is ready — its snapshot shown,
+    /// or its Welcome without a subscription — and stays connected until cancelled.
+    static func idleClient(port: Int, predicate: String?, ready: @escaping @Sendable () -> Void) async throws {
+        let transport = try ServerBenchmark.clientTransport(port: port)
+        try await withGRPCClient(transport: transport) { client in
+            let meridian = Meridian_V1_Meridian.Client(wrapping: client)
+            let (requests, continuation) = AsyncStream<Meridian_V1_SyncRequest>.makeStream()
+            var hello = Meridian_V1_SyncRequest()
+            hello.hello.protocolVersion = ProtocolVersion.current
+            if let predicate {
+                var subscribe = Meridian_V1_Subscribe()
+                subscribe.subscriptionID = "idle"
+                subscribe.fetch = Meridian_V1_FetchRequest(entity: "Bench")
+                subscribe.fetch.predicate = predicate
+                hello.hello.subscriptions = [subscribe]
+            }
+            continuation.yield(hello)
+            defer { continuation.finish() }
+            try await meridian.syncDecodingRowsByHand(
+                requestProducer: { writer in for await request in requests { try await writer.write(request) } },
+                onResponse: { response in
+                    for try await message in response.messages {
+                        switch message.kind {
+                        case .welcome where predicate == nil: ready()
+                        case .batch(let batch) where batch.deltas.contains(where: \.snapshot): ready()
+                        default: break
+                        }
+                    }
+                })
+        }
     }
 
     /// A client that subscribes to every Bench row (or those matching `predicate`), decodes each batch, and reports
