@@ -124,13 +124,25 @@ enum RegionsBenchmark {
         var bytesPerClient: Double
     }
 
-    /// One run on a fresh server process.
-    static func measure(bin: String, clients: Int, _ options: Options) async throws -> Measured {
-        let directory = NSTemporaryDirectory() + "meridian-bench-regions-\(getpid())-\(clients)"
+    /// A fresh `meridian-server` process taking `clients` connections (its store and schema in a directory of its
+    /// own; checking JWTs with `--auth`), stopped once `body` returns: `body` gets its port, its process and the
+    /// clients' signer.
+    static func withServer<T>(
+        bin: String, clients: Int, _ options: Options, name: String,
+        _ body: (_ port: Int, _ server: Process, _ signer: SigningKey?) async throws -> T
+    ) async throws -> T {
+        let directory = NSTemporaryDirectory() + "meridian-bench-\(name)-\(getpid())-\(clients)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try Self.schemaYAML.write(toFile: directory + "/regions.yaml", atomically: true, encoding: .utf8)
-        let (authentication, signer) = try await Self.authentication(options, directory: directory)
+        var authentication: [String] = []
+        var signer: SigningKey?
+        if options.auth {
+            let secret = directory + "/hs256.secret"
+            try String(repeating: "b", count: 48).write(toFile: secret, atomically: true, encoding: .utf8)
+            authentication = ["--auth", "jwt", "--jwt-key", secret]
+            signer = try await SigningKey.load(contentsOf: secret)
+        }
         let (server, address) = try BulkBenchmark.startServer(
             bin: bin, db: directory + "/store.sqlite", schema: directory + "/regions.yaml",
             ["--max-connections", String(clients + 16)] + authentication)
@@ -138,24 +150,46 @@ enum RegionsBenchmark {
         guard let port = Int(address.split(separator: ":").last ?? "") else {
             throw BulkBenchmark.BenchError(description: "meridian-server printed an address without a port: \(address)")
         }
+        return try await body(port, server, signer)
+    }
+
+    /// Starts `clients` clients in `group` (`client(index, ready)` each, calling `ready` once it is idle) and returns
+    /// once every one is ready.
+    static func connect(
+        _ clients: Int, in group: inout ThrowingTaskGroup<Void, any Error>,
+        _ client: @escaping @Sendable (_ index: Int, _ ready: @escaping @Sendable () -> Void) async throws -> Void
+    ) async {
+        let (readyStream, readyContinuation) = AsyncStream<Void>.makeStream()
+        for index in 0..<clients {
+            group.addTask { try await client(index, { readyContinuation.yield() }) }
+        }
+        var ready = 0
+        for await _ in readyStream {
+            ready += 1
+            if ready == clients { break }
+        }
+    }
+
+    /// One run on a fresh server process.
+    static func measure(bin: String, clients: Int, _ options: Options) async throws -> Measured {
+        try await Self.withServer(bin: bin, clients: clients, options, name: "regions") { port, server, signer in
+            try await self.measure(port: port, server: server, signer: signer, clients: clients, options)
+        }
+    }
+
+    private static func measure(
+        port: Int, server: Process, signer: SigningKey?, clients: Int, _ options: Options
+    ) async throws -> Measured {
         let grid = Grid(cells: clients)
         let commits = options.rate * options.seconds
         let collector = Latencies()
-        let (readyStream, readyContinuation) = AsyncStream<Void>.makeStream()
         return try await withThrowingTaskGroup(of: Void.self) { group in
             let before = self.residentBytes(of: server.processIdentifier)
-            for index in 0..<clients {
-                group.addTask { [signer] in
-                    try await self.client(
-                        port: port, predicate: grid.predicate(index),
-                        metadata: try await self.metadata(signer, subject: "client\(index)"), collector: collector,
-                        ready: { readyContinuation.yield() })
-                }
-            }
-            var ready = 0
-            for await _ in readyStream {
-                ready += 1
-                if ready == clients { break }
+            await self.connect(clients, in: &group) { index, ready in
+                try await self.client(
+                    port: port, predicate: grid.predicate(index),
+                    metadata: try await self.metadata(signer, subject: "client\(index)"), collector: collector,
+                    ready: ready)
             }
             try await Task.sleep(for: .seconds(1))
             let idle = self.residentBytes(of: server.processIdentifier)
@@ -185,59 +219,28 @@ enum RegionsBenchmark {
     /// got their Welcome, on a fresh server process: the part of ``measure(bin:clients:_:)``'s figure a stream costs
     /// before its first subscription.
     static func measureHelloOnly(bin: String, clients: Int, _ options: Options) async throws -> Double {
-        let directory = NSTemporaryDirectory() + "meridian-bench-regions-hello-\(getpid())-\(clients)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        try Self.schemaYAML.write(toFile: directory + "/regions.yaml", atomically: true, encoding: .utf8)
-        let (authentication, signer) = try await Self.authentication(options, directory: directory)
-        let (server, address) = try BulkBenchmark.startServer(
-            bin: bin, db: directory + "/store.sqlite", schema: directory + "/regions.yaml",
-            ["--max-connections", String(clients + 16)] + authentication)
-        defer { BulkBenchmark.stop(server) }
-        guard let port = Int(address.split(separator: ":").last ?? "") else {
-            throw BulkBenchmark.BenchError(description: "meridian-server printed an address without a port: \(address)")
+        try await Self.withServer(bin: bin, clients: clients, options, name: "regions-hello") { port, server, signer in
+            try await self.idleBytesPerClient(of: server, clients: clients) { index, ready in
+                try await ServerBenchmark.idleClient(
+                    port: port, predicate: nil, metadata: try await self.metadata(signer, subject: "client\(index)"),
+                    ready: ready)
+            }
         }
-        let (readyStream, readyContinuation) = AsyncStream<Void>.makeStream()
-        return try await withThrowingTaskGroup(of: Void.self) { group in
+    }
+
+    /// The resident bytes `server` gained per client once `clients` clients (`client(index, ready)` each) were all
+    /// ready, and a second later.
+    static func idleBytesPerClient(
+        of server: Process, clients: Int,
+        _ client: @escaping @Sendable (_ index: Int, _ ready: @escaping @Sendable () -> Void) async throws -> Void
+    ) async throws -> Double {
+        try await withThrowingTaskGroup(of: Void.self) { group in
             let before = self.residentBytes(of: server.processIdentifier)
-            for index in 0..<clients {
-                group.addTask { [signer] in
-                    try await self.helloOnlyClient(
-                        port: port, metadata: try await self.metadata(signer, subject: "client\(index)"),
-                        ready: { readyContinuation.yield() })
-                }
-            }
-            var ready = 0
-            for await _ in readyStream {
-                ready += 1
-                if ready == clients { break }
-            }
+            await self.connect(clients, in: &group, client)
             try await Task.sleep(for: .seconds(1))
             let idle = self.residentBytes(of: server.processIdentifier)
             group.cancelAll()
             return Double(idle - before) / Double(clients)
-        }
-    }
-
-    /// A client that says Hello with no subscription, says when its Welcome arrived, and stays connected until
-    /// cancelled.
-    static func helloOnlyClient(port: Int, metadata: Metadata, ready: @escaping @Sendable () -> Void) async throws {
-        let transport = try ServerBenchmark.clientTransport(port: port)
-        try await withGRPCClient(transport: transport) { client in
-            let meridian = Meridian_V1_Meridian.Client(wrapping: client)
-            let (requests, continuation) = AsyncStream<Meridian_V1_SyncRequest>.makeStream()
-            var hello = Meridian_V1_SyncRequest()
-            hello.hello.protocolVersion = ProtocolVersion.current
-            continuation.yield(hello)
-            defer { continuation.finish() }
-            try await meridian.syncDecodingRowsByHand(
-                metadata: metadata,
-                requestProducer: { writer in for await request in requests { try await writer.write(request) } },
-                onResponse: { response in
-                    for try await message in response.messages {
-                        if case .welcome = message.kind { ready() }
-                    }
-                })
         }
     }
 
@@ -251,31 +254,16 @@ enum RegionsBenchmark {
         guard line.hasPrefix("listening on "), let port = Int(line.split(separator: ":").last ?? "") else {
             throw BulkBenchmark.BenchError(description: "meridian-bench raw-server did not start (said '\(line)')")
         }
-        let (readyStream, readyContinuation) = AsyncStream<Void>.makeStream()
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            let before = self.residentBytes(of: server.processIdentifier)
-            for _ in 0..<clients {
-                group.addTask {
-                    let transport = try ServerBenchmark.clientTransport(port: port)
-                    try await withGRPCClient(transport: transport) { client in
-                        try await client.serverStreaming(
-                            request: ClientRequest(message: [UInt8]()), descriptor: RawService.method,
-                            serializer: BytesCoding(), deserializer: BytesCoding(), options: .defaults
-                        ) { response in
-                            for try await _ in response.messages { readyContinuation.yield() }
-                        }
-                    }
+        return try await self.idleBytesPerClient(of: server, clients: clients) { _, ready in
+            let transport = try ServerBenchmark.clientTransport(port: port)
+            try await withGRPCClient(transport: transport) { client in
+                try await client.serverStreaming(
+                    request: ClientRequest(message: [UInt8]()), descriptor: RawService.method,
+                    serializer: BytesCoding(), deserializer: BytesCoding(), options: .defaults
+                ) { response in
+                    for try await _ in response.messages { ready() }
                 }
             }
-            var ready = 0
-            for await _ in readyStream {
-                ready += 1
-                if ready == clients { break }
-            }
-            try await Task.sleep(for: .seconds(1))
-            let idle = self.residentBytes(of: server.processIdentifier)
-            group.cancelAll()
-            return Double(idle - before) / Double(clients)
         }
     }
 
@@ -291,14 +279,6 @@ enum RegionsBenchmark {
             fflush(nil)
             try await group.waitForAll()
         }
-    }
-
-    /// The server's authentication flags and the clients' signer, with `--auth` (an HS256 secret in `directory`).
-    static func authentication(_ options: Options, directory: String) async throws -> ([String], SigningKey?) {
-        guard options.auth else { return ([], nil) }
-        let secret = directory + "/hs256.secret"
-        try String(repeating: "b", count: 48).write(toFile: secret, atomically: true, encoding: .utf8)
-        return (["--auth", "jwt", "--jwt-key", secret], try await SigningKey.load(contentsOf: secret))
     }
 
     /// A call's metadata for `subject`: its token (valid for an hour) when the server checks them, else none.

@@ -746,7 +746,9 @@ enum ServerBenchmark {
 
     /// A client that says Hello (subscribing with `predicate` when given), says when it is ready — its snapshot shown,
     /// or its Welcome without a subscription — and stays connected until cancelled.
-    static func idleClient(port: Int, predicate: String?, ready: @escaping @Sendable () -> Void) async throws {
+    static func idleClient(
+        port: Int, predicate: String?, metadata: Metadata = [:], ready: @escaping @Sendable () -> Void
+    ) async throws {
         let transport = try ServerBenchmark.clientTransport(port: port)
         try await withGRPCClient(transport: transport) { client in
             let meridian = Meridian_V1_Meridian.Client(wrapping: client)
@@ -763,6 +765,7 @@ enum ServerBenchmark {
             continuation.yield(hello)
             defer { continuation.finish() }
             try await meridian.syncDecodingRowsByHand(
+                metadata: metadata,
                 requestProducer: { writer in for await request in requests { try await writer.write(request) } },
                 onResponse: { response in
                     for try await message in response.messages {
