@@ -12,8 +12,9 @@ extension Store {
     /// Commits of other processes are detected by polling `PRAGMA data_version` on a dedicated read-only
     /// connection, on a thread of its own (``CommitPoller``), which costs a few microseconds per poll when nothing
     /// changes; on Linux, while no process writes the store's files, the poller waits for the next write (inotify)
-    /// instead, polling once a second at the least. Consecutive commits may be coalesced into one element (only the newest is buffered); every element
-    /// is a commit boundary. Ending the iteration (or cancelling its task) stops the polling.
+    /// instead, polling once a second at the least. Consecutive commits may be coalesced into one element (only the
+    /// newest is buffered); every element is a commit boundary. Ending the iteration (or cancelling its task) stops
+    /// the polling.
     ///
     /// ```swift
     /// for await seq in store.commits() {
