@@ -2,6 +2,7 @@
 
 #if canImport(Glibc)
     internal import Glibc
+    internal import MeridianCore
 
     /// Wakes a waiting ``CommitPoller`` when any process writes the store's files (inotify, Linux): another process's
     /// commit writes its frames to the `-wal` file before it becomes visible, so a poller that sleeps until then need not
@@ -98,8 +99,7 @@
                     pollfd(fd: self.inotify, events: Int16(POLLIN), revents: 0),
                 ]
                 // Rounded up: a wait that ends early would poll once more for nothing.
-                let milliseconds = Int32(
-                    clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
+                let milliseconds = Int32(clamping: left.nanoseconds / 1_000_000 + 1)
                 let ready = poll(&fds, 2, milliseconds)
                 if ready < 0 {
                     if errno == EINTR { continue }
