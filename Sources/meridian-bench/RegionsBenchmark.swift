@@ -323,35 +323,28 @@ enum RegionsBenchmark {
         port: Int, predicate: String, metadata: Metadata, collector: Latencies,
         ready: @escaping @Sendable () -> Void
     ) async throws {
-        let transport = try ServerBenchmark.clientTransport(port: port)
-        try await withGRPCClient(transport: transport) { client in
-            let meridian = Meridian_V1_Meridian.Client(wrapping: client)
-            let (requests, continuation) = ServerBenchmark.helloAndSubscribe(
-                "region", entity: "Place", predicate: predicate)
-            defer { continuation.finish() }
-            try await meridian.syncDecodingRowsByHand(
-                metadata: metadata,
-                requestProducer: { writer in for await request in requests { try await writer.write(request) } },
-                onResponse: { response in
-                    for try await message in response.messages {
-                        switch message.kind {
-                        case .batch(let batch):
-                            let now = ServerBenchmark.now()
-                            for delta in batch.deltas {
-                                if delta.snapshot { ready() }
-                                for row in delta.entered {
-                                    if case .intValue(let stamp) = row.values["stamp"]?.kind {
-                                        collector.add(now - stamp)
-                                    }
-                                }
+        let (requests, continuation) = ServerBenchmark.helloAndSubscribe(
+            "region", entity: "Place", predicate: predicate)
+        defer { continuation.finish() }
+        try await ServerBenchmark.syncCall(port: port, metadata: metadata, requests: requests) { response in
+            for try await message in response.messages {
+                switch message.kind {
+                case .batch(let batch):
+                    let now = ServerBenchmark.now()
+                    for delta in batch.deltas {
+                        if delta.snapshot { ready() }
+                        for row in delta.entered {
+                            if case .intValue(let stamp) = row.values["stamp"]?.kind {
+                                collector.add(now - stamp)
                             }
-                        case .subscriptionError(let error):
-                            throw BulkBenchmark.BenchError(
-                                description: "subscription refused: \(error.error.message) (\(predicate))")
-                        default: break
                         }
                     }
-                })
+                case .subscriptionError(let error):
+                    throw BulkBenchmark.BenchError(
+                        description: "subscription refused: \(error.error.message) (\(predicate))")
+                default: break
+                }
+            }
         }
     }
 

@@ -749,33 +749,41 @@ enum ServerBenchmark {
     static func idleClient(
         port: Int, predicate: String?, metadata: Metadata = [:], ready: @escaping @Sendable () -> Void
     ) async throws {
+        let (requests, continuation) = AsyncStream<Meridian_V1_SyncRequest>.makeStream()
+        var hello = Meridian_V1_SyncRequest()
+        hello.hello.protocolVersion = ProtocolVersion.current
+        if let predicate {
+            var subscribe = Meridian_V1_Subscribe()
+            subscribe.subscriptionID = "idle"
+            subscribe.fetch = Meridian_V1_FetchRequest(entity: "Bench")
+            subscribe.fetch.predicate = predicate
+            hello.hello.subscriptions = [subscribe]
+        }
+        continuation.yield(hello)
+        defer { continuation.finish() }
+        try await self.syncCall(port: port, metadata: metadata, requests: requests) { response in
+            for try await message in response.messages {
+                switch message.kind {
+                case .welcome where predicate == nil: ready()
+                case .batch(let batch) where batch.deltas.contains(where: \.snapshot): ready()
+                default: break
+                }
+            }
+        }
+    }
+
+    /// A `Sync` call on a connection of its own to 127.0.0.1:`port` (rows decoded by hand), sending `requests` as
+    /// they come until the stream finishes; `onResponse` reads the server's messages.
+    static func syncCall(
+        port: Int, metadata: Metadata = [:], requests: AsyncStream<Meridian_V1_SyncRequest>,
+        onResponse: @Sendable @escaping (StreamingClientResponse<Meridian_V1_SyncResponse>) async throws -> Void
+    ) async throws {
         let transport = try ServerBenchmark.clientTransport(port: port)
         try await withGRPCClient(transport: transport) { client in
-            let meridian = Meridian_V1_Meridian.Client(wrapping: client)
-            let (requests, continuation) = AsyncStream<Meridian_V1_SyncRequest>.makeStream()
-            var hello = Meridian_V1_SyncRequest()
-            hello.hello.protocolVersion = ProtocolVersion.current
-            if let predicate {
-                var subscribe = Meridian_V1_Subscribe()
-                subscribe.subscriptionID = "idle"
-                subscribe.fetch = Meridian_V1_FetchRequest(entity: "Bench")
-                subscribe.fetch.predicate = predicate
-                hello.hello.subscriptions = [subscribe]
-            }
-            continuation.yield(hello)
-            defer { continuation.finish() }
-            try await meridian.syncDecodingRowsByHand(
+            try await Meridian_V1_Meridian.Client(wrapping: client).syncDecodingRowsByHand(
                 metadata: metadata,
                 requestProducer: { writer in for await request in requests { try await writer.write(request) } },
-                onResponse: { response in
-                    for try await message in response.messages {
-                        switch message.kind {
-                        case .welcome where predicate == nil: ready()
-                        case .batch(let batch) where batch.deltas.contains(where: \.snapshot): ready()
-                        default: break
-                        }
-                    }
-                })
+                onResponse: onResponse)
         }
     }
 
@@ -785,40 +793,33 @@ enum ServerBenchmark {
         port: Int, collector: Collector, ready: @escaping @Sendable () -> Void, expected: Int, predicate: String = "",
         metadata: Metadata = [:]
     ) async throws {
-        let transport = try ServerBenchmark.clientTransport(port: port)
-        try await withGRPCClient(transport: transport) { client in
-            let meridian = Meridian_V1_Meridian.Client(wrapping: client)
-            let (requests, continuation) = self.helloAndSubscribe("all", entity: "Bench", predicate: predicate)
-            try await meridian.syncDecodingRowsByHand(
-                metadata: metadata,
-                requestProducer: { writer in for await request in requests { try await writer.write(request) } },
-                onResponse: { response in
-                    var received = 0
-                    var latencies: [Int64] = []
-                    var arrivals: [Arrival] = []
-                    let keepsArrivals = collector.keepsArrivals
-                    for try await message in response.messages {
-                        switch message.kind {
-                        case .batch(let batch):
-                            let now = self.now()
-                            for delta in batch.deltas {
-                                // The snapshot (staged from its chunks, empty here) shows with this batch.
-                                if delta.snapshot { ready() }
-                                for row in delta.entered {
-                                    if case .intValue(let stamp) = row.values["stamp"]?.kind {
-                                        latencies.append(now - stamp)
-                                        if keepsArrivals { arrivals.append(Arrival(stamp: stamp, at: now)) }
-                                    }
-                                }
-                                received += delta.entered.count
+        let (requests, continuation) = self.helloAndSubscribe("all", entity: "Bench", predicate: predicate)
+        try await self.syncCall(port: port, metadata: metadata, requests: requests) { response in
+            var received = 0
+            var latencies: [Int64] = []
+            var arrivals: [Arrival] = []
+            let keepsArrivals = collector.keepsArrivals
+            for try await message in response.messages {
+                switch message.kind {
+                case .batch(let batch):
+                    let now = self.now()
+                    for delta in batch.deltas {
+                        // The snapshot (staged from its chunks, empty here) shows with this batch.
+                        if delta.snapshot { ready() }
+                        for row in delta.entered {
+                            if case .intValue(let stamp) = row.values["stamp"]?.kind {
+                                latencies.append(now - stamp)
+                                if keepsArrivals { arrivals.append(Arrival(stamp: stamp, at: now)) }
                             }
-                        default: break
                         }
-                        if received >= expected { break }
+                        received += delta.entered.count
                     }
-                    continuation.finish()
-                    collector.finish(latencies: latencies, arrivals: arrivals, rows: received)
-                })
+                default: break
+                }
+                if received >= expected { break }
+            }
+            continuation.finish()
+            collector.finish(latencies: latencies, arrivals: arrivals, rows: received)
         }
     }
 
