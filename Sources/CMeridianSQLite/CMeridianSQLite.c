@@ -13,6 +13,12 @@ int meridian_sqlite3_disable_triggers(void *connection) {
     return enabled == 0 ? 0 : -1;
 }
 
+int meridian_sqlite3_disable_memory_statistics(void) {
+    return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0) == SQLITE_OK ? 0 : SQLITE_MISUSE;
+}
+
+int meridian_sqlite3_memory_statistics_on(void) { return sqlite3_memory_used() > 0; }
+
 int meridian_sqlite3_bind_text(void *statement, int index, const void *text, int byteCount) {
     if (text == NULL || byteCount == 0) {
         return sqlite3_bind_text((sqlite3_stmt *)statement, index, "", 0, SQLITE_STATIC);

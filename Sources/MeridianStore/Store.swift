@@ -10,6 +10,17 @@ public import MeridianCore
     internal import Glibc
 #endif
 
+/// SQLite's memory statistics turned off, once per process, before Meridian's first connection opens: with them on,
+/// every allocation and free inside SQLite takes one process-wide mutex to count its bytes (2% of all the CPU of a
+/// server taking 100-row transactions went to that mutex alone; the store's writer commits them about 8% faster
+/// without: docs/store.md, "SQLite's memory statistics"). What they would give — SQLite's bytes in use, its soft and
+/// hard heap limits — nothing in Meridian reads. Where SQLite was already initialized by the time the first store
+/// opens (the program opened another database first), SQLite refuses the change and keeps counting; nothing else
+/// differs.
+private let sqliteProcessSetup: Void = {
+    _ = meridian_sqlite3_disable_memory_statistics()
+}()
+
 /// The authoritative store: one SQLite file (or an in-memory database) holding the schema's entity tables, the
 /// change log of every write — Meridian logs its own, SQLite triggers those of any other process — and the recorded
 /// schema.
@@ -48,6 +59,7 @@ public final class Store: Sendable {
         public init() {}
 
         func grdb(readonly: Bool = false) -> GRDB.Configuration {
+            _ = sqliteProcessSetup
             var config = GRDB.Configuration()
             config.readonly = readonly
             config.label = "meridian.store"
@@ -88,6 +100,14 @@ public final class Store: Sendable {
                 .internalError, "cannot turn off SQLite's triggers on the store's connection (code \(code))")
         }
     }
+
+    /// Turns SQLite's memory statistics off for the process, as a store's first connection does (`sqliteProcessSetup`):
+    /// for a program that opens plain SQLite connections before its first store (the benchmark's ceilings), so that
+    /// they run under the same setting as the store.
+    package static func prepareSQLite() { _ = sqliteProcessSetup }
+
+    /// Whether SQLite counts the bytes it allocates in this process; for tests. Meaningful while a connection is open.
+    package static var sqliteCountsMemory: Bool { meridian_sqlite3_memory_statistics_on() != 0 }
 
     /// The writer connection's `synchronous` pragma: 2 (`FULL`) or 1 (`NORMAL`); for tests.
     package func writerSynchronous() throws -> Int {

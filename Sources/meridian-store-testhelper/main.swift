@@ -4,6 +4,10 @@
 //                                                     "committed SEQ" after each; the test kills it with kill -9
 //   meridian-store-testhelper raw-sql PATH SQL        run SQL through a plain GRDB connection (no Store, no
 //                                                     Meridian SQL functions), as another program would
+//   meridian-store-testhelper memory-statistics PATH [raw-first]
+//                                                     open a Store at PATH (after a plain GRDB connection with
+//                                                     raw-first) as the process's first SQLite use; print to
+//                                                     standard error whether SQLite counts its memory ("on"/"off")
 
 import Foundation
 import GRDB
@@ -75,6 +79,14 @@ func rawSQL(path: String, sql: String) throws {
     try queue.write { db in try db.execute(sql: sql) }
 }
 
+func memoryStatistics(path: String, rawFirst: Bool) throws {
+    let raw = rawFirst ? try DatabaseQueue(path: path + ".raw") : nil
+    let store = try Store.open(path: path, schema: try crashSchema())
+    FileHandle.standardError.write("memory statistics \(Store.sqliteCountsMemory ? "on" : "off")\n".data(using: .utf8)!)
+    try store.close()
+    try raw?.close()
+}
+
 let arguments = CommandLine.arguments
 do {
     switch arguments.dropFirst().first {
@@ -82,9 +94,12 @@ do {
         try await crashWriter(path: arguments[2], run: Int(arguments[3]) ?? 0)
     case "raw-sql" where arguments.count == 4:
         try rawSQL(path: arguments[2], sql: arguments[3])
+    case "memory-statistics" where arguments.count == 3 || (arguments.count == 4 && arguments[3] == "raw-first"):
+        try memoryStatistics(path: arguments[2], rawFirst: arguments.count == 4)
     default:
         FileHandle.standardError.write(
-            "usage: meridian-store-testhelper crash-writer PATH RUN | raw-sql PATH SQL\n".data(using: .utf8)!)
+            "usage: meridian-store-testhelper crash-writer PATH RUN | raw-sql PATH SQL | memory-statistics PATH [raw-first]\n"
+                .data(using: .utf8)!)
         exit(2)
     }
 } catch {

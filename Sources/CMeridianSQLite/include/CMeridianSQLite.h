@@ -9,6 +9,19 @@
 /// `sqlite3_db_config` is a variadic C function, which Swift cannot call; this wraps the one use Meridian has.
 int meridian_sqlite3_disable_triggers(void *connection);
 
+/// Turns off SQLite's memory statistics for the whole process (`SQLITE_CONFIG_MEMSTATUS`, 0): with them on, every
+/// allocation and free inside SQLite takes a process-wide mutex to count the bytes. `sqlite3_config` works only before
+/// SQLite is initialized (the first connection opened in the process initializes it).
+///
+/// Returns 0 when the statistics are off, else SQLite's result code (`SQLITE_MISUSE` once SQLite is initialized).
+///
+/// `sqlite3_config` is a variadic C function, which Swift cannot call.
+int meridian_sqlite3_disable_memory_statistics(void);
+
+/// Whether SQLite counts the bytes it allocates: SQLite's bytes in use (`sqlite3_memory_used`) is above 0. Call it
+/// while a connection is open (an open connection always holds some memory).
+int meridian_sqlite3_memory_statistics_on(void);
+
 /// Binds `byteCount` bytes of UTF-8 at `text` to parameter `index` of `statement` (a `sqlite3_stmt *`), copied by
 /// SQLite (`SQLITE_TRANSIENT`); `text` may be NULL when `byteCount` is 0 (an empty string, not SQL NULL).
 ///
