@@ -12,8 +12,8 @@ package import MeridianCore
 /// of a repeated field (an empty string too) always written.
 package enum DeltaWireEncoding {
     // Everything is written straight into the output: no scratch buffer per row, map entry or value, and no copy of
-    // one into the next. A row field's length is set once the row is written (``appendRowField(tag:_:version:to:)``);
-    // the lengths inside a row (`valueSize`) and an update's (`rowSize`) are computed before what they prefix.
+    // one into the next. A row is measured (`rowSize`), then written in place into room made for it at once
+    // (``writeInPlace(_:to:_:)``); a compact row's values are walked by position, their keys copied from its layout.
 
     /// `SubscriptionDelta` fields 2 (entered), 3 (left) and 4 (updated), in that order.
     package static func subscriptionDeltaBody(
@@ -35,30 +35,95 @@ package enum DeltaWireEncoding {
         appendRowField(tag: 0x12, row, version: version, to: &out)
     }
 
-    /// A `Row` as a length-delimited field whose tag byte is `tag`: written after a one-byte length that is set once
-    /// the row is written (moved up a byte or more for the rare row of 128 bytes or more), so that the row's values
-    /// are walked once, where measuring the row first walked them twice.
+    /// A `Row` as a length-delimited field whose tag byte is `tag`: the row measured first, then the tag, the length
+    /// and the row written in place into room made for them at once (``writeInPlace(_:to:_:)``).
     static func appendRowField(tag: UInt8, _ row: Row, version: Int64, to out: inout [UInt8]) {
-        appendLengthDelimited(tag: tag, to: &out) { appendRow(row, version: version, to: &$0) }
+        let size = rowSize(row, version: version)
+        writeInPlace(1 + varintSize(UInt64(size)) + size, to: &out) { cursor in
+            cursor.byte(tag)
+            cursor.varint(UInt64(size))
+            writeRow(row, version: version, to: &cursor)
+        }
     }
 
-    /// A length-delimited field whose tag byte is `tag` and whose payload `body` writes: after a one-byte length set
-    /// once the payload is written (moved up a byte or more for a payload of 128 bytes or more).
+    /// Appends `count` bytes to `out` written by `body` through a ``WireCursor``: room is made for them at once and
+    /// written in place, instead of appending byte by byte (each append checked the array's uniqueness and capacity:
+    /// half of the fan-out's encoding). `body` must write exactly `count` bytes (checked, after the fact).
     @inline(__always)
-    static func appendLengthDelimited(
-        tag: UInt8, to out: inout [UInt8], _ body: (inout [UInt8]) throws -> Void
-    ) rethrows {
-        out.append(tag)
-        let lengthAt = out.count
-        out.append(0)
-        try body(&out)
-        let length = out.count - lengthAt - 1
-        if length < 0x80 {
-            out[lengthAt] = UInt8(length)
+    static func writeInPlace(_ count: Int, to out: inout [UInt8], _ body: (inout WireCursor) -> Void) {
+        let start = out.count
+        if count <= zeros.count {
+            zeros.withUnsafeBufferPointer { out.append(contentsOf: UnsafeBufferPointer(rebasing: $0[..<count])) }
         } else {
-            var prefix: [UInt8] = []
-            appendVarint(UInt64(length), to: &prefix)
-            out.replaceSubrange(lengthAt..<(lengthAt + 1), with: prefix)
+            out.append(contentsOf: repeatElement(0, count: count))
+        }
+        out.withUnsafeMutableBufferPointer { buffer in
+            let base = buffer.baseAddress! + start
+            var cursor = WireCursor(base)
+            body(&cursor)
+            precondition(cursor.written(from: base) == count, "an encoded size was misjudged")
+        }
+    }
+
+    /// 256 zero bytes, copied to make room at the end of an array (`Array` has no append of uninitialized elements,
+    /// and appending a `repeatElement` stores its bytes one at a time).
+    private static let zeros = [UInt8](repeating: 0, count: 256)
+
+    /// The fields of a `Row` (``appendRow(_:version:to:)``), a compact row's by position (``writeCompactRow``).
+    @inline(__always)
+    static func writeRow(_ row: Row, version: Int64, to out: inout WireCursor) {
+        let compact: Void? = row.withCompactValues { layout, values in
+            writeCompactRow(id: row.id, version: version, layout: layout, values: values, to: &out)
+        }
+        if compact == nil { appendRow(row, version: version, to: &out) }
+    }
+
+    /// ``rowSize(_:version:)`` of a compact row, from its layout and values.
+    @inline(__always)
+    static func compactRowSize(
+        id: String, version: Int64, layout: RowLayout, values: UnsafeBufferPointer<Value>
+    ) -> Int {
+        var size = id.isEmpty ? 0 : fieldSize(id.utf8.count)
+        if version != 0 { size += 1 + varintSize(UInt64(bitPattern: version)) }
+        layout.keyFieldEnds.withUnsafeBufferPointer { ends in
+            var keyStart = 0
+            for i in 0..<values.count {
+                let keyEnd = ends[i]
+                defer { keyStart = keyEnd }
+                if values[i].isNull { continue }
+                size += fieldSize(keyEnd - keyStart + fieldSize(valueSize(values[i])))
+            }
+        }
+        return size
+    }
+
+    /// ``appendRow(_:version:to:)`` of a compact row: its values by position, each one's key copied from the layout's
+    /// ``RowLayout/keyFields`` (no closure call, no name read, per value).
+    @inline(__always)
+    static func writeCompactRow(
+        id: String, version: Int64, layout: RowLayout, values: UnsafeBufferPointer<Value>, to out: inout WireCursor
+    ) {
+        if !id.isEmpty { appendString(field: 1, id, to: &out) }
+        if version != 0 {
+            out.byte(0x10)
+            out.varint(UInt64(bitPattern: version))
+        }
+        layout.keyFields.withUnsafeBufferPointer { keys in
+            layout.keyFieldEnds.withUnsafeBufferPointer { ends in
+                var keyStart = 0
+                for i in 0..<values.count {
+                    let keyEnd = ends[i]
+                    defer { keyStart = keyEnd }
+                    if values[i].isNull { continue }
+                    let valueBytes = valueSize(values[i])
+                    out.byte(0x1A)
+                    out.varint(UInt64(keyEnd - keyStart + fieldSize(valueBytes)))
+                    out.bytes(UnsafeBufferPointer(rebasing: keys[keyStart..<keyEnd]))
+                    out.byte(0x12)
+                    out.varint(UInt64(valueBytes))
+                    appendValue(values[i], to: &out)
+                }
+            }
         }
     }
 
@@ -180,20 +245,22 @@ package enum DeltaWireEncoding {
         let size = rowSize(row, version: version)
         var update = fieldSize(size)
         for name in changed { update += fieldSize(name.utf8.count) }
-        out.append(0x22)
-        appendVarint(UInt64(update), to: &out)
-        out.append(0x0A)
-        appendVarint(UInt64(size), to: &out)
-        appendRow(row, version: version, to: &out)
-        for name in changed { appendString(field: 2, name, to: &out, always: true) }
+        writeInPlace(fieldSize(update), to: &out) { cursor in
+            cursor.byte(0x22)
+            cursor.varint(UInt64(update))
+            cursor.byte(0x0A)
+            cursor.varint(UInt64(size))
+            writeRow(row, version: version, to: &cursor)
+            for name in changed { appendString(field: 2, name, to: &cursor, always: true) }
+        }
     }
 
     /// The fields of a `Row` (not length-prefixed).
-    package static func appendRow(_ row: Row, version: Int64, to out: inout [UInt8]) {
+    package static func appendRow(_ row: Row, version: Int64, to out: inout some WireOutput) {
         if !row.id.isEmpty { appendString(field: 1, row.id, to: &out) }
         if version != 0 {
-            out.append(0x10)
-            appendVarint(UInt64(bitPattern: version), to: &out)
+            out.byte(0x10)
+            out.varint(UInt64(bitPattern: version))
         }
         row.forEachValue { name, value in appendValueEntry(tag: 0x1A, name, value, to: &out) }
     }
@@ -220,6 +287,10 @@ package enum DeltaWireEncoding {
 
     /// The size of ``appendRow(_:version:to:)``'s output.
     static func rowSize(_ row: Row, version: Int64) -> Int {
+        let compact = row.withCompactValues { layout, values in
+            compactRowSize(id: row.id, version: version, layout: layout, values: values)
+        }
+        if let compact { return compact }
         var size = row.id.isEmpty ? 0 : fieldSize(row.id.utf8.count)
         if version != 0 { size += 1 + varintSize(UInt64(bitPattern: version)) }
         row.forEachValue { name, value in size += valueEntrySize(name, value) }

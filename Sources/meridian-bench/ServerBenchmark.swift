@@ -139,6 +139,9 @@ enum ServerBenchmark {
             let clients = parts.count > 1 ? Int(parts[1]) ?? 1_000 : 1_000
             return try await self.idleHeap(clients: clients, subscribe: !(parts.count > 2 && parts[2] == "hello"))
         }
+        if parts[0] == "encode" {
+            return self.encodeRows(parts.count > 1 ? Int(parts[1]) ?? 20_000 : 20_000)
+        }
         if parts[0] == "lone" {
             let calls = parts.count > 1 ? Int(parts[1]) ?? 1_000 : 1_000
             return try await self.loneSaves(calls: calls)
@@ -175,6 +178,40 @@ enum ServerBenchmark {
             "last row s", String(format: "%.2f", figure.seconds),
             "process cpu s", String(format: "%.2f", cpu.result.cpu),
             "cpu µs/delivered row", String(format: "%.1f", cpu.result.cpu / delivered * 1e6))
+    }
+
+    /// The fan-out's row encoding alone (`MERIDIAN_BENCH_ONLY=encode[:ROWS]`): `rows` rows of the benchmark's entity,
+    /// in the compact form the store's reads give, written as one delta's entered rows (as the fan-out's `SharedDelta`
+    /// writes them) and as one snapshot chunk,
+    /// 20 times each; the median nanoseconds a row of each.
+    static func encodeRows(_ count: Int) {
+        let layout = RowLayout(names: ["qty", "stamp", "title"])
+        let rows = (0..<count).map { i in
+            Row(
+                id: "0198c1f2-\(String(i, radix: 16))-7000-8000-\(String(i * 7919, radix: 16))", layout: layout,
+                values: [.int(Int64(i % 100)), .int(1_764_000_000_000 + Int64(i)), .string("row \(i / 100)")])
+        }
+        var delta: [Double] = []
+        var chunk: [Double] = []
+        var bytes = 0
+        for _ in 0..<20 {
+            var start = ContinuousClock.now
+            var body: [UInt8] = []
+            body.reserveCapacity(256)
+            for row in rows { DeltaWireEncoding.appendEntered(row, version: 1, to: &body) }  // as `SharedDelta` does
+            delta.append(Double((ContinuousClock.now - start).nanoseconds) / Double(count))
+            start = ContinuousClock.now
+            let message = DeltaWireEncoding.snapshotChunkResponse(
+                subscriptionID: "s", seq: 1, rowCount: count, last: true, resnapshot: false, chunkIndex: 0, epoch: 1,
+                row: { (rows[$0], 1) })
+            chunk.append(Double((ContinuousClock.now - start).nanoseconds) / Double(count))
+            bytes = body.count + message.count
+        }
+        delta.sort()
+        chunk.sort()
+        print(
+            "encode:\(count)", "delta ns/row", String(format: "%.1f", delta[10]), "snapshot chunk ns/row",
+            String(format: "%.1f", chunk[10]), "bytes", bytes)
     }
 
     /// The latency cases' writer alone: 1-row commits at `rate` commits/s for 2 s into the same kind of store, no

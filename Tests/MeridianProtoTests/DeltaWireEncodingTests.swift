@@ -5,7 +5,20 @@ import Testing
 
 /// The hand-written delta encoding decodes to exactly the message swift-protobuf builds from the same values.
 @Suite struct DeltaWireEncodingTests {
-    static let rows: [(row: Row, version: Int64)] = [
+    /// ``dictionaryRows`` and the same rows in the compact form a store's read or a decoded message gives (a layout
+    /// naming an absent attribute too, so a `.null` position is skipped), and a compact row whose one name is long
+    /// enough for a two-byte length: the compact form is written by position from its layout's key bytes.
+    static let rows: [(row: Row, version: Int64)] =
+        dictionaryRows + dictionaryRows.map { (compact($0.row), $0.version) } + [
+            (compact(Row(id: "k", values: [String(repeating: "n", count: 200): .int(1)])), 2)
+        ]
+
+    static func compact(_ row: Row) -> Row {
+        let names = ["absent"] + row.values.keys.sorted()
+        return Row(id: row.id, layout: RowLayout(names: names), values: names.map { row.values[$0] ?? .null })
+    }
+
+    static let dictionaryRows: [(row: Row, version: Int64)] = [
         (
             Row(
                 id: "a",
@@ -28,6 +41,7 @@ import Testing
 
     @Test("entered, left and updated rows decode to the message built field by field")
     func matchesSwiftProtobuf() throws {
+        #expect(Self.rows.count { $0.row.withCompactValues { _, _ in } != nil } == Self.dictionaryRows.count + 1)
         var expected = Meridian_V1_SubscriptionDelta()
         expected.subscriptionID = "sub"
         expected.entered = Self.rows.map { Meridian_V1_Row($0.row, version: $0.version) }

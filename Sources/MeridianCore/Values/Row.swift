@@ -171,6 +171,15 @@ public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
         }
     }
 
+    /// Calls `body` with the compact form's layout and its values by position (`.null` for a name without one) and
+    /// returns what it returns; `nil`, without calling it, for a row kept as a dictionary. For the hot writers that
+    /// walk a row's values by position (`DeltaWireEncoding`).
+    @inline(__always)
+    package func withCompactValues<R>(_ body: (RowLayout, UnsafeBufferPointer<Value>) throws -> R) rethrows -> R? {
+        guard let buffer = self.buffer else { return nil }
+        return try buffer.withValues { try body(buffer.layout, $0) }
+    }
+
     /// The number of attributes with a value (`values.count`).
     package var valueCount: Int {
         if let buffer = self.buffer { return buffer.withValues { $0.reduce(0) { $1.isNull ? $0 : $0 + 1 } } }
