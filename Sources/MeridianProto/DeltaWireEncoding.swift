@@ -85,16 +85,24 @@ package enum DeltaWireEncoding {
     ) -> Int {
         var size = id.isEmpty ? 0 : fieldSize(id.utf8.count)
         if version != 0 { size += 1 + varintSize(UInt64(bitPattern: version)) }
+        forEachValue(layout, values) { key, i in size += fieldSize(key.count + fieldSize(valueSize(values[i]))) }
+        return size
+    }
+
+    /// Calls `body` with the range of each value's key in `layout`'s ``RowLayout/keyFields`` and the value's position,
+    /// for each value that is not null, in order.
+    @inline(__always)
+    static func forEachValue(
+        _ layout: RowLayout, _ values: UnsafeBufferPointer<Value>, _ body: (Range<Int>, Int) -> Void
+    ) {
         layout.keyFieldEnds.withUnsafeBufferPointer { ends in
             var keyStart = 0
             for i in 0..<values.count {
                 let keyEnd = ends[i]
-                defer { keyStart = keyEnd }
-                if values[i].isNull { continue }
-                size += fieldSize(keyEnd - keyStart + fieldSize(valueSize(values[i])))
+                if !values[i].isNull { body(keyStart..<keyEnd, i) }
+                keyStart = keyEnd
             }
         }
-        return size
     }
 
     /// ``appendRow(_:version:to:)`` of a compact row: its values by position, each one's key copied from the layout's
@@ -109,20 +117,14 @@ package enum DeltaWireEncoding {
             out.varint(UInt64(bitPattern: version))
         }
         layout.keyFields.withUnsafeBufferPointer { keys in
-            layout.keyFieldEnds.withUnsafeBufferPointer { ends in
-                var keyStart = 0
-                for i in 0..<values.count {
-                    let keyEnd = ends[i]
-                    defer { keyStart = keyEnd }
-                    if values[i].isNull { continue }
-                    let valueBytes = valueSize(values[i])
-                    out.byte(0x1A)
-                    out.varint(UInt64(keyEnd - keyStart + fieldSize(valueBytes)))
-                    out.bytes(UnsafeBufferPointer(rebasing: keys[keyStart..<keyEnd]))
-                    out.byte(0x12)
-                    out.varint(UInt64(valueBytes))
-                    appendValue(values[i], to: &out)
-                }
+            forEachValue(layout, values) { key, i in
+                let valueBytes = valueSize(values[i])
+                out.byte(0x1A)
+                out.varint(UInt64(key.count + fieldSize(valueBytes)))
+                out.bytes(UnsafeBufferPointer(rebasing: keys[key]))
+                out.byte(0x12)
+                out.varint(UInt64(valueBytes))
+                appendValue(values[i], to: &out)
             }
         }
     }
