@@ -81,6 +81,21 @@ public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
         self.init(id: id, storage: values.withUnsafeBufferPointer { .compact(RowValueBuffer.make(layout, $0)) })
     }
 
+    /// Creates a row in its compact form whose values start as a copy of `initial` (one per name of `layout`) and are
+    /// then changed in place by `fill`, in the row's own buffer (no array of values made first); `nil` when `fill`
+    /// returns false.
+    package init?(
+        id: String, layout: RowLayout, copying initial: UnsafeBufferPointer<Value>,
+        _ fill: (UnsafeMutableBufferPointer<Value>) -> Bool
+    ) {
+        let buffer = RowValueBuffer.make(layout, initial)
+        let filled = buffer.withUnsafeMutablePointerToElements {
+            fill(UnsafeMutableBufferPointer(start: $0, count: layout.count))
+        }
+        guard filled else { return nil }
+        self.init(id: id, storage: .compact(buffer))
+    }
+
     /// Creates a row with another row's storage (as a cache keeps it).
     package init(id: String, storage: Storage) {
         self.id = id

@@ -181,15 +181,21 @@ final class RecentCommits: Sendable {
     /// attributes in order, the operation's values and the defaults of the attributes it leaves out, each as SQLite
     /// keeps it in its column; `nil` when a value is one this cannot be sure of.
     static func insertedRow(_ op: PreparedOperation, _ plan: ChangeDecoding.Plans.Entity) -> Row? {
-        guard var values = plan.insertDefaults else { return nil }
+        guard let defaults = plan.insertDefaults else { return nil }
         let attributes = plan.schema.attributes
-        for (i, (name, value)) in zip(op.columns, op.values).enumerated() {
-            guard let position = plan.layout.position(of: name, hint: i),
-                let stored = Self.stored(value, as: attributes[position].type)
-            else { return nil }
-            values[position] = stored
+        let layout = plan.layout
+        // The defaults copied into the row's own buffer, the operation's values written over them there.
+        return defaults.withUnsafeBufferPointer { defaults in
+            Row(id: op.id, layout: layout, copying: defaults) { values in
+                for i in op.columns.indices {
+                    guard let position = layout.position(of: op.columns[i], hint: i),
+                        let stored = Self.stored(op.values[i], as: attributes[position].type)
+                    else { return false }
+                    values[position] = stored
+                }
+                return true
+            }
         }
-        return Row(id: op.id, layout: plan.layout, values: values)
     }
 
     /// A value as its attribute's column keeps it and the table read types it back, when that is certain: a value
