@@ -14,7 +14,8 @@ int meridian_sqlite3_disable_triggers(void *connection) {
 }
 
 int meridian_sqlite3_disable_memory_statistics(void) {
-    return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0) == SQLITE_OK ? 0 : SQLITE_MISUSE;
+    int code = sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    return code == SQLITE_OK ? 0 : code;
 }
 
 int meridian_sqlite3_memory_statistics_on(void) { return sqlite3_memory_used() > 0; }

@@ -116,6 +116,7 @@ enum ServerBenchmark {
     /// `writers[:N[:pW]]` the many-small-writers case (8 writers, or N; each pipelining W unanswered with `pW`);
     /// `lone[:N]` times N lone calls one after another (each waiting for its answer): a unary `GetSchema`, a unary
     /// `Apply`, one `Apply` on an open `ApplyStream`, and the client library's save until confirmed;
+    /// `encode[:ROWS]` times the fan-out's row encoding alone (``encodeRows(_:)``);
     /// `writer:ROWS` runs the writer alone (same store, same transactions, no server): the bound on the
     /// throughput cases with a single sequential writer; `commit:RATE` the latency cases' writer alone, with the
     /// p50 and p99 of its commits.
@@ -140,7 +141,7 @@ enum ServerBenchmark {
             return try await self.idleHeap(clients: clients, subscribe: !(parts.count > 2 && parts[2] == "hello"))
         }
         if parts[0] == "encode" {
-            return self.encodeRows(parts.count > 1 ? Int(parts[1]) ?? 20_000 : 20_000)
+            return self.encodeRows(max(1, parts.count > 1 ? Int(parts[1]) ?? 20_000 : 20_000))
         }
         if parts[0] == "lone" {
             let calls = parts.count > 1 ? Int(parts[1]) ?? 1_000 : 1_000
@@ -180,10 +181,9 @@ enum ServerBenchmark {
             "cpu µs/delivered row", String(format: "%.1f", cpu.result.cpu / delivered * 1e6))
     }
 
-    /// The fan-out's row encoding alone (`MERIDIAN_BENCH_ONLY=encode[:ROWS]`): `rows` rows of the benchmark's entity,
-    /// in the compact form the store's reads give, written as one delta's entered rows (as the fan-out's `SharedDelta`
-    /// writes them) and as one snapshot chunk,
-    /// 20 times each; the median nanoseconds a row of each.
+    /// The fan-out's row encoding alone (`MERIDIAN_BENCH_ONLY=encode[:ROWS]`): `count` rows of the benchmark's
+    /// entity, in the compact form the store's reads give, written as one delta's entered rows (as the fan-out's
+    /// `SharedDelta` writes them) and as one snapshot chunk, 20 times each; the median nanoseconds a row of each.
     static func encodeRows(_ count: Int) {
         let layout = RowLayout(names: ["qty", "stamp", "title"])
         let rows = (0..<count).map { i in
