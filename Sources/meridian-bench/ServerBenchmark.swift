@@ -183,7 +183,9 @@ enum ServerBenchmark {
 
     /// The fan-out's row encoding alone (`MERIDIAN_BENCH_ONLY=encode[:ROWS]`): `count` rows of the benchmark's
     /// entity, in the compact form the store's reads give, written as one delta's entered rows (as the fan-out's
-    /// `SharedDelta` writes them) and as one snapshot chunk, 20 times each; the median nanoseconds a row of each.
+    /// `SharedDelta` writes them), as one merged delta (`subscriptionDeltaBody`, what a client's queue writes for
+    /// batches merged while it fell behind) and as one snapshot chunk, 20 times each; the median nanoseconds a row of
+    /// each.
     static func encodeRows(_ count: Int) {
         let layout = RowLayout(names: ["qty", "stamp", "title"])
         let rows = (0..<count).map { i in
@@ -191,7 +193,9 @@ enum ServerBenchmark {
                 id: "0198c1f2-\(String(i, radix: 16))-7000-8000-\(String(i * 7919, radix: 16))", layout: layout,
                 values: [.int(Int64(i % 100)), .int(1_764_000_000_000 + Int64(i)), .string("row \(i / 100)")])
         }
+        let entered = rows.map { (row: $0, version: Int64(1)) }
         var delta: [Double] = []
+        var merged: [Double] = []
         var chunk: [Double] = []
         var bytes = 0
         for _ in 0..<20 {
@@ -201,17 +205,22 @@ enum ServerBenchmark {
             for row in rows { DeltaWireEncoding.appendEntered(row, version: 1, to: &body) }  // as `SharedDelta` does
             delta.append(Double((ContinuousClock.now - start).nanoseconds) / Double(count))
             start = ContinuousClock.now
+            let mergedBody = DeltaWireEncoding.subscriptionDeltaBody(entered: entered, left: [], updated: [])
+            merged.append(Double((ContinuousClock.now - start).nanoseconds) / Double(count))
+            start = ContinuousClock.now
             let message = DeltaWireEncoding.snapshotChunkResponse(
                 subscriptionID: "s", seq: 1, rowCount: count, last: true, resnapshot: false, chunkIndex: 0, epoch: 1,
                 row: { (rows[$0], 1) })
             chunk.append(Double((ContinuousClock.now - start).nanoseconds) / Double(count))
-            bytes = body.count + message.count
+            bytes = body.count + mergedBody.count + message.count
         }
         delta.sort()
+        merged.sort()
         chunk.sort()
         print(
-            "encode:\(count)", "delta ns/row", String(format: "%.1f", delta[10]), "snapshot chunk ns/row",
-            String(format: "%.1f", chunk[10]), "bytes", bytes)
+            "encode:\(count)", "delta ns/row", String(format: "%.1f", delta[10]), "merged delta ns/row",
+            String(format: "%.1f", merged[10]), "snapshot chunk ns/row", String(format: "%.1f", chunk[10]), "bytes",
+            bytes)
     }
 
     /// The latency cases' writer alone: 1-row commits at `rate` commits/s for 2 s into the same kind of store, no
