@@ -13,7 +13,7 @@ package import MeridianCore
 package enum DeltaWireEncoding {
     // Everything is written straight into the output: no scratch buffer per row, map entry or value, and no copy of
     // one into the next. A row is measured (`rowSize`), then written in place into room made for it at once
-    // (``writeInPlace(_:to:_:)``); a compact row's values are walked by position, their keys copied from its layout.
+    // (``writeInPlace(_:to:_:)``); a compact row's values are walked by position, their names copied from its layout.
 
     /// `SubscriptionDelta` fields 2 (entered), 3 (left) and 4 (updated), in that order. Arrays, not any sequence:
     /// generic over its sequences, this ran unspecialized for the server's callers, walking each through witness
@@ -87,28 +87,30 @@ package enum DeltaWireEncoding {
     ) -> Int {
         var size = id.isEmpty ? 0 : fieldSize(id.utf8.count)
         if version != 0 { size += 1 + varintSize(UInt64(bitPattern: version)) }
-        forEachValue(layout, values) { key, i in size += fieldSize(key.count + fieldSize(valueSize(values[i]))) }
+        forEachValue(layout, values) { name, i in
+            size += fieldSize(fieldSize(name.count) + fieldSize(valueSize(values[i])))
+        }
         return size
     }
 
-    /// Calls `body` with the range of each value's key in `layout`'s ``RowLayout/keyFields`` and the value's position,
-    /// for each value that is not null, in order.
+    /// Calls `body` with the range of each value's name in `layout`'s ``RowLayout/nameBytes`` and the value's
+    /// position, for each value that is not null, in order.
     @inline(__always)
     static func forEachValue(
         _ layout: RowLayout, _ values: UnsafeBufferPointer<Value>, _ body: (Range<Int>, Int) -> Void
     ) {
-        layout.keyFieldEnds.withUnsafeBufferPointer { ends in
-            var keyStart = 0
+        layout.nameEnds.withUnsafeBufferPointer { ends in
+            var nameStart = 0
             for i in 0..<values.count {
-                let keyEnd = ends[i]
-                if !values[i].isNull { body(keyStart..<keyEnd, i) }
-                keyStart = keyEnd
+                let nameEnd = ends[i]
+                if !values[i].isNull { body(nameStart..<nameEnd, i) }
+                nameStart = nameEnd
             }
         }
     }
 
-    /// ``appendRow(_:version:to:)`` of a compact row: its values by position, each one's key copied from the layout's
-    /// ``RowLayout/keyFields`` (no closure call, no name read, per value).
+    /// ``appendRow(_:version:to:)`` of a compact row: its values by position, each one's name copied from the layout's
+    /// ``RowLayout/nameBytes`` (no closure call, no `String` read, per value).
     @inline(__always)
     static func writeCompactRow(
         id: String, version: Int64, layout: RowLayout, values: UnsafeBufferPointer<Value>, to out: inout WireCursor
@@ -118,12 +120,14 @@ package enum DeltaWireEncoding {
             out.byte(0x10)
             out.varint(UInt64(bitPattern: version))
         }
-        layout.keyFields.withUnsafeBufferPointer { keys in
-            forEachValue(layout, values) { key, i in
+        layout.nameBytes.withUnsafeBufferPointer { names in
+            forEachValue(layout, values) { name, i in
                 let valueBytes = valueSize(values[i])
                 out.byte(0x1A)
-                out.varint(UInt64(key.count + fieldSize(valueBytes)))
-                out.bytes(UnsafeBufferPointer(rebasing: keys[key]))
+                out.varint(UInt64(fieldSize(name.count) + fieldSize(valueBytes)))
+                out.byte(0x0A)
+                out.varint(UInt64(name.count))
+                out.bytes(UnsafeBufferPointer(rebasing: names[name]))
                 out.byte(0x12)
                 out.varint(UInt64(valueBytes))
                 appendValue(values[i], to: &out)

@@ -11,11 +11,10 @@ package final class RowLayout: Sendable {
     package let names: [String]
     /// Each name's position, for a layout of more than `scannedNames` names (empty otherwise).
     private let positions: [String: Int]
-    /// Each name as the key of a protobuf map entry — field 1, its length, its UTF-8 bytes —, one after the other, for
-    /// the encoders that write rows' values (`DeltaWireEncoding`): name `i`'s field is the bytes from
-    /// `keyFieldEnds[i - 1]` (0 for the first) up to `keyFieldEnds[i]`.
-    package let keyFields: [UInt8]
-    package let keyFieldEnds: [Int]
+    /// The names' UTF-8 bytes, one after the other, for the writers that copy names into their output
+    /// (`DeltaWireEncoding`): name `i`'s bytes run from `nameEnds[i - 1]` (0 for the first) up to `nameEnds[i]`.
+    package let nameBytes: [UInt8]
+    package let nameEnds: [Int]
 
     /// A layout of these names, which must be distinct.
     package init(names: [String]) {
@@ -32,22 +31,15 @@ package final class RowLayout: Sendable {
         }
         self.names = names
         self.positions = positions
-        var keyFields: [UInt8] = []
-        var keyFieldEnds: [Int] = []
-        keyFieldEnds.reserveCapacity(names.count)
+        var nameBytes: [UInt8] = []
+        var nameEnds: [Int] = []
+        nameEnds.reserveCapacity(names.count)
         for name in names {
-            keyFields.append(0x0A)
-            var length = UInt64(name.utf8.count)
-            while length >= 0x80 {
-                keyFields.append(UInt8(truncatingIfNeeded: length) | 0x80)
-                length >>= 7
-            }
-            keyFields.append(UInt8(length))
-            keyFields.append(contentsOf: name.utf8)
-            keyFieldEnds.append(keyFields.count)
+            nameBytes.append(contentsOf: name.utf8)
+            nameEnds.append(nameBytes.count)
         }
-        self.keyFields = keyFields
-        self.keyFieldEnds = keyFieldEnds
+        self.nameBytes = nameBytes
+        self.nameEnds = nameEnds
     }
 
     /// The number of names.
