@@ -8,14 +8,18 @@ import Testing
 @Suite struct SlotIndexTests {
     @Test(
         "the index answers as a dictionary would through random inserts, replacements, removals and growth",
-        arguments: [0, 1, 2])
+        arguments: [0, 1, 2, 3, 4])
     func randomOperations(hashing: Int) {
-        // 0: String's hash; 1: four hash values (long probe runs, equal hash bits for different ids); 2: one value.
+        // 0: String's hash; 1: four hash values (long probe runs, equal hash bits for different ids); 2: one value;
+        // 3: the largest value, whose home is the last bucket (every probe run wraps past it to the first); 4: the
+        // two ends, runs from the last bucket and from the first meeting.
         let hash: @Sendable (String) -> UInt32 =
             switch hashing {
             case 0: { UInt32(truncatingIfNeeded: $0.hashValue) }
             case 1: { UInt32($0.utf8.count % 4) }
-            default: { _ in 7 }
+            case 2: { _ in 7 }
+            case 3: { _ in .max }
+            default: { $0.utf8.last! % 2 == 0 ? 0 : .max }
             }
         var rng = SplitMix64(seed: 0x51_07 &+ UInt64(hashing))
         var index = SlotIndex(hash: hash)
@@ -56,6 +60,31 @@ import Testing
         #expect(index.remove("absent") { table[Int($0)]! } == nil)
         index.removeAll()
         #expect(index.count == 0 && index.slot(for: ids[0]) { table[Int($0)]! } == nil)
+    }
+
+    @Test("a table reserved for n entries has about n × 4/3 buckets, not the power of two above them")
+    func exactReservation() {
+        for n in [1, 6, 7, 100, 196_609, 200_000] {
+            var index = SlotIndex()
+            index.reserveCapacity(n)
+            // By capacity, which the allocator may round up a little (a page, for a large table).
+            let buckets = index.storageBytes / MemoryLayout<UInt64>.stride
+            let wanted = max(8, (n * 4 + 2) / 3)
+            #expect(buckets >= wanted && buckets <= wanted + wanted / 64 + 8, "\(n) entries: \(buckets) buckets")
+            #expect(n * 4 <= wanted * 3, "\(n) entries fit at most 3/4 full")
+        }
+        // Filled to its reservation, it does not grow; one more entry doubles it.
+        let ids = (0..<1_000).map { "r\($0)" }
+        var index = SlotIndex()
+        index.reserveCapacity(ids.count)
+        let reserved = index.storageBytes
+        for (i, id) in ids.enumerated() { index.insert(Int32(i), for: id) { ids[Int($0)] } }
+        #expect(index.storageBytes == reserved)
+        for (i, id) in ids.enumerated() { #expect(index.slot(for: id) { ids[Int($0)] } == Int32(i)) }
+        let more = ids + ["r1000"]
+        index.insert(1_000, for: "r1000") { more[Int($0)] }
+        #expect(index.storageBytes > reserved * 3 / 2)
+        for (i, id) in more.enumerated() { #expect(index.slot(for: id) { more[Int($0)] } == Int32(i)) }
     }
 
     /// A free slot for `id` in the table (a reused one when there is one).

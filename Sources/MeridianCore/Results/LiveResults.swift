@@ -8,7 +8,7 @@
 // - `tree`, an order-statistic treap over the rows (`OrderStatisticTree<Row>`): the `Row?` slot (24 bytes, the Row's
 //   own inline size) plus left/right/size links (12 bytes): 36 bytes;
 // - `slots`, id → slot (`SlotIndex`: the slot and 32 hash bits, the id read from the tree): 8 bytes a bucket at a
-//   load factor of 3/8 to 3/4, so 11–21 bytes;
+//   load factor of 3/8 to 3/4, so 11–21 bytes (10.7 after a reset, whose table is made for its rows);
 // - sections: a treap of distinct section values weighted by their row counts (so a section's row offset is
 //   O(log sections)) and a value → count dictionary: per section, not per row.
 // So 47–57 bytes per row, plus array growth slack; `indexBytes` measures it by capacity.
