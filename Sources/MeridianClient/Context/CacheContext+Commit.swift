@@ -13,7 +13,7 @@ extension CacheContext {
     /// The row as `subscription` shows it: the server's row with pending writes on top; a pending write makes a row
     /// part of the subscription while it matches the subscription's predicate.
     func effectiveRow(_ id: String, in subscription: SubscriptionState) -> Row? {
-        let isMember = subscription.members.contains(id)
+        let isMember = self.replica.isMember(id, of: subscription)
         let key = RowKey(entity: subscription.entity, id: id)
         // Nothing pending at all: no key to hash and look up.
         guard !self.writes.overlay.isEmpty, self.writes.isPending(key) else {
@@ -30,14 +30,14 @@ extension CacheContext {
     /// pending rows added are those of non-members).
     func effectiveRows(of subscription: SubscriptionState) -> [Row] {
         // Nothing pending: the members' server rows, read from the entity's cache directly.
-        if self.writes.overlay.isEmpty { return self.replica.serverRows(subscription.entity, subscription.members) }
+        if self.writes.overlay.isEmpty { return self.replica.serverRows(of: subscription) }
         var result: [Row] = []
-        result.reserveCapacity(subscription.members.count)
-        for id in subscription.members {
+        result.reserveCapacity(self.replica.memberCount(of: subscription))
+        for id in self.replica.memberIDs(of: subscription) {
             if let row = self.effectiveRow(id, in: subscription) { result.append(row) }
         }
         for key in self.writes.overlay.keys
-        where key.entity == subscription.entity && !subscription.members.contains(key.id) {
+        where key.entity == subscription.entity && !self.replica.isMember(key.id, of: subscription) {
             if let row = self.effectiveRow(key.id, in: subscription) { result.append(row) }
         }
         return result

@@ -181,7 +181,7 @@ extension ReplicaState {
             guard self.subscriptions[id]?.phase == .live else { continue }
             if delta.replaced, let replace = self.subscriptions[id]?.pendingReplace {
                 if replace.request.entity != self.subscriptions[id]?.entity { self.dropAllMembers(of: id, work: &work) }
-                self.modify(id) { $0.adopt(replace) }
+                self.adopt(id, replace)
                 self.record(id)
                 outcome.answeredReplaces.append(id)
                 outcome.cause = Self.stronger(outcome.cause, .replaced)
@@ -254,7 +254,7 @@ extension ReplicaState {
                 if replace.request.entity != self.subscriptions[id]?.entity {
                     self.dropAllMembers(of: id, work: &work)
                 }
-                self.modify(id) { $0.adopt(replace) }
+                self.adopt(id, replace)
                 cause = .replaced
                 outcome.answeredReplaces.append(id)
             }
@@ -273,15 +273,16 @@ extension ReplicaState {
         // Re-read entirely: the rows below need not be named one by one for this subscription (`store` and
         // `touch` skip subscriptions being reset).
         work.resets.insert(id)
-        if let members = self.subscriptions[id]?.members, !members.isEmpty {
-            let stale = members.filter { buffer.rows.index(forKey: $0) == nil }
-            for member in stale { self.dropMember(member, from: id, work: &work) }
-        }
+        // Fields read, not the whole subscription held: a copy held while members go would copy its member set.
         guard let entity = self.subscriptions[id]?.entity else { return }
+        let stale = (self.subscriptions[id].map { self.memberIDs(of: $0) } ?? []).filter {
+            buffer.rows.index(forKey: $0) == nil
+        }
+        for member in stale { self.dropMember(member, from: id, work: &work) }
         if self.adoptFirstLoad(buffer.rows, in: id, work: work) { return }
         // Grown once, not by rehashing every row stored so far as they arrive: the members become the incoming rows
         // exactly, and the entity's cache holds at least them.
-        self.modify(id) { $0.members.reserveCapacity(buffer.rows.count) }
+        self.modify(id) { if !$0.holdsEntityCache { $0.members.reserveCapacity(buffer.rows.count) } }
         self.reserveRows(entity, atLeast: buffer.rows.count)
         self.store(buffer.versionedRows, in: id, seq: buffer.seq, work: &work)
     }

@@ -32,14 +32,21 @@ struct ReplicaState: Sendable {
     private var nextPrivateSubscription = 1
     /// Whether changes are recorded for persistence.
     let recordsChanges: Bool
+    /// Whether an entity's only subscription may hold its whole cache as its members (``SubscriptionState/holdsEntityCache``)
+    /// instead of a set of their ids; `false` only in tests, as the rule the other way is pinned against.
+    let holdsEntityCaches: Bool
     /// What changed since the last ``takeChanges()``.
     private(set) var changes = ReplicaChanges()
 
     /// An empty replica.
     ///
-    /// - Parameter recordsChanges: Record what to persist (for a context with a cache file).
-    init(recordsChanges: Bool) {
+    /// - Parameters:
+    ///   - recordsChanges: Record what to persist (for a context with a cache file).
+    ///   - holdsEntityCaches: Let an entity's only subscription take its cache's ids as its members (tests turn it
+    ///     off to compare with member sets spelled out).
+    init(recordsChanges: Bool, holdsEntityCaches: Bool = true) {
         self.recordsChanges = recordsChanges
+        self.holdsEntityCaches = holdsEntityCaches
     }
 
     // MARK: - Reading
@@ -50,8 +57,10 @@ struct ReplicaState: Sendable {
     }
 
     /// The server's rows of a subscription's members, in no particular order.
-    func serverRows(_ entity: String, _ ids: MemberSet) -> [Row] {
-        guard let cached = self.rows[entity] else { return [] }
+    func serverRows(of subscription: SubscriptionState) -> [Row] {
+        guard let cached = self.rows[subscription.entity] else { return [] }
+        if subscription.holdsEntityCache { return cached.map { $0.value.row($0.key) } }
+        let ids = subscription.members
         assert(ids.allSatisfy { cached[$0] != nil }, "every member of a subscription is cached")
         // Every member is cached (a row stays while a subscription holds it): members as many as the entity's cached
         // rows are those rows, read without hashing each id (the one subscription of an entity, or the widest).
@@ -69,7 +78,7 @@ struct ReplicaState: Sendable {
     /// entity's cached rows (its one subscription, or the widest), the cache alone says whether an id is a member.
     func serverMutations(_ ids: Set<String>, of subscription: SubscriptionState) -> [RowMutation] {
         let cached = self.rows[subscription.entity] ?? [:]
-        let membersAreCached = subscription.members.count == cached.count
+        let membersAreCached = subscription.holdsEntityCache || subscription.members.count == cached.count
         var mutations: [RowMutation] = []
         mutations.reserveCapacity(ids.count)
         for id in ids {
@@ -80,6 +89,55 @@ struct ReplicaState: Sendable {
             }
         }
         return mutations
+    }
+
+    /// Whether `id` is a member of `subscription` (one of this replica's).
+    func isMember(_ id: String, of subscription: SubscriptionState) -> Bool {
+        subscription.holdsEntityCache
+            ? self.rows[subscription.entity]?.index(forKey: id) != nil : subscription.members.contains(id)
+    }
+
+    /// The number of members of `subscription` (one of this replica's).
+    func memberCount(of subscription: SubscriptionState) -> Int {
+        subscription.holdsEntityCache ? self.rows[subscription.entity]?.count ?? 0 : subscription.members.count
+    }
+
+    /// The ids of the members of `subscription` (one of this replica's), in no particular order: an array of their
+    /// own, so that members can be dropped while it is walked.
+    func memberIDs(of subscription: SubscriptionState) -> [String] {
+        subscription.holdsEntityCache
+            ? Array(self.rows[subscription.entity]?.keys ?? []) : Array(subscription.members)
+    }
+
+    /// The members of a subscription as a set, however they are kept; `nil` when there is no such subscription.
+    func members(of subscriptionID: String) -> MemberSet? {
+        guard let subscription = self.subscriptions[subscriptionID] else { return nil }
+        guard subscription.holdsEntityCache else { return subscription.members }
+        return MemberSet(idsOf: self.rows[subscription.entity] ?? [:])
+    }
+
+    /// Gives every subscription of `entity` that holds the entity's cache as its members (``SubscriptionState/holdsEntityCache``)
+    /// a set of their ids, before a second subscription of the entity appears (added, restored, or another one's
+    /// request replaced by one of this entity): from then on a cached row of the entity need not be a member of each.
+    private mutating func spellOutMembers(ofEntity entity: String) {
+        for index in self.subscriptions.indices
+        where self.subscriptions.values[index].holdsEntityCache && self.subscriptions.values[index].entity == entity {
+            self.subscriptions.values[index].members = MemberSet(idsOf: self.rows[entity] ?? [:])
+            self.subscriptions.values[index].holdsEntityCache = false
+        }
+    }
+
+    /// Makes `replace` the request of subscription `id`. A request of another entity first spells out the members of
+    /// the subscriptions holding the cache of the entity it leaves (its own, which its callers then drop, read from
+    /// that entity's cache) and of the one it joins (whose subscriptions are no longer its only ones); one of the same
+    /// entity (a map region moving) changes nothing of who holds what.
+    mutating func adopt(_ id: String, _ replace: PendingReplace) {
+        guard let entity = self.subscriptions[id]?.entity else { return }
+        if replace.request.entity != entity {
+            self.spellOutMembers(ofEntity: entity)
+            self.spellOutMembers(ofEntity: replace.request.entity)
+        }
+        self.modify(id) { $0.adopt(replace) }
     }
 
     /// The version of a cached row, if any subscription holds it.
@@ -111,6 +169,7 @@ struct ReplicaState: Sendable {
 
     /// Adds a subscription (not yet subscribed on any stream).
     mutating func add(_ subscription: SubscriptionState) {
+        self.spellOutMembers(ofEntity: subscription.entity)
         self.subscriptions[subscription.id] = subscription
         self.record(subscription.id)
     }
@@ -127,7 +186,9 @@ struct ReplicaState: Sendable {
     @discardableResult
     mutating func remove(_ id: String) -> SubscriptionState? {
         guard let subscription = self.subscriptions.removeValue(forKey: id) else { return nil }
-        for rowID in subscription.members { self.releaseRow(subscription.entity, rowID) }
+        // Its rows are released after it left: those of a subscription holding its entity's cache are the cache's.
+        let ids = subscription.holdsEntityCache ? Array(self.rows[subscription.entity]?.keys ?? []) : nil
+        for rowID in ids ?? Array(subscription.members) { self.releaseRow(subscription.entity, rowID) }
         if self.recordsChanges { self.changes.subscriptions[id] = .some(nil) }
         return subscription
     }
@@ -151,10 +212,8 @@ struct ReplicaState: Sendable {
     /// answer (a snapshot, on the next Subscribe) completes it.
     mutating func adoptOffline(_ id: String, _ replace: PendingReplace, work: inout CommitWork) {
         guard let entity = self.subscriptions[id]?.entity else { return }
-        self.modify(id) { subscription in
-            subscription.adopt(replace)
-            subscription.hasData = false
-        }
+        self.adopt(id, replace)
+        self.modify(id) { $0.hasData = false }
         self.dropMembers(of: id, entity: entity, work: &work) { !replace.bound.matches($0) }
         self.record(id)
     }
@@ -179,8 +238,13 @@ struct ReplicaState: Sendable {
     /// once; this one row at a time is the rule it is pinned against (`ReplicaStateTests`).
     mutating func store(_ row: VersionedRow, in subscriptionID: String, seq: Int64, work: inout CommitWork) {
         let id = row.row.id
-        guard let (entity, isNewMember) = self.modify(subscriptionID, { ($0.entity, $0.members.insert(id).inserted) })
-        else { return }
+        guard let index = self.subscriptions.index(forKey: subscriptionID) else { return }
+        let entity = self.subscriptions.values[index].entity
+        // Holding the entity's cache, its members are the cached rows: a row is a new member when it is new there.
+        let isNewMember =
+            self.subscriptions.values[index].holdsEntityCache
+            ? self.rows[entity]?.index(forKey: id) == nil
+            : self.subscriptions.values[index].members.insert(id).inserted
         if isNewMember, self.recordsChanges {
             self.changes.memberships[MembershipKey(subscription: subscriptionID, id: id)] = true
         }
@@ -213,20 +277,22 @@ struct ReplicaState: Sendable {
         // Taken out while they grow, so that each stays uniquely referenced (no copy) and is reached without a lookup.
         var members = MemberSet()
         swap(&members, &self.subscriptions.values[index].members)
+        // Its members are the entity's cached rows: a row is a new member when it is new to the cache.
+        let holdsCache = self.subscriptions.values[index].holdsEntityCache
         let wasCached = self.rows[entity] != nil
         var cache = self.rows.removeValue(forKey: entity) ?? [:]
         // A subscription's first rows (a Batch of a bulk load after an empty snapshot): room for all of them at once,
         // where growing by doubling rehashed every id stored so far about once more. Only then: a Batch of changes
         // to rows already held would leave its room as slack (the affected ids' sets last only for this commit, and
         // get every new row when the rows are new to the cache).
-        if members.isEmpty {
-            members.reserveCapacity(rows.count)
+        if holdsCache ? cache.isEmpty : members.isEmpty {
+            if !holdsCache { members.reserveCapacity(rows.count) }
             if cache.isEmpty { cache.reserveCapacity(rows.count) }
             for i in affected.indices where affected[i].isEmpty { affected[i].reserveCapacity(rows.count) }
         }
         for row in rows {
             let id = row.row.id
-            let isNewMember = members.insert(id).inserted
+            let isNewMember = holdsCache ? cache.index(forKey: id) == nil : members.insert(id).inserted
             if isNewMember, self.recordsChanges {
                 self.changes.memberships[MembershipKey(subscription: subscriptionID, id: id)] = true
             }
@@ -259,7 +325,14 @@ struct ReplicaState: Sendable {
         else { return false }
         // Staged as they arrived, with the slack of arrays grown by appending: kept at their size.
         let cache = staged.compacted()
-        self.subscriptions.values[index].members = MemberSet(idsOf: cache)
+        // The entity's only subscription takes the cache's ids as its members; beside others, a set of them.
+        let alone = !self.subscriptions.contains { $0.key != subscriptionID && $0.value.entity == entity }
+        if self.holdsEntityCaches, alone {
+            self.subscriptions.values[index].holdsEntityCache = true
+        } else {
+            self.subscriptions.values[index].members = MemberSet(idsOf: cache)
+            self.subscriptions.values[index].holdsEntityCache = false
+        }
         if !cache.isEmpty || self.rows[entity] != nil { self.rows[entity] = cache }
         if self.recordsChanges {
             for (id, cached) in staged {
@@ -290,9 +363,13 @@ struct ReplicaState: Sendable {
 
     /// Removes a row from a subscription's members.
     mutating func dropMember(_ id: String, from subscriptionID: String, work: inout CommitWork) {
-        guard let (entity, removed) = self.modify(subscriptionID, { ($0.entity, $0.members.remove(id) != nil) }),
-            removed
-        else { return }
+        guard let index = self.subscriptions.index(forKey: subscriptionID) else { return }
+        let entity = self.subscriptions.values[index].entity
+        let removed =
+            self.subscriptions.values[index].holdsEntityCache
+            ? self.rows[entity]?.index(forKey: id) != nil
+            : self.subscriptions.values[index].members.remove(id) != nil
+        guard removed else { return }
         if self.recordsChanges {
             self.changes.memberships[MembershipKey(subscription: subscriptionID, id: id)] = false
         }
@@ -302,9 +379,9 @@ struct ReplicaState: Sendable {
 
     /// Drops every member of a subscription.
     mutating func dropAllMembers(of subscriptionID: String, work: inout CommitWork) {
-        for member in self.subscriptions[subscriptionID]?.members ?? [] {
-            self.dropMember(member, from: subscriptionID, work: &work)
-        }
+        // The ids first, in an array of their own: no copy of the subscription is held while its members go.
+        let ids = self.subscriptions[subscriptionID].map { self.memberIDs(of: $0) } ?? []
+        for member in ids { self.dropMember(member, from: subscriptionID, work: &work) }
     }
 
     /// Drops the members of a subscription whose row fails `isStale` (or is not cached).
@@ -314,9 +391,8 @@ struct ReplicaState: Sendable {
         work: inout CommitWork,
         where isStale: (Row) -> Bool
     ) {
-        let stale = (self.subscriptions[subscriptionID]?.members ?? []).filter { id in
-            self.serverRow(entity, id).map(isStale) ?? true
-        }
+        let ids = self.subscriptions[subscriptionID].map { self.memberIDs(of: $0) } ?? []
+        let stale = ids.filter { id in self.serverRow(entity, id).map(isStale) ?? true }
         for id in stale { self.dropMember(id, from: subscriptionID, work: &work) }
     }
 
@@ -355,6 +431,7 @@ struct ReplicaState: Sendable {
     mutating func restore(_ subscription: SubscriptionState, members: [String], rows: [RowKey: VersionedRow]) {
         var subscription = subscription
         let entity = subscription.entity
+        self.spellOutMembers(ofEntity: entity)
         for id in members {
             guard let row = rows[RowKey(entity: entity, id: id)] else { continue }
             subscription.members.insert(id)

@@ -13,7 +13,14 @@ struct SubscriptionState: Sendable {
     var bound: BoundFetchRequest
     /// Whether other controllers may share it (region-mode subscriptions are private).
     let shareable: Bool
+    /// The ids of its rows — but while ``holdsEntityCache``, when it is empty and the ids are those of the entity's
+    /// cache. Read them through the replica (``ReplicaState/memberIDs(of:)`` and its siblings), which knows which.
     var members = MemberSet()
+    /// Whether the subscription's members are every row of its entity's cache, kept as no set of their own: the
+    /// subscription is then its entity's only one, so that every row cached for the entity is cached for it alone
+    /// (``ReplicaState`` sets it for a first load and spells the members out before a second subscription of the
+    /// entity appears). A set of its own held every id a second time: about 22 bytes a row.
+    var holdsEntityCache = false
     /// Whether `members` is the complete result at the applied seq (so it may resume).
     var hasData = false
     var phase = SubscriptionPhase.idle

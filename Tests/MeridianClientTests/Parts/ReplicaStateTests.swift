@@ -64,7 +64,7 @@ struct ReplicaStateTests {
         #expect(outcome.moved)
         #expect(outcome.snapshots.map(\.rowCount) == [2])
         #expect(replica.appliedSeq == 5)
-        #expect(replica.subscriptions["s"]?.members == ["a", "b"])
+        #expect(replica.members(of: "s") == ["a", "b"])
         #expect(replica.subscriptions["s"]?.hasData == true)
         #expect(replica.subscriptions["s"]?.phase == .live)
         #expect(replica.serverRow("Point", "b") == point("b", "Bravo", 2))
@@ -113,7 +113,7 @@ struct ReplicaStateTests {
         #expect(last.moved)
         #expect(last.snapshots.map(\.rowCount) == [1])
         #expect(replica.appliedSeq == 6)
-        #expect(replica.subscriptions["s"]?.members == ["b", "c"])
+        #expect(replica.members(of: "s") == ["b", "c"])
 
         // Parts must share their seq: a part at another one breaks the stream.
         _ = try replica.apply(.init(seq: 7, deltas: [self.delta("s", left: ["b"])], continued: true), work: &work)
@@ -121,7 +121,7 @@ struct ReplicaStateTests {
             _ = try replica.apply(.init(seq: 8, deltas: [self.delta("s", left: ["c"])]), work: &work)
         }
         #expect(replica.appliedSeq == 6)
-        #expect(replica.subscriptions["s"]?.members == ["b", "c"])
+        #expect(replica.members(of: "s") == ["b", "c"])
         // A stream that ends drops the parts it held.
         _ = try replica.apply(.init(seq: 9, deltas: [self.delta("s", left: ["b"])], continued: true), work: &work)
         _ = replica.streamClosed(work: &work)
@@ -149,7 +149,7 @@ struct ReplicaStateTests {
         #expect(replica.serverRow("Point", "x")?["title"] == "six", "the deltas come after every snapshot")
         #expect(replica.version("Point", "x") == 6)
         #expect(replica.appliedSeq == 6)
-        #expect(replica.subscriptions.values.allSatisfy { $0.members == ["x"] })
+        #expect(replica.subscriptions.keys.allSatisfy { replica.members(of: $0) == ["x"] })
 
         // Without the delta, the newer snapshot wins over the older one, whatever the batch's order.
         var other = try self.replica(["a", "b"])
@@ -182,7 +182,7 @@ struct ReplicaStateTests {
                 ]),
             work: &work)
         #expect(outcome.ignored.map { $0.epoch } == [1])
-        #expect(replica.subscriptions["s"]?.members == ["new"])
+        #expect(replica.members(of: "s") == ["new"])
         #expect(
             replica.fail(.init(subscriptionID: "s", epoch: 1, error: ClientError(.badPredicate, "old"))) == .ignored)
 
@@ -213,7 +213,7 @@ struct ReplicaStateTests {
         _ = try replica.apply(.init(seq: 3, deltas: [self.delta("t", snapshot: true, snapshotSeq: 3)]), work: &work)
         replica.stage(self.chunk("s", seq: 4, [self.versioned(point("a", "Alpha", 1), 1)]))
         replica.stage(self.chunk("t", seq: 4, []))
-        let before = (replica.rowCount, replica.subscriptions["t"]?.members)
+        let before = (replica.rowCount, replica.members(of: "t"))
         work = CommitWork()
         let error = #expect(throws: ClientError.self) {
             try replica.apply(
@@ -228,14 +228,14 @@ struct ReplicaStateTests {
         #expect(error?.message.contains("at seq 7, but the one staged is at seq 4") == true)
         // Nothing changed, the valid snapshot of t included: the stream is dropped and resumes from seq 3.
         #expect(replica.appliedSeq == 3)
-        #expect((replica.rowCount, replica.subscriptions["t"]?.members) == before)
+        #expect((replica.rowCount, replica.members(of: "t")) == before)
         #expect(work.isEmpty)
         // The snapshot staged at the seq named applies; a batch that does not say (an older server) is taken as is.
         _ = try replica.apply(
             .init(seq: 9, deltas: [self.delta("s", snapshot: true, snapshotSeq: 4), self.delta("t", snapshot: true)]),
             work: &work)
-        #expect(replica.subscriptions["s"]?.members == ["a"])
-        #expect(replica.subscriptions["t"]?.members == [])
+        #expect(replica.members(of: "s") == ["a"])
+        #expect(replica.members(of: "t") == [])
         #expect(replica.appliedSeq == 9)
     }
 
@@ -292,7 +292,7 @@ struct ReplicaStateTests {
                 seq: 2,
                 deltas: [self.delta("a", left: ["x"], entered: [self.versioned(point("y", "Y", 2), 2)])]),
             work: &work)
-        #expect(replica.subscriptions["a"]?.members == ["y"])
+        #expect(replica.members(of: "a") == ["y"])
         #expect(replica.serverRow("Point", "x") != nil, "b still holds x")
         #expect(work.affected["a"] == ["x", "y"])
 
@@ -323,7 +323,7 @@ struct ReplicaStateTests {
         // The one row-by-row answer: a member's server row, or a delete.
         func expected(_ ids: Set<String>, _ subscription: SubscriptionState) -> [RowMutation] {
             ids.map { id in
-                subscription.members.contains(id)
+                replica.isMember(id, of: subscription)
                     ? replica.serverRow(subscription.entity, id).map(RowMutation.upsert) ?? .delete(id: id)
                     : .delete(id: id)
             }
@@ -386,7 +386,7 @@ struct ReplicaStateTests {
         #expect(outcome.answeredReplaces.isEmpty)
         #expect(replica.subscriptions["s"]?.request.predicateText == "category < 3")
         #expect(replica.subscriptions["s"]?.pendingReplace != nil)
-        #expect(replica.subscriptions["s"]?.members == ["a", "b"])
+        #expect(replica.members(of: "s") == ["a", "b"])
 
         // The Replace's answer: a snapshot of the new request, flagged replaced.
         replica.stage(
@@ -402,7 +402,7 @@ struct ReplicaStateTests {
         #expect(outcome.answeredReplaces == ["s"])
         #expect(replica.subscriptions["s"]?.request.predicateText == "category < 9")
         #expect(replica.subscriptions["s"]?.pendingReplace == nil)
-        #expect(replica.subscriptions["s"]?.members == ["a", "b", "c"])
+        #expect(replica.members(of: "s") == ["a", "b", "c"])
     }
 
     @Test("a Replace cut off by the stream's end, adopted offline: the next stream's snapshot is the whole result")
@@ -415,7 +415,7 @@ struct ReplicaStateTests {
         let moved = try FetchRequest(entity: "Point", where: "category >= 2")
         replica.replaceSent("s", PendingReplace(request: moved, bound: try moved.bind(to: testSchema)))
         _ = replica.streamClosed(work: &work)
-        #expect(replica.subscriptions["s"]?.members == ["b"])
+        #expect(replica.members(of: "s") == ["b"])
         let hello = replica.streamOpened()
         #expect(hello.map { $0.resume } == [false])
         let epoch = try #require(replica.subscriptions["s"]?.epoch)
@@ -431,7 +431,7 @@ struct ReplicaStateTests {
         let outcome = try replica.apply(
             .init(seq: 2, deltas: [self.delta("s", epoch: epoch, snapshot: true)]), work: &work)
         #expect(outcome.snapshots.map(\.rowCount) == [3])
-        #expect(replica.subscriptions["s"]?.members == ["b", "c", "d"])
+        #expect(replica.members(of: "s") == ["b", "c", "d"])
         #expect(replica.subscriptions["s"]?.hasData == true)
         #expect(replica.subscriptions["s"]?.request.predicateText == "category >= 2")
     }
@@ -451,7 +451,7 @@ struct ReplicaStateTests {
         #expect(adopted == ["s"])
         let subscription = try #require(replica.subscriptions["s"])
         #expect(subscription.request.predicateText == "category < 2")
-        #expect(subscription.members == ["a"])
+        #expect(replica.members(of: "s") == ["a"])
         #expect(!subscription.hasData, "complete again only with the server's answer")
         #expect(subscription.phase == .idle)
         #expect(subscription.epoch == nil)
@@ -511,6 +511,130 @@ struct ReplicaStateTests {
         #expect(aChanges.rows == bChanges.rows, sourceLocation: sourceLocation)
     }
 
+    @Test(
+        "an entity's only subscription holding the entity's cache as its members answers as a set of their ids would",
+        arguments: 0..<4)
+    func entityCacheAsMembers(seed: Int) throws {
+        // Two replicas fed the same random steps — subscriptions added and removed (of one entity or of two), snapshots,
+        // deltas entering, updating and leaving rows, Replaces of the same entity or of the other one, answered by a
+        // snapshot or by a delta, streams closed (pending Replaces adopted offline) and opened again — one letting an
+        // entity's only subscription hold the cache as its members, one always keeping a set. After every step: the
+        // same members, cached rows (with their references), work and recorded changes.
+        let schema = try Schema.parse(
+            yaml: """
+                version: 1
+                entities:
+                  Point:
+                    attributes: { title: string, category: int }
+                  Place:
+                    attributes: { title: string, category: int }
+                """)
+        var generator = SplitMix64(seed: 0xE_CAC4E &+ UInt64(seed))
+        var held = ReplicaState(recordsChanges: seed % 2 == 1)
+        var spelled = ReplicaState(recordsChanges: seed % 2 == 1, holdsEntityCaches: false)
+        var seq: Int64 = 0
+        var nextID = 0
+        var stepsHolding = 0
+        func pick<T>(_ items: [T]) -> T? { items.isEmpty ? nil : items[Int(generator.next() % UInt64(items.count))] }
+        func rows() -> [VersionedRow] {
+            (0..<Int(generator.next() % 6)).map { _ in
+                let n = generator.next() % 10
+                return self.versioned(point("p\(n)", "t\(generator.next() % 3)", Int64(n % 3)), 1 + Int64(seq))
+            }
+        }
+        func request() throws -> FetchRequest {
+            try FetchRequest(
+                entity: generator.next() % 2 == 0 ? "Place" : "Point", where: "category < \(1 + generator.next() % 3)")
+        }
+        for step in 0..<1_500 {
+            var heldWork = CommitWork()
+            var spelledWork = CommitWork()
+            let ids = held.subscriptions.keys.sorted()
+            switch generator.next() % 9 {
+            case 0 where ids.count < 2:
+                nextID += 1
+                let request = try request()
+                let subscription = SubscriptionState(
+                    id: "s\(nextID)", request: request, bound: try request.bind(to: schema), shareable: true)
+                held.add(subscription)
+                spelled.add(subscription)
+                _ = held.subscribe(subscription.id, resume: false)
+                _ = spelled.subscribe(subscription.id, resume: false)
+            case 1, 2:
+                guard let id = pick(ids), let epoch = held.subscriptions[id]?.epoch else { continue }
+                seq += 1
+                let chunk = self.chunk(id, seq: seq, rows(), epoch: epoch)
+                held.stage(chunk)
+                spelled.stage(chunk)
+                let batch = SyncEvent.Batch(seq: seq, deltas: [self.delta(id, epoch: epoch, snapshot: true)])
+                #expect((try? held.apply(batch, work: &heldWork)) != nil)
+                #expect((try? spelled.apply(batch, work: &spelledWork)) != nil)
+            case 3, 4:
+                guard let id = pick(ids), let epoch = held.subscriptions[id]?.epoch else { continue }
+                seq += 1
+                let members = held.members(of: id).map { Array($0) } ?? []
+                let left = members.filter { _ in generator.next() % 3 == 0 }
+                let delta = self.delta(id, epoch: epoch, left: left, entered: rows(), updated: [])
+                let batch = SyncEvent.Batch(seq: seq, deltas: [delta])
+                #expect((try? held.apply(batch, work: &heldWork)) != nil)
+                #expect((try? spelled.apply(batch, work: &spelledWork)) != nil)
+            case 5, 8:
+                guard let id = pick(ids) else { continue }
+                held.remove(id)
+                spelled.remove(id)
+            case 6:
+                guard let id = pick(ids), let epoch = held.subscriptions[id]?.epoch else { continue }
+                let request = try request()
+                let replace = PendingReplace(request: request, bound: try request.bind(to: schema))
+                held.replaceSent(id, replace)
+                spelled.replaceSent(id, replace)
+                guard generator.next() % 2 == 0 else { continue }  // left pending: adopted offline if the stream ends
+                seq += 1
+                let bySnapshot = generator.next() % 2 == 0
+                if bySnapshot {
+                    let chunk = self.chunk(id, seq: seq, rows(), epoch: epoch)
+                    held.stage(chunk)
+                    spelled.stage(chunk)
+                }
+                let delta =
+                    bySnapshot
+                    ? self.delta(id, epoch: epoch, snapshot: true, replaced: true)
+                    : self.delta(id, epoch: epoch, replaced: true, entered: rows())
+                let batch = SyncEvent.Batch(seq: seq, deltas: [delta])
+                #expect((try? held.apply(batch, work: &heldWork)) != nil)
+                #expect((try? spelled.apply(batch, work: &spelledWork)) != nil)
+            case 7:
+                // The Replaces adopted offline, in no particular order.
+                let heldAdopted = held.streamClosed(work: &heldWork)
+                #expect(heldAdopted.sorted() == spelled.streamClosed(work: &spelledWork).sorted())
+                _ = held.streamOpened()
+                _ = spelled.streamOpened()
+                // Resumed subscriptions wait for the stream's first Batch to answer them all.
+                seq += 1
+                let answers = held.subscriptions.keys.sorted().compactMap { id -> SyncEvent.Delta? in
+                    guard held.subscriptions[id]?.hasData == true, let epoch = held.subscriptions[id]?.epoch else {
+                        return nil
+                    }
+                    return self.delta(id, epoch: epoch)
+                }
+                let batch = SyncEvent.Batch(seq: seq, deltas: answers)
+                #expect((try? held.apply(batch, work: &heldWork)) != nil)
+                #expect((try? spelled.apply(batch, work: &spelledWork)) != nil)
+            default:
+                continue
+            }
+            if held.subscriptions.values.contains(where: { $0.holdsEntityCache }) { stepsHolding += 1 }
+            let spelledHolds = spelled.subscriptions.values.contains { $0.holdsEntityCache }
+            #expect(!spelledHolds, "the other replica keeps every member set")
+            #expect(held.memberSets == spelled.memberSets, "step \(step)")
+            #expect(heldWork.affected == spelledWork.affected, "step \(step)")
+            #expect(heldWork.resets == spelledWork.resets, "step \(step)")
+            self.expectSameRowsAndChanges(&held, &spelled)
+        }
+        // The steps exercised what they compare: an entity's cache held as members for a good part of the run.
+        #expect(stepsHolding > 50, "\(stepsHolding) steps with a subscription holding its entity's cache")
+    }
+
     @Test("rows stored at once equal them stored one by one", arguments: 0..<4)
     func rowsStoredAtOnce(recording: Int) throws {
         // Three subscriptions of one entity (the rows', being reset or not; one reset in the same step or not; one
@@ -554,7 +678,7 @@ struct ReplicaStateTests {
             for row in rows { oneByOne.store(row, in: "s", seq: snapshotSeq, work: &oneByOneWork) }
 
             #expect(atOnceWork.affected == oneByOneWork.affected)
-            #expect(atOnce.subscriptions.mapValues(\.members) == oneByOne.subscriptions.mapValues(\.members))
+            #expect(atOnce.memberSets == oneByOne.memberSets)
             self.expectSameRowsAndChanges(&atOnce, &oneByOne)
         }
     }
@@ -612,13 +736,13 @@ struct ReplicaStateTests {
             guard didAdopt else {
                 refusals += 1
                 #expect(adopted.rows.mapValues(\.count) == replica.rows.mapValues(\.count), "refused: nothing changed")
-                #expect(adopted.subscriptions.mapValues(\.members) == replica.subscriptions.mapValues(\.members))
+                #expect(adopted.memberSets == replica.memberSets)
                 continue
             }
             adoptions += 1
             #expect(replica.rows["Point"]?.isEmpty ?? true, "adopted only with nothing of the entity cached")
             #expect(storedWork.affected == work.affected, "no other subscription was to be told")
-            #expect(adopted.subscriptions.mapValues(\.members) == stored.subscriptions.mapValues(\.members))
+            #expect(adopted.memberSets == stored.memberSets)
             self.expectSameRowsAndChanges(&adopted, &stored)
             if let cache = adopted.rows["Point"] {
                 #expect(cache.keys.elements.capacity < cache.count + 8, "the cache is held at its size")
@@ -627,5 +751,12 @@ struct ReplicaStateTests {
         }
         #expect(adoptions > 50)
         #expect(refusals > 50)
+    }
+}
+
+extension ReplicaState {
+    /// Every subscription's members as a set, however it keeps them.
+    var memberSets: [String: MemberSet] {
+        Dictionary(uniqueKeysWithValues: self.subscriptions.keys.map { ($0, self.members(of: $0)!) })
     }
 }
