@@ -275,9 +275,10 @@ extension ReplicaState {
         work.resets.insert(id)
         // Fields read, not the whole subscription held: a copy held while members go would copy its member set.
         guard let entity = self.subscriptions[id]?.entity else { return }
-        let stale = (self.subscriptions[id].map { self.memberIDs(of: $0) } ?? []).filter {
-            buffer.rows.index(forKey: $0) == nil
-        }
+        let stale =
+            self.subscriptions[id].map { subscription in
+                self.memberIDs(of: subscription) { buffer.rows.index(forKey: $0) == nil }
+            } ?? []
         for member in stale { self.dropMember(member, from: id, work: &work) }
         if self.adoptFirstLoad(buffer.rows, in: id, work: work) { return }
         // Grown once, not by rehashing every row stored so far as they arrive: the members become the incoming rows

@@ -102,11 +102,11 @@ struct ReplicaState: Sendable {
         subscription.holdsEntityCache ? self.rows[subscription.entity]?.count ?? 0 : subscription.members.count
     }
 
-    /// The ids of the members of `subscription` (one of this replica's), in no particular order: an array of their
-    /// own, so that members can be dropped while it is walked.
-    func memberIDs(of subscription: SubscriptionState) -> [String] {
+    /// The ids of the members of `subscription` (one of this replica's) that `include` takes (all by default), in no
+    /// particular order: an array of their own, so that members can be dropped while it is walked.
+    func memberIDs(of subscription: SubscriptionState, where include: (String) -> Bool = { _ in true }) -> [String] {
         subscription.holdsEntityCache
-            ? Array(self.rows[subscription.entity]?.keys ?? []) : Array(subscription.members)
+            ? self.rows[subscription.entity]?.keys.filter(include) ?? [] : subscription.members.filter(include)
     }
 
     /// The members of a subscription as a set, however they are kept; `nil` when there is no such subscription.
@@ -187,8 +187,12 @@ struct ReplicaState: Sendable {
     mutating func remove(_ id: String) -> SubscriptionState? {
         guard let subscription = self.subscriptions.removeValue(forKey: id) else { return nil }
         // Its rows are released after it left: those of a subscription holding its entity's cache are the cache's.
-        let ids = subscription.holdsEntityCache ? Array(self.rows[subscription.entity]?.keys ?? []) : nil
-        for rowID in ids ?? Array(subscription.members) { self.releaseRow(subscription.entity, rowID) }
+        if subscription.holdsEntityCache {
+            let ids = Array(self.rows[subscription.entity]?.keys ?? [])
+            for rowID in ids { self.releaseRow(subscription.entity, rowID) }
+        } else {
+            for rowID in subscription.members { self.releaseRow(subscription.entity, rowID) }
+        }
         if self.recordsChanges { self.changes.subscriptions[id] = .some(nil) }
         return subscription
     }
@@ -391,8 +395,10 @@ struct ReplicaState: Sendable {
         work: inout CommitWork,
         where isStale: (Row) -> Bool
     ) {
-        let ids = self.subscriptions[subscriptionID].map { self.memberIDs(of: $0) } ?? []
-        let stale = ids.filter { id in self.serverRow(entity, id).map(isStale) ?? true }
+        let stale =
+            self.subscriptions[subscriptionID].map { subscription in
+                self.memberIDs(of: subscription) { id in self.serverRow(entity, id).map(isStale) ?? true }
+            } ?? []
         for id in stale { self.dropMember(id, from: subscriptionID, work: &work) }
     }
 
