@@ -21,6 +21,13 @@ import Testing
         values.filter { !$0.value.isNull }
     }
 
+    @Test("a row is 24 bytes inline, and an optional row too (a controller's tree keeps one for every row)")
+    func inlineSize() {
+        #expect(MemoryLayout<Row>.size == 24)
+        #expect(MemoryLayout<Row?>.size == 24)
+        #expect(MemoryLayout<Row.Storage>.size == 8)
+    }
+
     @Test("compact and dictionary rows agree on every accessor, equality and hash through random mutations")
     func randomMutations() {
         var rng = SplitMix64(seed: 0x20_26_11_28)

@@ -5,13 +5,13 @@
 //
 // Structures, and what they cost per matching row (beyond the `Row` value itself, whose id and attribute dictionary
 // are shared with the cache, not copied):
-// - `tree`, an order-statistic treap over the rows (`OrderStatisticTree<Row>`): the `Row?` slot (32 bytes, the Row's
-//   own inline size: its id, and its dictionary or compact buffer) plus left/right/size links (12 bytes): 44 bytes;
+// - `tree`, an order-statistic treap over the rows (`OrderStatisticTree<Row>`): the `Row?` slot (24 bytes, the Row's
+//   own inline size: its id and its values' one reference) plus left/right/size links (12 bytes): 36 bytes;
 // - `slots`, id → slot (`SlotIndex`: the slot and 32 hash bits, the id read from the tree): 8 bytes a bucket at a
 //   load factor of 3/8 to 3/4, so 11–21 bytes (10.7 after a reset, whose table is made for its rows);
 // - sections: a treap of distinct section values weighted by their row counts (so a section's row offset is
 //   O(log sections)) and a value → count dictionary: per section, not per row.
-// So 55–65 bytes per row, plus array growth slack; `indexBytes` measures it by capacity.
+// So 47–57 bytes per row, plus array growth slack; `indexBytes` measures it by capacity.
 //
 // Every read below is O(log n) except those that return O(n) things (`rows`, `snapshot`) or one entry per section
 // (`sections`).

@@ -16,28 +16,38 @@
 public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
     /// How a row keeps its values (what a cache keeps of a row; see `storage`).
     ///
+    /// Either case is one reference, so that the storage takes 8 bytes (the references' spare bits tell the cases
+    /// apart), a row 24 and an optional row 24 — the slot a controller's tree keeps for every row — and a client's
+    /// cached row 32; with the dictionary itself as a payload the enum took a ninth byte, which padding made 8 more in
+    /// each of them.
+    ///
     /// `@unchecked Sendable`: a `RowValueBuffer` is a `ManagedBuffer`, which the standard library declares not
-    /// `Sendable`; a row writes one only while it holds the only reference, and never writes a shared one.
+    /// `Sendable`, and a `RowValues` is a class with a mutable field; a row writes either only while it holds the only
+    /// reference, and never writes a shared one.
     package enum Storage: @unchecked Sendable {
         /// Values by name, never `.null`.
-        case dictionary([String: Value])
+        case dictionary(RowValues)
         /// One value per name of the buffer's layout, `.null` where the row has none.
         case compact(RowValueBuffer)
     }
 
     /// The row's primary key.
     public var id: String
-    // Two fields, not one `Storage`: an attribute read tests one optional where the enum went through an outlined
-    // copy (a call and a switch); the two measured the same (docs/speed-of-light.md), this one reads more plainly.
-    /// The values by name when `buffer` is nil (never `.null`); empty otherwise.
-    private var dictionary: [String: Value]
-    /// The compact form's values; nil for a row kept in `dictionary`. (`nonisolated(unsafe)`: see `Storage`.)
-    nonisolated(unsafe) private var buffer: RowValueBuffer?
-
     /// The row's values as a cache keeps them.
-    package var storage: Storage {
-        if let buffer = self.buffer { return .compact(buffer) }
-        return .dictionary(self.dictionary)
+    package private(set) var storage: Storage
+
+    /// The compact form's values; nil for a row kept as a dictionary.
+    @inline(__always)
+    private var buffer: RowValueBuffer? {
+        if case .compact(let buffer) = self.storage { return buffer }
+        return nil
+    }
+
+    /// The values by name of a row kept as a dictionary (never `.null`); empty for a compact one.
+    @inline(__always)
+    private var dictionary: [String: Value] {
+        if case .dictionary(let box) = self.storage { return box.values }
+        return [:]
     }
 
     /// The attribute values by name (`id` not included); never `.null` (a null assigned here is removed).
@@ -47,33 +57,44 @@ public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
             return self.dictionary
         }
         set {
-            self.dictionary = newValue
-            self.buffer = nil
+            self.storage = .dictionary(RowValues(newValue))
             self.removeNulls()
         }
         _modify {
-            if let buffer = self.buffer {
-                self.dictionary = Self.dictionary(of: buffer)
-                self.buffer = nil
+            let box = self.takeValues()
+            defer {
+                self.storage = .dictionary(box)
+                self.removeNulls()
             }
-            defer { self.removeNulls() }
-            yield &self.dictionary
+            yield &box.values
         }
     }
 
     /// Creates a row; null values are dropped.
     public init(id: String, values: [String: Value] = [:]) {
         self.id = id
-        self.dictionary = values
-        self.buffer = nil
+        self.storage = .dictionary(values.isEmpty ? RowValues.empty : RowValues(values))
         self.removeNulls()
+    }
+
+    /// The row's values as a dictionary object that only the caller holds (the row's own when it held the only
+    /// reference, else a copy; made from a compact row's values), to change and put back: the row holds the shared
+    /// empty one meanwhile.
+    private mutating func takeValues() -> RowValues {
+        var box: RowValues
+        switch self.storage {
+        case .dictionary(let values): box = values
+        case .compact(let buffer): box = RowValues(Self.dictionary(of: buffer))
+        }
+        self.storage = .dictionary(RowValues.empty)
+        if !isKnownUniquelyReferenced(&box) { box = RowValues(box.values) }
+        return box
     }
 
     /// Creates a row holding one value per name of `layout` (`.null` for an absent one), in its compact form.
     package init(id: String, layout: RowLayout, values: UnsafeBufferPointer<Value>) {
         self.id = id
-        self.dictionary = [:]
-        self.buffer = RowValueBuffer.make(layout, values)
+        self.storage = .compact(RowValueBuffer.make(layout, values))
     }
 
     /// Creates a row holding one value per name of `layout` (`.null` for an absent one), in its compact form.
@@ -99,19 +120,12 @@ public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
     /// Creates a row with another row's storage (as a cache keeps it).
     package init(id: String, storage: Storage) {
         self.id = id
-        switch storage {
-        case .dictionary(let values):
-            self.dictionary = values
-            self.buffer = nil
-        case .compact(let buffer):
-            self.dictionary = [:]
-            self.buffer = buffer
-        }
+        self.storage = storage
     }
 
     private mutating func removeNulls() {
-        guard self.buffer == nil, self.dictionary.values.contains(where: \.isNull) else { return }
-        self.dictionary = self.dictionary.filter { !$0.value.isNull }
+        guard case .dictionary(let box) = self.storage, box.values.values.contains(where: \.isNull) else { return }
+        self.storage = .dictionary(RowValues(box.values.filter { !$0.value.isNull }))
     }
 
     private static func dictionary(of buffer: RowValueBuffer) -> [String: Value] {
@@ -133,22 +147,22 @@ public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
             precondition(attribute != EntitySchema.idAttribute, "a row's id is set through `id`")
             if var buffer = self.buffer {
                 if let position = buffer.layout.position(of: attribute) {
-                    self.buffer = nil  // so that `buffer` may be the only reference
+                    self.storage = .dictionary(RowValues.empty)  // so that `buffer` may be the only reference
                     if !isKnownUniquelyReferenced(&buffer) { buffer = buffer.copy() }
                     buffer[position] = newValue
-                    self.buffer = buffer
+                    self.storage = .compact(buffer)
                     return
                 }
                 guard !newValue.isNull else { return }
-                self.dictionary = Self.dictionary(of: buffer)
-                self.buffer = nil
             }
+            let box = self.takeValues()
             // Not `newValue.isNull ? nil : newValue`: `Value` is expressible by `nil`, which would store `.null`.
             if newValue.isNull {
-                self.dictionary.removeValue(forKey: attribute)
+                box.values.removeValue(forKey: attribute)
             } else {
-                self.dictionary[attribute] = newValue
+                box.values[attribute] = newValue
             }
+            self.storage = .dictionary(box)
         }
     }
 
@@ -245,7 +259,7 @@ extension Row.Storage: Equatable, Hashable {
     package static func == (lhs: Self, rhs: Self) -> Bool {
         switch (lhs, rhs) {
         case (.dictionary(let a), .dictionary(let b)):
-            return a == b
+            return a === b || a.values == b.values
         case (.compact(let a), .compact(let b)) where a.layout === b.layout || a.layout.names == b.layout.names:
             // One layout, or two of the same names (rows read from two messages): position by position.
             if a === b { return true }
@@ -273,4 +287,17 @@ extension Row.Storage: Equatable, Hashable {
         }
         hasher.combine(combined)
     }
+}
+
+/// A row's values by name (never `.null`), in an object of their own: ``Row/Storage``'s dictionary case. A row changes
+/// one in place only while it holds the only reference (``Row`` copies it first otherwise).
+package final class RowValues {
+    var values: [String: Value]
+
+    init(_ values: [String: Value]) {
+        self.values = values
+    }
+
+    /// The values of every row without any, shared (never changed: a row holding it is never its only holder).
+    nonisolated(unsafe) static let empty = RowValues([:])
 }

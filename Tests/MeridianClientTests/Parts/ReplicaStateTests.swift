@@ -72,6 +72,11 @@ struct ReplicaStateTests {
         #expect(work.resets == ["s"])
     }
 
+    @Test("a cached row is 32 bytes inline: its values' one reference, its version, its seq and its reference count")
+    func cachedRowSize() {
+        #expect(MemoryLayout<CachedRow>.stride == 32)
+    }
+
     @Test("a staged snapshot takes room four times as large when it is full, not a chunk's worth at a time")
     func stagedRoomGrowsGeometrically() {
         // Twenty chunks of a hundred rows: grown four times (100, 400, 1,600, 6,400 rows), each time once, where
