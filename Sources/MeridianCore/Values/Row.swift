@@ -22,8 +22,7 @@ public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
     /// each of them.
     ///
     /// `@unchecked Sendable`: a `RowValueBuffer` is a `ManagedBuffer`, which the standard library declares not
-    /// `Sendable`, and a `RowValues` is a class with a mutable field; a row writes either only while it holds the only
-    /// reference, and never writes a shared one.
+    /// `Sendable`; a row writes one only while it holds the only reference, and never writes a shared one.
     package enum Storage: @unchecked Sendable {
         /// Values by name, never `.null`.
         case dictionary(RowValues)
@@ -43,30 +42,25 @@ public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
         return nil
     }
 
-    /// The values by name of a row kept as a dictionary (never `.null`); empty for a compact one.
-    @inline(__always)
-    private var dictionary: [String: Value] {
-        if case .dictionary(let box) = self.storage { return box.values }
-        return [:]
-    }
-
     /// The attribute values by name (`id` not included); never `.null` (a null assigned here is removed).
     public var values: [String: Value] {
         get {
-            if let buffer = self.buffer { return Self.dictionary(of: buffer) }
-            return self.dictionary
+            switch self.storage {
+            case .compact(let buffer): Self.dictionary(of: buffer)
+            case .dictionary(let box): box.values
+            }
         }
         set {
             self.storage = .dictionary(RowValues(newValue))
             self.removeNulls()
         }
         _modify {
-            let box = self.takeValues()
+            var values = self.takeValues()
             defer {
-                self.storage = .dictionary(box)
+                self.storage = .dictionary(RowValues(values))
                 self.removeNulls()
             }
-            yield &box.values
+            yield &values
         }
     }
 
@@ -77,18 +71,18 @@ public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
         self.removeNulls()
     }
 
-    /// The row's values as a dictionary object that only the caller holds (the row's own when it held the only
-    /// reference, else a copy; made from a compact row's values), to change and put back: the row holds the shared
-    /// empty one meanwhile.
-    private mutating func takeValues() -> RowValues {
-        var box: RowValues
+    /// The row's values as a dictionary to change and put back in an object of their own (made from a compact row's
+    /// values): the row holds the shared empty one meanwhile, so that a dictionary only this row held is the caller's
+    /// alone and changes in place.
+    private mutating func takeValues() -> [String: Value] {
         switch self.storage {
-        case .dictionary(let values): box = values
-        case .compact(let buffer): box = RowValues(Self.dictionary(of: buffer))
+        case .compact(let buffer):
+            return Self.dictionary(of: buffer)
+        case .dictionary(let box):
+            let values = box.values
+            self.storage = .dictionary(RowValues.empty)
+            return values
         }
-        self.storage = .dictionary(RowValues.empty)
-        if !isKnownUniquelyReferenced(&box) { box = RowValues(box.values) }
-        return box
     }
 
     /// Creates a row holding one value per name of `layout` (`.null` for an absent one), in its compact form.
@@ -155,48 +149,53 @@ public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
                 }
                 guard !newValue.isNull else { return }
             }
-            let box = self.takeValues()
+            var values = self.takeValues()
             // Not `newValue.isNull ? nil : newValue`: `Value` is expressible by `nil`, which would store `.null`.
             if newValue.isNull {
-                box.values.removeValue(forKey: attribute)
+                values.removeValue(forKey: attribute)
             } else {
-                box.values[attribute] = newValue
+                values[attribute] = newValue
             }
-            self.storage = .dictionary(box)
+            self.storage = .dictionary(RowValues(values))
         }
     }
 
     /// The value of an attribute other than the id, `.null` when absent.
     @inline(__always)
     package func value(of attribute: String) -> Value {
-        if let buffer = self.buffer {
+        switch self.storage {
+        case .compact(let buffer):
             guard let position = buffer.layout.position(of: attribute) else { return .null }
             return buffer[position]
+        case .dictionary(let box):
+            return box.values[attribute] ?? .null
         }
-        return self.dictionary[attribute] ?? .null
     }
 
     /// ``value(of:)``, trying position `hint` of a compact row's layout first (rows of one shape list their
     /// attributes in one order: a reader going through them in that order finds each at its index).
     @inline(__always)
     package func value(of attribute: String, hint: Int) -> Value {
-        if let buffer = self.buffer {
+        switch self.storage {
+        case .compact(let buffer):
             guard let position = buffer.layout.position(of: attribute, hint: hint) else { return .null }
             return buffer[position]
+        case .dictionary(let box):
+            return box.values[attribute] ?? .null
         }
-        return self.dictionary[attribute] ?? .null
     }
 
     /// Calls `body` with each attribute's name and value, absent ones (null) left out, in no particular order.
     @inline(__always)
     package func forEachValue(_ body: (String, Value) throws -> Void) rethrows {
-        if let buffer = self.buffer {
+        switch self.storage {
+        case .compact(let buffer):
             let names = buffer.layout.names
             try buffer.withValues { values in
                 for i in values.indices where !values[i].isNull { try body(names[i], values[i]) }
             }
-        } else {
-            for (name, value) in self.dictionary { try body(name, value) }
+        case .dictionary(let box):
+            for (name, value) in box.values { try body(name, value) }
         }
     }
 
@@ -211,8 +210,10 @@ public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
 
     /// The number of attributes with a value (`values.count`).
     package var valueCount: Int {
-        if let buffer = self.buffer { return buffer.withValues { $0.reduce(0) { $1.isNull ? $0 : $0 + 1 } } }
-        return self.dictionary.count
+        switch self.storage {
+        case .compact(let buffer): buffer.withValues { $0.reduce(0) { $1.isNull ? $0 : $0 + 1 } }
+        case .dictionary(let box): box.values.count
+        }
     }
 
     /// The names of the attributes whose values differ between `self` and `other` (sorted).
@@ -289,15 +290,16 @@ extension Row.Storage: Equatable, Hashable {
     }
 }
 
-/// A row's values by name (never `.null`), in an object of their own: ``Row/Storage``'s dictionary case. A row changes
-/// one in place only while it holds the only reference (``Row`` copies it first otherwise).
-package final class RowValues {
-    var values: [String: Value]
+/// A row's values by name (never `.null`), in an object of their own: ``Row/Storage``'s dictionary case. Immutable (a
+/// row changing its values puts them in a new one; reads are plain loads, with no exclusivity check for a class's
+/// variable).
+package final class RowValues: Sendable {
+    let values: [String: Value]
 
     init(_ values: [String: Value]) {
         self.values = values
     }
 
-    /// The values of every row without any, shared (never changed: a row holding it is never its only holder).
-    nonisolated(unsafe) static let empty = RowValues([:])
+    /// The values of every row without any, shared.
+    static let empty = RowValues([:])
 }
