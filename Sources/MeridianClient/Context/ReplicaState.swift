@@ -188,8 +188,7 @@ struct ReplicaState: Sendable {
         guard let subscription = self.subscriptions.removeValue(forKey: id) else { return nil }
         // Its rows are released after it left: those of a subscription holding its entity's cache are the cache's.
         if subscription.holdsEntityCache {
-            let ids = Array(self.rows[subscription.entity]?.keys ?? [])
-            for rowID in ids { self.releaseRow(subscription.entity, rowID) }
+            for rowID in self.memberIDs(of: subscription) { self.releaseRow(subscription.entity, rowID) }
         } else {
             for rowID in subscription.members { self.releaseRow(subscription.entity, rowID) }
         }
