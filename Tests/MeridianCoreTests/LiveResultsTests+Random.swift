@@ -221,6 +221,55 @@ extension LiveResultsTests {
         #expect(shortcuts > 300)
     }
 
+    @Test("a batch merged into the tree gives what putting its rows in one by one gives", arguments: 0..<6)
+    func mergedBatches(configurationIndex: Int) throws {
+        let configuration = Self.configurations[configurationIndex]
+        let seed = SplitMix64.seedFromEnvironment() &+ UInt64(configurationIndex)
+        var generator = Generator(seed: seed, idCount: 60)
+        var merged = try configuration.results()
+        var oneByOne = merged
+        var data: [String: Row] = [:]
+        var seen = (changes: 0, moves: 0, emptied: 0)
+        for index in 0..<600 {
+            // Batches of one to a few dozen mutations over 60 ids: small against the results and large, at times
+            // every row leaving or the results empty before.
+            var batch = (0..<generator.int(1...6)).flatMap { _ in generator.batch(over: data) }
+            if generator.chance(0.03) { batch = data.keys.map { .delete(id: $0) } }
+            for mutation in batch {
+                if case .upsert(let row) = mutation { data[row.id] = row } else { data[mutation.id] = nil }
+            }
+            let before = merged.snapshot
+            let changes = merged.applyMerging(batch)
+            let expected = oneByOne.applyOneByOne(batch)
+            let context = "MERIDIAN_SEED=\(seed &- UInt64(configurationIndex)) \(configuration) case \(index)"
+            try #require(merged.snapshot == oneByOne.snapshot, "\(context): results differ")
+            try #require(merged.snapshot == Self.expected(data, like: merged), "\(context): not the query's results")
+            try #require(changes == expected, "\(context): \(changes)\nnot\n\(expected)\nbatch: \(batch)")
+            try changes.validate(old: before, new: merged.snapshot)
+            // The rebuilt id index and section counts answer as the one-by-one results' do.
+            for id in generator.ids {
+                try #require(merged.indexPath(for: id) == oneByOne.indexPath(for: id), "\(context): path of \(id)")
+                try #require(merged.row(id: id) == oneByOne.row(id: id), "\(context): row \(id)")
+            }
+            try #require(merged.sections == oneByOne.sections, "\(context): sections differ")
+            seen.changes += changes.rowChanges.count
+            seen.moves += changes.counts.moves
+            if merged.matchingCount == 0 { seen.emptied += 1 }
+        }
+        #expect(seen.changes > 1_000 && seen.emptied > 5, "\(seen)")
+        // Moves are rarer in a window of 7 or 12 rows than in all of them.
+        if !["", "id", "-id"].contains(configuration.order) { #expect(seen.moves > 10, "\(seen)") }
+        print("LiveResults merged \(configuration): \(seen)")
+    }
+
+    @Test("a batch large against its results is merged, a small one put in row by row")
+    func mergeThreshold() {
+        #expect(LiveResults.mergesBatch(touching: 20_000, of: 20_000))
+        #expect(LiveResults.mergesBatch(touching: 256, of: 2_048))
+        #expect(!LiveResults.mergesBatch(touching: 255, of: 255))
+        #expect(!LiveResults.mergesBatch(touching: 1_000, of: 1_000_000))
+    }
+
     @Test(
         "replacing every row without a change set leaves what a reset leaves, and changed means a change set",
         arguments: 0..<6)

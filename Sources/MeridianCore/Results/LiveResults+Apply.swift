@@ -18,6 +18,13 @@
 // Results that matched nothing before take a shortcut: every row is an insert, so the batch's rows are sorted in at
 // once, as `reset(uniqueRows:)` does (O(k log k)), with the same results and change set (pinned against the
 // one-by-one path, `applyOneByOne`).
+//
+// A batch large against the results (`mergesBatch`: 20,000 inserts into 20,000 rows) is merged instead of put in row
+// by row: one walk of the tree in order gives every old rank, the surviving rows and the batch's new rows (sorted)
+// merge into the new order, and the tree and the id index are rebuilt from it, as a reset builds them, so that a
+// row's new slot is its new rank. O(n + k log k) instead of O(k log n), and what it costs per row is a step of a
+// walk and of a merge, not three descents of the tree, each comparing (and copying) a row at every level: the same
+// results and change set (pinned against the one-by-one path, `applyMerging`).
 
 extension LiveResults {
     /// A row whose position may change in this batch.
@@ -52,7 +59,7 @@ extension LiveResults {
     ///
     /// - Parameter mutations: The changed rows of one commit, in commit order.
     /// - Returns: The change set in canonical order (empty when nothing shown changed). Costs O(k log n) for k
-    ///   mutations and n matching rows.
+    ///   mutations and n matching rows, or O(n + k log k) for a batch large against the results (merged).
     public mutating func apply(_ mutations: [RowMutation]) -> ChangeSet<Row> {
         self.apply(uniqueMutations: Self.lastPerID(mutations))
     }
@@ -72,39 +79,72 @@ extension LiveResults {
         }
         let entries = self.touchedEntries(mutations)
         guard !entries.isEmpty else { return ChangeSet() }
-        return self.apply(entries)
+        return self.apply(entries, merging: Self.mergesBatch(touching: entries.count, of: self.tree.count))
     }
 
-    /// ``apply(_:)`` without the shortcut for results that matched nothing: every row goes into the tree on its own.
-    /// For tests that pin the shortcut against it.
+    /// ``apply(_:)`` without the shortcuts for results that matched nothing and for large batches: every row goes
+    /// into the tree on its own. For tests that pin the shortcuts against it.
     package mutating func applyOneByOne(_ mutations: [RowMutation]) -> ChangeSet<Row> {
         let entries = self.touchedEntries(Self.lastPerID(mutations))
         guard !entries.isEmpty else { return ChangeSet() }
-        return self.apply(entries)
+        return self.apply(entries, merging: false)
     }
 
-    /// Steps 2 to 4 for the touched rows of a batch.
-    private mutating func apply(_ touched: [Entry]) -> ChangeSet<Row> {
+    /// ``apply(_:)`` merging the batch into the tree whatever its size (the path of large batches). For tests that
+    /// pin it against ``applyOneByOne(_:)``.
+    package mutating func applyMerging(_ mutations: [RowMutation]) -> ChangeSet<Row> {
+        let entries = self.touchedEntries(Self.lastPerID(mutations))
+        guard !entries.isEmpty else { return ChangeSet() }
+        return self.apply(entries, merging: true)
+    }
+
+    /// Whether a batch touching `touched` rows of results holding `count` is merged into the tree rather than put in
+    /// row by row: when a walk of every row costs less than the batch's descents (about three a row, each of
+    /// log₂ n steps, where a walk's step is cheaper than a descent's).
+    static func mergesBatch(touching touched: Int, of count: Int) -> Bool {
+        touched >= 256 && touched * 8 >= count
+    }
+
+    /// Steps 2 to 4 for the touched rows of a batch, merging them into the tree (with every row's old rank from one
+    /// walk) or putting them in one by one.
+    private mutating func apply(_ touched: [Entry], merging: Bool) -> ChangeSet<Row> {
         var entries = touched
         let touchedCount = entries.count
 
         // Old state.
         let oldVisible = self.visibleCount
-        for i in entries.indices {
-            if let old = entries[i].oldRow { entries[i].oldRank = self.rank(of: old) }
+        let order = merging ? self.tree.slotsInOrder() : []
+        if merging {
+            var rankBySlot = [Int32](repeating: -1, count: self.tree.slotCount)
+            for (rank, slot) in order.enumerated() { rankBySlot[Int(slot)] = Int32(rank) }
+            for i in entries.indices where entries[i].oldRow != nil {
+                entries[i].oldRank = Int(rankBySlot[Int(self.slot(of: entries[i].id)!)])
+            }
+        } else {
+            for i in entries.indices {
+                if let old = entries[i].oldRow { entries[i].oldRank = self.rank(of: old) }
+            }
         }
         if self.limit != nil {
             entries += self.windowEdgeEntries(touched: Set(entries.map(\.id)), limit: touchedCount)
         }
         var placements: [Value: (old: SectionPlacement, new: SectionPlacement)] = [:]
-        for entry in entries {
-            for row in [entry.oldRow, entry.newRow] {
-                guard let row else { continue }
+        if self.sectionKey == nil {
+            // One section, whatever the rows.
+            let key = SectionedList<Row>.unsectionedKey
+            let old = self.sectionPlacement(key)
+            placements[key] = (old, old)
+        } else {
+            func place(_ row: Row) {
                 let key = self.sectionValue(of: row)
                 if placements[key] == nil {
                     let old = self.sectionPlacement(key)
                     placements[key] = (old, old)
                 }
+            }
+            for i in entries.indices {
+                if let row = entries[i].oldRow { place(row) }
+                if let row = entries[i].newRow { place(row) }
             }
         }
         for i in entries.indices where entries[i].oldRow != nil && entries[i].oldRank < oldVisible {
@@ -113,24 +153,28 @@ extension LiveResults {
         }
 
         // Mutate.
-        for entry in entries where entry.touched {
-            guard let old = entry.oldRow else { continue }
-            self.unindex(entry.id)
-            self.tree.remove(ordering: self.ordering(of: old))
-            self.removeFromSection(old)
-        }
-        for entry in entries where entry.touched {
-            guard let new = entry.newRow else { continue }
-            self.index(self.tree.insert(new, ordering: self.ordering(of: new)), for: entry.id)
-            self.addToSection(new)
+        if merging {
+            self.merge(entries, order: order)
+        } else {
+            for i in entries.indices where entries[i].touched {
+                guard let old = entries[i].oldRow else { continue }
+                self.unindex(entries[i].id)
+                self.tree.remove(ordering: self.ordering(of: old))
+                self.removeFromSection(old)
+            }
+            for i in entries.indices where entries[i].touched {
+                guard let new = entries[i].newRow else { continue }
+                self.index(self.tree.insert(new, ordering: self.ordering(of: new)), for: entries[i].id)
+                self.addToSection(new)
+            }
         }
 
-        // New state.
+        // New state. A merge rebuilt the tree in order: a row's slot is its rank.
         let newVisible = self.visibleCount
         for key in placements.keys { placements[key]!.new = self.sectionPlacement(key) }
         for i in entries.indices {
             guard let new = entries[i].newRow else { continue }
-            entries[i].newRank = self.rank(of: new)
+            entries[i].newRank = merging ? Int(self.slot(of: entries[i].id)!) : self.rank(of: new)
             if entries[i].newRank < newVisible {
                 let placement = placements[self.sectionValue(of: new)]!.new
                 entries[i].newPath = ListIndexPath(placement.index, entries[i].newRank - placement.offset)
@@ -151,6 +195,42 @@ extension LiveResults {
         }
         changes.rowChanges = self.rowChanges(entries)
         return changes.canonicalized()
+    }
+
+    /// Step 3 for a merged batch: the rows the batch leaves in the tree, walked in `order` (the tree's slots in
+    /// order, taken before), and the batch's new rows, sorted, merged into the new order, which the tree and the id
+    /// index are rebuilt from; the sections counted row by row.
+    private mutating func merge(_ entries: [Entry], order: [OrderStatisticTree<Row>.Slot]) {
+        var leaving = [Bool](repeating: false, count: self.tree.slotCount)
+        var arriving: [Row] = []
+        arriving.reserveCapacity(entries.count)
+        for i in entries.indices where entries[i].touched {
+            if let old = entries[i].oldRow {
+                leaving[Int(self.slot(of: entries[i].id)!)] = true
+                self.removeFromSection(old)
+            }
+            if let new = entries[i].newRow {
+                arriving.append(new)
+                self.addToSection(new)
+            }
+        }
+        let incoming = self.sorted(arriving)
+        var merged: [Row] = []
+        merged.reserveCapacity(order.count + incoming.count)
+        var next = 0
+        // How the next incoming row compares with a staying one (negative when it comes first).
+        var ahead = incoming.isEmpty ? nil : self.ordering(of: incoming[0])
+        for slot in order where !leaving[Int(slot)] {
+            let row = self.tree[slot]
+            while let comesFirst = ahead, comesFirst(row) < 0 {
+                merged.append(incoming[next])
+                next += 1
+                ahead = next < incoming.count ? self.ordering(of: incoming[next]) : nil
+            }
+            merged.append(row)
+        }
+        merged.append(contentsOf: incoming[next...])
+        self.rebuild(ordered: merged)
     }
 
     // MARK: - Steps
@@ -229,18 +309,19 @@ extension LiveResults {
         var oldOthers: [Int] = []
         var newOthers: [Int] = []
         var changedSurvivors: [Int] = []
-        for (i, entry) in entries.enumerated() {
-            switch (entry.oldPath, entry.newPath) {
+        // By index: an entry copied out of the array is a retain and a release of its id and both rows.
+        for i in entries.indices {
+            switch (entries[i].oldPath, entries[i].newPath) {
             case (let from?, nil):
-                changes.append(.delete(id: entry.id, from: from))
-                oldOthers.append(entry.oldRank)
+                changes.append(.delete(id: entries[i].id, from: from))
+                oldOthers.append(entries[i].oldRank)
             case (nil, let to?):
-                changes.append(.insert(id: entry.id, to: to, element: entry.newRow!))
-                newOthers.append(entry.newRank)
-            case (_?, _?) where entry.touched:
+                changes.append(.insert(id: entries[i].id, to: to, element: entries[i].newRow!))
+                newOthers.append(entries[i].newRank)
+            case (_?, _?) where entries[i].touched:
                 changedSurvivors.append(i)
-                oldOthers.append(entry.oldRank)
-                newOthers.append(entry.newRank)
+                oldOthers.append(entries[i].oldRank)
+                newOthers.append(entries[i].newRank)
             default:
                 break  // unchanged in both, or shown in neither
             }

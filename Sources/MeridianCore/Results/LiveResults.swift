@@ -26,7 +26,8 @@
 /// Feed it the full after-image of every changed row; it decides membership itself by evaluating the predicate, so a
 /// row that starts matching enters and a row that stops matching leaves — whatever changed. Each call to
 /// ``apply(_:)`` is one commit and returns one ``ChangeSet`` whose old paths address the state before the call and
-/// whose new paths address the state after it. A batch of k mutations costs O(k log n) for n matching rows.
+/// whose new paths address the state after it. A batch of k mutations costs O(k log n) for n matching rows
+/// (O(n + k log k) when it is large against them: it is merged in).
 ///
 /// ```swift
 /// var results = try LiveResults(
@@ -282,10 +283,19 @@ public struct LiveResults: Sendable {
     private mutating func fill(uniqueRows rows: [Row]) {
         // Every row of an unfiltered controller matches: not copied into a filtered array of the same rows.
         let ordered = self.sorted(self.predicate.matchesEveryRow ? rows : rows.filter { self.predicate.evaluate($0) })
-        self.tree.removeAll()
-        self.slots = SlotIndex()
+        self.rebuild(ordered: ordered)
         self.sectionValues.removeAll()
         self.sectionCounts = [:]
+        if self.sectionKey != nil {
+            for row in ordered { self.addToSection(row) }
+        }
+    }
+
+    /// Makes `ordered` (distinct ids, in the results' order) the tree's rows, their slots 0..<n, and indexes them;
+    /// the sections are the caller's.
+    mutating func rebuild(ordered: [Row]) {
+        self.tree.removeAll()
+        self.slots = SlotIndex()
         if ordered.count >= Self.concurrentFillRows {
             // An emptied tree gives the rows the slots 0..<n in their order, so the id index needs nothing of the
             // tree: it is built on a second thread while this one builds the tree (each about half of a large first
@@ -303,9 +313,6 @@ public struct LiveResults: Sendable {
         } else {
             self.tree = Self.tree(self.tree, filledWith: ordered)
             self.slots = Self.index(of: ordered)
-        }
-        if self.sectionKey != nil {
-            for row in ordered { self.addToSection(row) }
         }
     }
 
@@ -332,14 +339,14 @@ public struct LiveResults: Sendable {
         slots.reserveCapacity(ordered.count)
         for (i, row) in ordered.enumerated() {
             guard slots.insert(SlotIndex.Slot(i), for: row.id, idOf: { ordered[Int($0)].id }) == nil else {
-                preconditionFailure("reset(uniqueRows:) was given id \(row.id) twice")
+                preconditionFailure("the rows filled in name id \(row.id) twice")
             }
         }
         return slots
     }
 
     /// Rows in the results' order.
-    private func sorted(_ rows: consuming [Row]) -> [Row] {
+    func sorted(_ rows: consuming [Row]) -> [Row] {
         let keys = self.sortKeys
         // Ordered by id alone (no sort given): the ids compared directly, no key values to extract; sorted in place
         // (the caller's filtered array is its own), not into a second array of every row.

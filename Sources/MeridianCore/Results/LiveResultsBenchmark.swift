@@ -27,6 +27,10 @@ package enum LiveResultsBenchmark {
         package var requeryMicroseconds: Double
         /// Bytes the engine's structures hold per matching row, beyond the rows themselves.
         package var bytesPerRow: Double
+        /// Mean cost per row of one batch inserting as many new rows as the results hold, merged into the tree (what
+        /// `apply` does with such a batch) and put in row by row, in µs.
+        package var bulkMergedMicroseconds: Double
+        package var bulkOneByOneMicroseconds: Double
 
         package var description: String {
             func f(_ x: Double) -> String {
@@ -38,7 +42,8 @@ package enum LiveResultsBenchmark {
                 + "\(f(self.batchedMicroseconds)) µs/change (100 per commit); "
                 + "re-query + diff \(f(self.requeryMicroseconds)) µs/change "
                 + "(\(f(self.requeryMicroseconds / self.singleMicroseconds))x); "
-                + "\(f(self.bytesPerRow)) bytes/row of index"
+                + "\(f(self.bytesPerRow)) bytes/row of index; a batch of \(self.rows) new rows into them "
+                + "\(f(self.bulkMergedMicroseconds)) µs/row merged, \(f(self.bulkOneByOneMicroseconds)) µs/row one by one"
         }
     }
 
@@ -152,6 +157,15 @@ package enum LiveResultsBenchmark {
             }
         }
 
+        // A bulk write into results that show data: as many new rows as the data holds, in one batch, merged and
+        // one by one (each on its own copy of the results).
+        let bulk = (0..<data.count).map { i in RowMutation.upsert(makeRow(nextID + i)) }
+        var mergedCopy = results
+        var oneByOneCopy = results
+        let mergedTime = clock.measure { _ = mergedCopy.apply(bulk) }
+        let oneByOneTime = clock.measure { _ = oneByOneCopy.applyOneByOne(bulk) }
+        precondition(mergedCopy.matchingCount == oneByOneCopy.matchingCount, "the two bulk paths disagree")
+
         func microseconds(_ d: Duration, _ n: Int) -> Double {
             let (seconds, attoseconds) = d.components
             return (Double(seconds) * 1e6 + Double(attoseconds) / 1e12) / Double(max(n, 1))
@@ -163,7 +177,9 @@ package enum LiveResultsBenchmark {
             singleMicroseconds: microseconds(singleTime, single.count),
             batchedMicroseconds: microseconds(batchedTime, batched.count),
             requeryMicroseconds: microseconds(requeryTime, requeries),
-            bytesPerRow: bytesPerRow
+            bytesPerRow: bytesPerRow,
+            bulkMergedMicroseconds: microseconds(mergedTime, bulk.count),
+            bulkOneByOneMicroseconds: microseconds(oneByOneTime, bulk.count)
         )
     }
 }

@@ -146,6 +146,27 @@ struct OrderStatisticTree<Element: Sendable>: Sendable {
         return result
     }
 
+    /// The slots of all elements, in order. O(n).
+    func slotsInOrder() -> [Slot] {
+        var result: [Slot] = []
+        result.reserveCapacity(self.count)
+        var stack: [Int32] = []
+        var t = self.root
+        while t != Self.none || !stack.isEmpty {
+            while t != Self.none {
+                stack.append(t)
+                t = self.left[Int(t)]
+            }
+            let node = stack.removeLast()
+            result.append(node)
+            t = self.right[Int(node)]
+        }
+        return result
+    }
+
+    /// One more than the highest slot in use: the size of an array indexed by slot.
+    var slotCount: Int { self.elements.count }
+
     /// The bytes the node pool holds (capacity, not count), beyond what the elements themselves point to.
     var storageBytes: Int {
         self.elements.capacity * MemoryLayout<Element?>.stride
