@@ -7,7 +7,9 @@
 // three processes, the wire and the store, from the moment `meridian apply` is started. The ceiling: Python's
 // sqlite3 inserting the same rows into a WAL-mode file with `synchronous=FULL`, one transaction (the store's default
 // durability), timed inside Python from the first insert to the commit. Runs alternate (Meridian, Python, Meridian,
-// …); the figures are medians, and the ratio is Meridian's median over the ceiling's.
+// …); the figures are medians, and the ratio is Meridian's median over the ceiling's. A second case applies the same
+// lines into results that already show as many other rows (interleaved with them in the watcher's order), against
+// Python inserting them into a table that holds those rows: what a bulk write costs a client that shows data.
 
 import Foundation
 import MeridianCore
@@ -133,6 +135,17 @@ enum BulkBenchmark {
                 + "\"stamp\":\(r),\"qty\":\(r % 100)}}\n"
         }
         try lines.write(toFile: directory + "/rows.jsonl", atomically: true, encoding: .utf8)
+        // Rows already shown, for the case that applies the same lines into them: other ids, interleaved with the
+        // new ones in the watcher's order (by id: `r7s` comes right after `r7`), so that the new rows land all over
+        // the results, not after them.
+        var shown = ""
+        shown.reserveCapacity(rows * 80)
+        for r in 0..<rows {
+            shown +=
+                "{\"op\":\"insert\",\"entity\":\"Bench\",\"id\":\"r\(r)s\",\"values\":{\"title\":\"row \(r)\","
+                + "\"stamp\":\(r),\"qty\":\(r % 100)}}\n"
+        }
+        try shown.write(toFile: directory + "/shown.jsonl", atomically: true, encoding: .utf8)
         try Self.pythonScript.write(toFile: directory + "/ceiling.py", atomically: true, encoding: .utf8)
 
         printer.note(
@@ -140,6 +153,8 @@ enum BulkBenchmark {
         var meridian: [Double] = []
         var applied: [Double] = []
         var python: [Double] = []
+        var intoShown: [Double] = []
+        var pythonIntoShown: [Double] = []
         for run in 0..<runs {
             let (total, apply) = try Self.meridianRun(bin: bin, directory: directory + "/run\(run)", rows: rows)
             meridian.append(total)
@@ -149,6 +164,18 @@ enum BulkBenchmark {
                 String(
                     format: "  run %d: meridian %.3f s (apply returned at %.3f s), python sqlite3 %.3f s", run + 1,
                     total, apply, python.last!))
+        }
+        for run in 0..<runs {
+            let (total, _) = try Self.meridianRun(
+                bin: bin, directory: directory + "/shown\(run)", rows: rows, shownRows: rows)
+            intoShown.append(total)
+            pythonIntoShown.append(
+                try Self.pythonRun(
+                    directory: directory, database: "python-shown\(run).sqlite", rows: rows, preloadedRows: rows))
+            printer.note(
+                String(
+                    format: "  run %d into %d shown rows: meridian %.3f s, python sqlite3 %.3f s", run + 1, rows,
+                    total, pythonIntoShown.last!))
         }
         let ceiling = Self.median(python)
         let imported = importRows > 0 ? try Self.importFigure(bin: bin, directory: directory, rows: importRows) : nil
@@ -160,6 +187,9 @@ enum BulkBenchmark {
             BenchFigure(
                 bench: "bulk", name: "apply \(rows) JSON lines until meridian apply returned",
                 value: Self.median(applied), unit: "s", ceiling: ceiling),
+            BenchFigure(
+                bench: "bulk", name: "apply \(rows) JSON lines into \(rows) shown rows until watch printed them",
+                value: Self.median(intoShown), unit: "s", ceiling: Self.median(pythonIntoShown)),
         ] + (imported.map { [$0] } ?? [])
     }
 
@@ -218,8 +248,9 @@ enum BulkBenchmark {
     }
 
     /// One Meridian run on a fresh store: the seconds until the watcher printed every row, and until `meridian
-    /// apply` exited.
-    static func meridianRun(bin: String, directory: String, rows: Int) throws -> (Double, Double) {
+    /// apply` exited. With `shownRows`, the watcher first shows that many other rows (`shown.jsonl`, applied and
+    /// printed before the timed part).
+    static func meridianRun(bin: String, directory: String, rows: Int, shownRows: Int = 0) throws -> (Double, Double) {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let (server, address) = try Self.startServer(
             bin: bin, db: directory + "/store.sqlite", schema: directory + "/../bench.yaml")
@@ -234,17 +265,52 @@ enum BulkBenchmark {
             throw BenchError(description: "meridian watch did not print its snapshot (said '\(snapshot)')")
         }
 
+        if shownRows > 0 {
+            let shown = try Self.apply(bin: bin, file: directory + "/../shown.jsonl", address: address, start: 0)
+            try Self.awaitInserts(shownRows, from: watchOut)
+            try Self.finish(shown)
+        }
+
         let start = DispatchTime.now().uptimeNanoseconds
+        let apply = try Self.apply(bin: bin, file: directory + "/../rows.jsonl", address: address, start: start)
+        try Self.awaitInserts(rows, from: watchOut)
+        let total = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        try Self.finish(apply)
+        return (total, apply.seconds.value ?? total)
+    }
+
+    /// A running `meridian apply FILE`, its standard error, and the seconds from `start` to its exit once it ended.
+    struct RunningApply {
+        var process: Process
+        var errors: Pipe
+        var seconds: LockedSeconds
+    }
+
+    /// Starts `meridian apply FILE` against the server at `address`.
+    static func apply(bin: String, file: String, address: String, start: UInt64) throws -> RunningApply {
         let apply = Process()
         apply.executableURL = URL(fileURLWithPath: bin + "/meridian")
-        apply.arguments = ["apply", directory + "/../rows.jsonl", "--server", address]
+        apply.arguments = ["apply", file, "--server", address]
         apply.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-        let applyErrors = Pipe()
-        apply.standardError = applyErrors
-        let applied = LockedSeconds()
-        apply.terminationHandler = { _ in applied.set(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9) }
+        let errors = Pipe()
+        apply.standardError = errors
+        let seconds = LockedSeconds()
+        apply.terminationHandler = { _ in seconds.set(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9) }
         try apply.run()
-        // Count the inserts the watcher prints, straight from its bytes.
+        return RunningApply(process: apply, errors: errors, seconds: seconds)
+    }
+
+    /// Waits for `meridian apply` to exit; throws what it said if it failed.
+    static func finish(_ apply: RunningApply) throws {
+        apply.process.waitUntilExit()
+        guard apply.process.terminationStatus == 0 else {
+            let message = String(decoding: apply.errors.fileHandleForReading.remainingData(), as: UTF8.self)
+            throw BenchError(description: "meridian apply failed: \(message)")
+        }
+    }
+
+    /// Reads the watcher's output until it has printed `rows` inserts, counted straight from its bytes.
+    static func awaitInserts(_ rows: Int, from watchOut: FileHandle) throws {
         let pattern = Array("\"op\":\"insert\"".utf8)
         var seen = 0
         var carry: [UInt8] = []
@@ -265,13 +331,6 @@ enum BulkBenchmark {
             }
             carry = Array(bytes.suffix(pattern.count - 1))
         }
-        let total = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-        apply.waitUntilExit()
-        guard apply.terminationStatus == 0 else {
-            let message = String(decoding: applyErrors.fileHandleForReading.remainingData(), as: UTF8.self)
-            throw BenchError(description: "meridian apply failed: \(message)")
-        }
-        return (total, applied.value ?? total)
     }
 
     /// Starts `meridian-server` on a loopback port of its choosing, quiet but for warnings; returns the process and
@@ -308,14 +367,17 @@ enum BulkBenchmark {
     }
 
     /// The ceiling: Python's seconds for the same rows into a fresh `database` in `directory`, WAL,
-    /// synchronous=FULL, in one transaction or in transactions of `transactionRows`.
-    static func pythonRun(directory: String, database: String, rows: Int, transactionRows: Int? = nil) throws -> Double
-    {
+    /// synchronous=FULL, in one transaction or in transactions of `transactionRows`; with `preloadedRows`, into a
+    /// table that already holds that many other rows (inserted before the timed part).
+    static func pythonRun(
+        directory: String, database: String, rows: Int, transactionRows: Int? = nil, preloadedRows: Int = 0
+    ) throws -> Double {
         let python = Process()
         python.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        python.arguments =
-            [directory + "/ceiling.py", directory + "/" + database, String(rows)]
-            + (transactionRows.map { [String($0)] } ?? [])
+        python.arguments = [
+            directory + "/ceiling.py", directory + "/" + database, String(rows), String(transactionRows ?? rows),
+            String(preloadedRows),
+        ]
         let out = Pipe()
         python.standardOutput = out
         try python.run()
@@ -338,6 +400,12 @@ enum BulkBenchmark {
                   "qty INTEGER NOT NULL)")
         rows = [("r%d" % i, "row %d" % i, i, i % 100) for i in range(n)]
         size = int(sys.argv[3]) if len(sys.argv) > 3 else n
+        preloaded = int(sys.argv[4]) if len(sys.argv) > 4 else 0
+        if preloaded:
+            c.execute("BEGIN")
+            c.executemany("INSERT INTO Bench VALUES (?, ?, ?, ?)",
+                          [("r%ds" % i, "row %d" % i, i, i % 100) for i in range(preloaded)])
+            c.execute("COMMIT")
         t = time.perf_counter()
         for start in range(0, n, size):
             c.execute("BEGIN")
