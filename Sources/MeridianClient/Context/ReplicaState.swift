@@ -286,24 +286,33 @@ struct ReplicaState: Sendable {
         var cache = self.rows.removeValue(forKey: entity) ?? [:]
         // A subscription's first rows (a Batch of a bulk load after an empty snapshot): room for all of them at once,
         // where growing by doubling rehashed every id stored so far about once more. Only then: a Batch of changes
-        // to rows already held would leave its room as slack (the affected ids' sets last only for this commit, and
-        // get every new row when the rows are new to the cache).
+        // to rows already held would leave its room as slack. The affected ids' sets last only for this commit, and
+        // get every changed row: room for them whatever the cache held (a bulk write into rows already shown grew
+        // them one doubling at a time).
         if holdsCache ? cache.isEmpty : members.isEmpty {
             if !holdsCache { members.reserveCapacity(rows.count) }
             if cache.isEmpty { cache.reserveCapacity(rows.count) }
-            for i in affected.indices where affected[i].isEmpty { affected[i].reserveCapacity(rows.count) }
         }
+        for i in affected.indices where affected[i].isEmpty { affected[i].reserveCapacity(rows.count) }
         for row in rows {
             let id = row.row.id
-            let isNewMember = holdsCache ? cache.index(forKey: id) == nil : members.insert(id).inserted
+            // One look-up of the id in the cache for a row it holds, two for a new one (where the subscript with a
+            // default, and the cached row read back for the record, took two and three).
+            let position = cache.index(forKey: id)
+            let isNewMember = holdsCache ? position == nil : members.insert(id).inserted
             if isNewMember, self.recordsChanges {
                 self.changes.memberships[MembershipKey(subscription: subscriptionID, id: id)] = true
             }
-            let changed = Self.refresh(
-                &cache[id, default: CachedRow(row: row.row, version: row.version, references: 0, seq: seq)],
-                with: row, seq: seq, isNewMember: isNewMember)
+            let changed: Bool
+            if let position {
+                changed = Self.refresh(&cache.values[position], with: row, seq: seq, isNewMember: isNewMember)
+            } else {
+                var fresh = CachedRow(row: row.row, version: row.version, references: 0, seq: seq)
+                changed = Self.refresh(&fresh, with: row, seq: seq, isNewMember: isNewMember)
+                cache.updateValue(fresh, forKey: id)
+            }
             if changed {
-                self.recordRow(entity, id, cache[id])
+                if self.recordsChanges { self.recordRow(entity, id, cache[id]) }
                 for i in affected.indices { affected[i].insert(id) }
             } else if isNewMember, let own {
                 affected[own].insert(id)
