@@ -265,9 +265,15 @@ extension LiveResultsTests {
     @Test("a batch large against its results is merged, a small one put in row by row")
     func mergeThreshold() {
         #expect(LiveResults.mergesBatch(touching: 20_000, of: 20_000))
-        #expect(LiveResults.mergesBatch(touching: 256, of: 2_048))
+        #expect(LiveResults.mergesBatch(touching: 256, of: 1_000))
         #expect(!LiveResults.mergesBatch(touching: 255, of: 255))
-        #expect(!LiveResults.mergesBatch(touching: 1_000, of: 1_000_000))
+        // The break-even points measured: about n/8 of 9,000 rows, n/20 of 90,000, n/25 of 900,000.
+        #expect(LiveResults.mergesBatch(touching: 9_000 / 6, of: 9_000))
+        #expect(!LiveResults.mergesBatch(touching: 9_000 / 16, of: 9_000))
+        #expect(LiveResults.mergesBatch(touching: 90_000 / 12, of: 90_000))
+        #expect(!LiveResults.mergesBatch(touching: 90_000 / 32, of: 90_000))
+        #expect(LiveResults.mergesBatch(touching: 900_000 / 16, of: 900_000))
+        #expect(!LiveResults.mergesBatch(touching: 900_000 / 32, of: 900_000))
     }
 
     @Test(

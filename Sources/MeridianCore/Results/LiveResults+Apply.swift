@@ -19,12 +19,12 @@
 // once, as `reset(uniqueRows:)` does (O(k log k)), with the same results and change set (pinned against the
 // one-by-one path, `applyOneByOne`).
 //
-// A batch large against the results (`mergesBatch`: 20,000 inserts into 20,000 rows) is merged instead of put in row
-// by row: one walk of the tree in order gives every old rank, the surviving rows and the batch's new rows (sorted)
-// merge into the new order, and the tree and the id index are rebuilt from it, as a reset builds them, so that a
-// row's new slot is its new rank. O(n + k log k) instead of O(k log n), and what it costs per row is a step of a
-// walk and of a merge, not three descents of the tree, each comparing (and copying) a row at every level: the same
-// results and change set (pinned against the one-by-one path, `applyMerging`).
+// A batch large against the results (`mergesBatch`: 20,000 inserts into 20,000 rows, or 50,000 into 1,000,000) is
+// merged instead of put in row by row: one walk of the tree in order gives every old rank, the surviving rows and the
+// batch's new rows (sorted) merge into the new order, and the tree and the id index are rebuilt from it, as a reset
+// builds them, so that a row's new slot is its new rank. O(n + k log k) instead of O(k log n), and what it costs per
+// row is a step of a walk and of a merge, not three descents of the tree, each comparing (and copying) a row at every
+// level: the same results and change set (pinned against the one-by-one path, `applyMerging`).
 
 extension LiveResults {
     /// A row whose position may change in this batch.
@@ -99,10 +99,13 @@ extension LiveResults {
     }
 
     /// Whether a batch touching `touched` rows of results holding `count` is merged into the tree rather than put in
-    /// row by row: when a walk of every row costs less than the batch's descents (about three a row, each of
-    /// log₂ n steps, where a walk's step is cheaper than a descent's).
+    /// row by row: when walking and rebuilding every row costs less than the batch's descents (three a row, each of
+    /// log₂ n steps whose cost grows with the tree, as it outgrows the caches). Fitted to `meridian-bench results`'
+    /// batches of n/2 to n/128 new rows (the merge broke even at about n/8 of 9,000 rows, n/20 of 90,000 and n/25
+    /// of 900,000): k · log₂(n)² ≥ 16 n, with log₂ n rounded up.
     static func mergesBatch(touching touched: Int, of count: Int) -> Bool {
-        touched >= 256 && touched * 8 >= count
+        let log = Int.bitWidth - count.leadingZeroBitCount
+        return touched >= 256 && touched * log * log >= 16 * count
     }
 
     /// Steps 2 to 4 for the touched rows of a batch, merging them into the tree (with every row's old rank from one
