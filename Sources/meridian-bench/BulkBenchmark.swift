@@ -127,25 +127,13 @@ enum BulkBenchmark {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try Self.schemaYAML.write(toFile: directory + "/bench.yaml", atomically: true, encoding: .utf8)
-        var lines = ""
-        lines.reserveCapacity(rows * 80)
-        for r in 0..<rows {
-            lines +=
-                "{\"op\":\"insert\",\"entity\":\"Bench\",\"id\":\"r\(r)\",\"values\":{\"title\":\"row \(r)\","
-                + "\"stamp\":\(r),\"qty\":\(r % 100)}}\n"
-        }
-        try lines.write(toFile: directory + "/rows.jsonl", atomically: true, encoding: .utf8)
+        try Self.insertLines(rows, idSuffix: "").write(
+            toFile: directory + "/rows.jsonl", atomically: true, encoding: .utf8)
         // Rows already shown, for the case that applies the same lines into them: other ids, interleaved with the
         // new ones in the watcher's order (by id: `r7s` comes right after `r7`), so that the new rows land all over
         // the results, not after them.
-        var shown = ""
-        shown.reserveCapacity(rows * 80)
-        for r in 0..<rows {
-            shown +=
-                "{\"op\":\"insert\",\"entity\":\"Bench\",\"id\":\"r\(r)s\",\"values\":{\"title\":\"row \(r)\","
-                + "\"stamp\":\(r),\"qty\":\(r % 100)}}\n"
-        }
-        try shown.write(toFile: directory + "/shown.jsonl", atomically: true, encoding: .utf8)
+        try Self.insertLines(rows, idSuffix: "s").write(
+            toFile: directory + "/shown.jsonl", atomically: true, encoding: .utf8)
         try Self.pythonScript.write(toFile: directory + "/ceiling.py", atomically: true, encoding: .utf8)
 
         printer.note(
@@ -245,6 +233,18 @@ enum BulkBenchmark {
     static func median(_ values: [Double]) -> Double {
         let sorted = values.sorted()
         return sorted[sorted.count / 2]
+    }
+
+    /// `rows` JSON insert lines for `meridian apply`, row r with the id `r<r><idSuffix>`.
+    static func insertLines(_ rows: Int, idSuffix: String) -> String {
+        var lines = ""
+        lines.reserveCapacity(rows * 80)
+        for r in 0..<rows {
+            lines +=
+                "{\"op\":\"insert\",\"entity\":\"Bench\",\"id\":\"r\(r)\(idSuffix)\","
+                + "\"values\":{\"title\":\"row \(r)\",\"stamp\":\(r),\"qty\":\(r % 100)}}\n"
+        }
+        return lines
     }
 
     /// One Meridian run on a fresh store: the seconds until the watcher printed every row, and until `meridian
