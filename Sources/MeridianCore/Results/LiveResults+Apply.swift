@@ -116,12 +116,18 @@ extension LiveResults {
 
         // Old state.
         let oldVisible = self.visibleCount
+        // Merging: every old rank from one walk of the tree, and the slots the batch's old rows leave (the entries
+        // are all touched rows until the window's edge joins them).
         let order = merging ? self.tree.slotsInOrder() : []
+        var leaving: [Bool] = []
         if merging {
             var rankBySlot = [Int32](repeating: -1, count: self.tree.slotCount)
             for (rank, slot) in order.enumerated() { rankBySlot[Int(slot)] = Int32(rank) }
+            leaving = [Bool](repeating: false, count: self.tree.slotCount)
             for i in entries.indices where entries[i].oldRow != nil {
-                entries[i].oldRank = Int(rankBySlot[Int(self.slot(of: entries[i].id)!)])
+                let slot = Int(self.slot(of: entries[i].id)!)
+                entries[i].oldRank = Int(rankBySlot[slot])
+                leaving[slot] = true
             }
         } else {
             for i in entries.indices {
@@ -157,7 +163,7 @@ extension LiveResults {
 
         // Mutate.
         if merging {
-            self.merge(entries, order: order)
+            self.merge(entries, order: order, leaving: leaving)
         } else {
             for i in entries.indices where entries[i].touched {
                 guard let old = entries[i].oldRow else { continue }
@@ -200,18 +206,14 @@ extension LiveResults {
         return changes.canonicalized()
     }
 
-    /// Step 3 for a merged batch: the rows the batch leaves in the tree, walked in `order` (the tree's slots in
-    /// order, taken before), and the batch's new rows, sorted, merged into the new order, which the tree and the id
-    /// index are rebuilt from; the sections counted row by row.
-    private mutating func merge(_ entries: [Entry], order: [OrderStatisticTree<Row>.Slot]) {
-        var leaving = [Bool](repeating: false, count: self.tree.slotCount)
+    /// Step 3 for a merged batch: the rows the batch leaves in the tree (those not `leaving`, by slot), walked in
+    /// `order` (the tree's slots in order, taken before), and the batch's new rows, sorted, merged into the new
+    /// order, which the tree and the id index are rebuilt from; the sections counted row by row.
+    private mutating func merge(_ entries: [Entry], order: [OrderStatisticTree<Row>.Slot], leaving: [Bool]) {
         var arriving: [Row] = []
         arriving.reserveCapacity(entries.count)
         for i in entries.indices where entries[i].touched {
-            if let old = entries[i].oldRow {
-                leaving[Int(self.slot(of: entries[i].id)!)] = true
-                self.removeFromSection(old)
-            }
+            if let old = entries[i].oldRow { self.removeFromSection(old) }
             if let new = entries[i].newRow {
                 arriving.append(new)
                 self.addToSection(new)
