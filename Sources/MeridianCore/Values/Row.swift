@@ -51,13 +51,13 @@ public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
             }
         }
         set {
-            self.storage = .dictionary(RowValues(newValue))
+            self.storage = Self.storage(newValue)
             self.removeNulls()
         }
         _modify {
             var values = self.takeValues()
             defer {
-                self.storage = .dictionary(RowValues(values))
+                self.storage = Self.storage(values)
                 self.removeNulls()
             }
             yield &values
@@ -67,8 +67,13 @@ public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
     /// Creates a row; null values are dropped.
     public init(id: String, values: [String: Value] = [:]) {
         self.id = id
-        self.storage = .dictionary(values.isEmpty ? RowValues.empty : RowValues(values))
+        self.storage = Self.storage(values)
         self.removeNulls()
+    }
+
+    /// A dictionary row's storage: the shared empty values for none, an object of their own otherwise.
+    private static func storage(_ values: [String: Value]) -> Storage {
+        .dictionary(values.isEmpty ? RowValues.empty : RowValues(values))
     }
 
     /// The row's values as a dictionary to change and put back in an object of their own (made from a compact row's
@@ -119,7 +124,7 @@ public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
 
     private mutating func removeNulls() {
         guard case .dictionary(let box) = self.storage, box.values.values.contains(where: \.isNull) else { return }
-        self.storage = .dictionary(RowValues(box.values.filter { !$0.value.isNull }))
+        self.storage = Self.storage(box.values.filter { !$0.value.isNull })
     }
 
     private static func dictionary(of buffer: RowValueBuffer) -> [String: Value] {
@@ -156,7 +161,7 @@ public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
             } else {
                 values[attribute] = newValue
             }
-            self.storage = .dictionary(RowValues(values))
+            self.storage = Self.storage(values)
         }
     }
 
