@@ -74,37 +74,31 @@ package enum DeltaWireEncoding {
     /// The fields of a `Row` (``appendRow(_:version:to:)``), a compact row's by position (``writeCompactRow``).
     @inline(__always)
     static func writeRow(_ row: Row, version: Int64, to out: inout WireCursor) {
-        let compact: Void? = row.withCompactValues { layout, values in
-            writeCompactRow(id: row.id, version: version, layout: layout, values: values, to: &out)
+        if let layout = row.compactLayout {
+            writeCompactRow(row, version: version, layout: layout, to: &out)
+        } else {
+            appendRow(row, version: version, to: &out)
         }
-        if compact == nil { appendRow(row, version: version, to: &out) }
     }
 
     /// ``rowSize(_:version:)`` of a compact row, from its layout and values.
     @inline(__always)
-    static func compactRowSize(
-        id: String, version: Int64, layout: RowLayout, values: UnsafeBufferPointer<Value>
-    ) -> Int {
-        var size = id.isEmpty ? 0 : fieldSize(id.utf8.count)
+    static func compactRowSize(_ row: Row, version: Int64, layout: RowLayout) -> Int {
+        var size = row.id.isEmpty ? 0 : fieldSize(row.id.utf8.count)
         if version != 0 { size += 1 + varintSize(UInt64(bitPattern: version)) }
-        forEachValue(layout, values) { name, i in
-            size += fieldSize(fieldSize(name.count) + fieldSize(valueSize(values[i])))
+        forEachValue(row, layout) { name, value in
+            size += fieldSize(fieldSize(name.count) + fieldSize(valueSize(value)))
         }
         return size
     }
 
-    /// Calls `body` with the range of each value's name in `layout`'s ``RowLayout/nameBytes`` and the value's
-    /// position, for each value that is not null, in order.
+    /// Calls `body` with the range of each value's name in `layout`'s ``RowLayout/nameBytes`` (the compact row's
+    /// layout) and the value, for each value that is not null, in order.
     @inline(__always)
-    static func forEachValue(
-        _ layout: RowLayout, _ values: UnsafeBufferPointer<Value>, _ body: (Range<Int>, Int) -> Void
-    ) {
+    static func forEachValue(_ row: Row, _ layout: RowLayout, _ body: (Range<Int>, Value) -> Void) {
         layout.nameEnds.withUnsafeBufferPointer { ends in
-            var nameStart = 0
-            for i in 0..<values.count {
-                let nameEnd = ends[i]
-                if !values[i].isNull { body(nameStart..<nameEnd, i) }
-                nameStart = nameEnd
+            row.forEachCompactValue { i, value in
+                if !value.isNull { body((i == 0 ? 0 : ends[i &- 1])..<ends[i], value) }
             }
         }
     }
@@ -112,17 +106,15 @@ package enum DeltaWireEncoding {
     /// ``appendRow(_:version:to:)`` of a compact row: its values by position, each one's name copied from the layout's
     /// ``RowLayout/nameBytes`` (no closure call, no `String` read, per value).
     @inline(__always)
-    static func writeCompactRow(
-        id: String, version: Int64, layout: RowLayout, values: UnsafeBufferPointer<Value>, to out: inout WireCursor
-    ) {
-        if !id.isEmpty { appendString(field: 1, id, to: &out) }
+    static func writeCompactRow(_ row: Row, version: Int64, layout: RowLayout, to out: inout WireCursor) {
+        if !row.id.isEmpty { appendString(field: 1, row.id, to: &out) }
         if version != 0 {
             out.byte(0x10)
             out.varint(UInt64(bitPattern: version))
         }
         layout.nameBytes.withUnsafeBufferPointer { names in
-            forEachValue(layout, values) { name, i in
-                let valueBytes = valueSize(values[i])
+            forEachValue(row, layout) { name, value in
+                let valueBytes = valueSize(value)
                 out.byte(0x1A)
                 out.varint(UInt64(fieldSize(name.count) + fieldSize(valueBytes)))
                 out.byte(0x0A)
@@ -130,7 +122,7 @@ package enum DeltaWireEncoding {
                 out.bytes(UnsafeBufferPointer(rebasing: names[name]))
                 out.byte(0x12)
                 out.varint(UInt64(valueBytes))
-                appendValue(values[i], to: &out)
+                appendValue(value, to: &out)
             }
         }
     }
@@ -295,10 +287,7 @@ package enum DeltaWireEncoding {
 
     /// The size of ``appendRow(_:version:to:)``'s output.
     static func rowSize(_ row: Row, version: Int64) -> Int {
-        let compact = row.withCompactValues { layout, values in
-            compactRowSize(id: row.id, version: version, layout: layout, values: values)
-        }
-        if let compact { return compact }
+        if let layout = row.compactLayout { return compactRowSize(row, version: version, layout: layout) }
         var size = row.id.isEmpty ? 0 : fieldSize(row.id.utf8.count)
         if version != 0 { size += 1 + varintSize(UInt64(bitPattern: version)) }
         row.forEachValue { name, value in size += valueEntrySize(name, value) }

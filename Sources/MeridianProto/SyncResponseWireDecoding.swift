@@ -307,6 +307,8 @@ package enum SyncResponseWireDecoding {
         static let maximumNames = 256
 
         private var layout = RowLayout(names: [])
+        /// `layout` shaped by the rows read (``MeridianCore/RowShaper``).
+        private var shaper = RowShaper(RowLayout(names: []))
         /// Names read that `layout` lacks, in order (made into a new layout when the row is made).
         private var added: [String] = []
         /// The row being read, one value per name of `layout` and then of `added`; reused for every row.
@@ -340,9 +342,13 @@ package enum SyncResponseWireDecoding {
             if !self.added.isEmpty {
                 // One new layout a row, however many names it added (the first row of a message adds them all).
                 self.layout = RowLayout(names: self.layout.names + self.added)
+                self.shaper = RowShaper(self.layout)
                 self.added.removeAll(keepingCapacity: true)
             }
-            return (Row(id: id, layout: self.layout, values: self.values), version)
+            let row = self.values.withUnsafeBufferPointer { values in
+                Row(id: id, layout: self.shaper.layout(for: values), values: values)
+            }
+            return (row, version)
         }
     }
 

@@ -187,7 +187,8 @@ enum ServerBenchmark {
     /// batches merged while it fell behind) and as one snapshot chunk, 20 times each; the median nanoseconds a row of
     /// each.
     static func encodeRows(_ count: Int) {
-        let layout = RowLayout(names: ["qty", "stamp", "title"])
+        // Shaped like the rows, as a store's read shapes its layout by the rows it reads.
+        let layout = RowLayout(names: ["qty", "stamp", "title"]).shaped(like: [.int(0), .int(0), .string("")])
         let rows = (0..<count).map { i in
             Row(
                 id: "0198c1f2-\(String(i, radix: 16))-7000-8000-\(String(i * 7919, radix: 16))", layout: layout,

@@ -39,7 +39,16 @@ import Testing
             for name in (round % 2 == 0 ? full : partial).names {
                 expected[name] = Self.pool.randomElement(using: &rng)!
             }
-            let layout = round % 2 == 0 ? full : partial
+            var layout = round % 2 == 0 ? full : partial
+            // Every other pair of rounds, a shaped layout: of this row's own kinds (it keeps payloads only until a
+            // mutation changes a kind), or of random ones (the row says its kinds itself).
+            if round % 4 >= 2 {
+                let like =
+                    round % 8 >= 4
+                    ? layout.names.map { expected[$0] ?? .null }
+                    : layout.names.map { _ in Self.pool.randomElement(using: &rng)! }
+                layout = layout.shaped(like: like)
+            }
             var compact = Self.compact("r", expected, layout: layout)
             var dictionary = Row(id: "r", values: expected)
             let shared = compact  // a copy sharing the buffer: a write to `compact` must not show here
@@ -87,6 +96,70 @@ import Testing
             #expect(compact[name].type == dictionary[name].type)
         }
         #expect(compact.changedAttributes(from: dictionary).isEmpty)
+    }
+
+    @Test("a row of a shaped layout's kinds keeps its payloads only: three values in 32 bytes")
+    func shapedPayloads() {
+        let layout = RowLayout(names: ["title", "stamp", "qty", "gone", "on"])
+        let values: [Value] = [.string("row 1"), .int(7), .double(2.5), .null, .bool(true)]
+        let shaped = layout.shaped(like: values)
+        #expect(shaped.words == 4)  // a string's two words, an int's and a double's; none for null and a boolean
+        #expect(shaped.offsets == [0, 2, 3, 4, 4])
+        let row = Row(id: "r", layout: shaped, values: values)
+        #expect(row.withCompactValues { kept, _ in kept === shaped } == true)
+        // Other kinds, with the same layout: the row keeps its kinds itself, under the layout of names only.
+        let other = Row(id: "r", layout: shaped, values: [.int(1), .int(7), .double(2.5), .string("x"), .null])
+        #expect(other.withCompactValues { kept, _ in kept === layout } == true)
+        #expect(other["title"] == .int(1))
+        #expect(other["gone"] == .string("x"))
+        #expect(other.values.count == 4)
+        // Shaping a shaped layout shapes its names again.
+        #expect(shaped.shaped(like: values).unshaped === layout)
+    }
+
+    @Test("a compact row's strings and bytes are released with it, and when a value replaces them")
+    func payloadsReleased() {
+        var bytes: [UInt8] = Array(repeating: 1, count: 64)
+        let before = bytes.withUnsafeBufferPointer { $0.baseAddress }
+        let names = ["a", "b"]
+        for layout in [RowLayout(names: names), RowLayout(names: names).shaped(like: [.bytes([]), .int(0)])] {
+            do {
+                var row = Row(id: "r", layout: layout, values: [.bytes(bytes), .int(1)])
+                let copy = row
+                #expect(copy["a"] == .bytes(bytes))
+                row["a"] = .bytes([2])  // a copy of the shared buffer
+                #expect(copy["a"] == .bytes(bytes))
+                var alone = Row(id: "s", layout: layout, values: [.bytes(bytes), .int(1)])
+                alone["a"] = .bytes([3])  // in place: the old bytes released there
+                alone["b"] = .string("now a string")  // another kind: a new buffer
+                #expect(alone.values == ["a": .bytes([3]), "b": .string("now a string")])
+            }
+            // No buffer holds the array any more, so a write changes it in place.
+            bytes[0] = 2
+            #expect(bytes.withUnsafeBufferPointer { $0.baseAddress } == before)
+        }
+    }
+
+    @Test("a reader's shaper shapes its layout like the first row, and anew after many rows that do not fit")
+    func shaper() {
+        let layout = RowLayout(names: ["a", "b"])
+        var shaper = RowShaper(layout)
+        func shapeFor(_ values: [Value]) -> RowLayout { values.withUnsafeBufferPointer { shaper.layout(for: $0) } }
+        let first = shapeFor([.int(1), .string("x")])
+        #expect(first.isShaped && first.kinds == [.int, .string])
+        #expect(shapeFor([.int(2), .string("y")]) === first)
+        for _ in 0..<RowShaper.misfitsBeforeReshaping {
+            #expect(shapeFor([.int(2), .null]) === first)
+        }
+        let second = shapeFor([.int(3), .null])
+        #expect(second !== first && second.kinds == [.int, .null] && second.unshaped === layout)
+        #expect(shapeFor([.int(4), .null]) === second)
+        // One row that fits starts the count again.
+        for _ in 0..<RowShaper.misfitsBeforeReshaping {
+            #expect(shapeFor([.int(5), .string("z")]) === second)
+        }
+        #expect(shapeFor([.int(6), .null]) === second)
+        #expect(shapeFor([.int(7), .string("z")]) === second)
     }
 
     @Test("rows of two layouts, or of one layout, compare and hash by their values alone")

@@ -9,8 +9,9 @@
 /// like any other attribute.
 ///
 /// A row read from the store or from the wire keeps its values compactly, one per name of a ``RowLayout`` shared by
-/// the rows read with it, instead of a dictionary of its own (for three values a dictionary takes 232 bytes, the
-/// compact form 112). Reading `values` then builds the dictionary; the subscript and the package's iteration
+/// the rows read with it, instead of a dictionary of its own, each value as its payload alone (for a string and two
+/// ints a dictionary takes 232 bytes, the compact form 64 when its layout is shaped like the row, 80 otherwise; see
+/// ``RowValueBuffer``). Reading `values` then builds the dictionary; the subscript and the package's iteration
 /// (`forEachValue`) read the compact form as it is. How a row keeps its values never shows in its behaviour:
 /// equality, hashing and every accessor are the same for both.
 public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
@@ -23,7 +24,7 @@ public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
     ///
     /// `@unchecked Sendable`: a `RowValueBuffer` is a `ManagedBuffer`, which the standard library declares not
     /// `Sendable`; a row writes one only while it holds the only reference, and never writes a shared one.
-    package enum Storage: @unchecked Sendable {
+    @usableFromInline package enum Storage: @unchecked Sendable {
         /// Values by name, never `.null`.
         case dictionary(RowValues)
         /// One value per name of the buffer's layout, `.null` where the row has none.
@@ -33,7 +34,7 @@ public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
     /// The row's primary key.
     public var id: String
     /// The row's values as a cache keeps them.
-    package private(set) var storage: Storage
+    @usableFromInline package private(set) var storage: Storage
 
     /// The compact form's values; nil for a row kept as a dictionary.
     @inline(__always)
@@ -102,18 +103,21 @@ public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
     }
 
     /// Creates a row in its compact form whose values start as a copy of `initial` (one per name of `layout`) and are
-    /// then changed in place by `fill`, in the row's own buffer (no array of values made first); `nil` when `fill`
+    /// then changed in place by `fill` (in a buffer on the stack: no array of values made first); `nil` when `fill`
     /// returns false.
     package init?(
         id: String, layout: RowLayout, copying initial: UnsafeBufferPointer<Value>,
         _ fill: (UnsafeMutableBufferPointer<Value>) -> Bool
     ) {
-        let buffer = RowValueBuffer.make(layout, initial)
-        let filled = buffer.withUnsafeMutablePointerToElements {
-            fill(UnsafeMutableBufferPointer(start: $0, count: layout.count))
+        precondition(initial.count == layout.count, "a row has \(initial.count) values for \(layout.count) names")
+        let made: RowValueBuffer? = withUnsafeTemporaryAllocation(of: Value.self, capacity: layout.count) { values in
+            _ = values.initialize(fromContentsOf: initial)
+            defer { _ = values.deinitialize() }
+            guard fill(values) else { return nil }
+            return RowValueBuffer.make(layout, UnsafeBufferPointer(values))
         }
-        guard filled else { return nil }
-        self.init(id: id, storage: .compact(buffer))
+        guard let made else { return nil }
+        self.init(id: id, storage: .compact(made))
     }
 
     /// Creates a row with another row's storage (as a cache keeps it).
@@ -129,11 +133,11 @@ public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
 
     private static func dictionary(of buffer: RowValueBuffer) -> [String: Value] {
         let names = buffer.layout.names
-        return buffer.withValues { values in
-            var dictionary = [String: Value](minimumCapacity: values.count)
-            for (i, value) in values.enumerated() where !value.isNull { dictionary[names[i]] = value }
-            return dictionary
+        var dictionary = [String: Value](minimumCapacity: names.count)
+        buffer.forEachValue { i, value in
+            if !value.isNull { dictionary[names[i]] = value }
         }
+        return dictionary
     }
 
     /// The value of an attribute, `.null` when absent; `"id"` reads the id.
@@ -147,8 +151,9 @@ public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
             if var buffer = self.buffer {
                 if let position = buffer.layout.position(of: attribute) {
                     self.storage = .dictionary(RowValues.empty)  // so that `buffer` may be the only reference
-                    if !isKnownUniquelyReferenced(&buffer) { buffer = buffer.copy() }
-                    buffer[position] = newValue
+                    if !isKnownUniquelyReferenced(&buffer) || !buffer.replaceInPlace(position, with: newValue) {
+                        buffer = buffer.replacing(position, with: newValue)
+                    }
                     self.storage = .compact(buffer)
                     return
                 }
@@ -196,8 +201,8 @@ public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
         switch self.storage {
         case .compact(let buffer):
             let names = buffer.layout.names
-            try buffer.withValues { values in
-                for i in values.indices where !values[i].isNull { try body(names[i], values[i]) }
+            try buffer.forEachValue { i, value in
+                if !value.isNull { try body(names[i], value) }
             }
         case .dictionary(let box):
             for (name, value) in box.values { try body(name, value) }
@@ -213,10 +218,25 @@ public struct Row: Sendable, Hashable, Identifiable, CustomStringConvertible {
         return try buffer.withValues { try body(buffer.layout, $0) }
     }
 
+    /// The compact form's layout; `nil` for a row kept as a dictionary.
+    @inlinable @usableFromInline
+    package var compactLayout: RowLayout? {
+        if case .compact(let buffer) = self.storage { return buffer.layout }
+        return nil
+    }
+
+    /// Calls `body` with each position of the compact form's layout and its value (`.null` for a name without one),
+    /// in order, each value read from its payload (no buffer of `Value`s made, as ``withCompactValues(_:)`` makes);
+    /// does nothing for a row kept as a dictionary. For the hot writers (`DeltaWireEncoding`).
+    @inlinable @usableFromInline
+    package func forEachCompactValue(_ body: (Int, Value) throws -> Void) rethrows {
+        if case .compact(let buffer) = self.storage { try buffer.forEachValue(body) }
+    }
+
     /// The number of attributes with a value (`values.count`).
     package var valueCount: Int {
         switch self.storage {
-        case .compact(let buffer): buffer.withValues { $0.reduce(0) { $1.isNull ? $0 : $0 + 1 } }
+        case .compact(let buffer): buffer.nonNullCount
         case .dictionary(let box): box.values.count
         }
     }
@@ -262,7 +282,7 @@ extension Row {
 
 extension Row.Storage: Equatable, Hashable {
     /// The same values by name (`Value`'s equality), however each side keeps them.
-    package static func == (lhs: Self, rhs: Self) -> Bool {
+    @usableFromInline package static func == (lhs: Self, rhs: Self) -> Bool {
         switch (lhs, rhs) {
         case (.dictionary(let a), .dictionary(let b)):
             return a === b || a.values == b.values
@@ -283,7 +303,7 @@ extension Row.Storage: Equatable, Hashable {
     }
 
     /// As `Dictionary` hashes: each name and value hashed alone, the results combined in an order-free way.
-    package func hash(into hasher: inout Hasher) {
+    @usableFromInline package func hash(into hasher: inout Hasher) {
         var combined = 0
         Row(id: "", storage: self).forEachValue { name, value in
             var element = hasher
@@ -298,7 +318,7 @@ extension Row.Storage: Equatable, Hashable {
 /// A row's values by name (never `.null`), in an object of their own: ``Row/Storage``'s dictionary case. Immutable (a
 /// row changing its values puts them in a new one; reads are plain loads, with no exclusivity check for a class's
 /// variable).
-package final class RowValues: Sendable {
+@usableFromInline package final class RowValues: Sendable {
     let values: [String: Value]
 
     init(_ values: [String: Value]) {

@@ -3,18 +3,44 @@
 /// The attribute names that rows of one shape share, in order: a row read from a store's columns or from a message
 /// whose rows all carry the same attributes keeps one value per name, by position, instead of a dictionary of its
 /// own (see ``Row``). Immutable once made, so any number of rows and threads may share it.
-package final class RowLayout: Sendable {
+///
+/// A layout may also be *shaped* (``shaped(like:)``): it then names each position's kind of value as well (an int, a
+/// string, null, …), and a row whose values are of exactly those kinds keeps only their payloads, at offsets the
+/// layout holds; any other row of the same names says its kinds itself (``RowValueBuffer``).
+///
+/// `@unchecked Sendable`: its `shape` is a pointer, written once in the initializer and only read after.
+@usableFromInline package final class RowLayout: @unchecked Sendable {
     /// Up to this many names a name is looked for by comparing it with each (no hash table to make or hash into).
     static let scannedNames = 8
 
     /// The names, each once.
-    package let names: [String]
+    @usableFromInline package let names: [String]
     /// Each name's position, for a layout of more than `scannedNames` names (empty otherwise).
     private let positions: [String: Int]
     /// The names' UTF-8 bytes, one after the other, for the writers that copy names into their output
     /// (`DeltaWireEncoding`): name `i`'s bytes run from `nameEnds[i - 1]` (0 for the first) up to `nameEnds[i]`.
     package let nameBytes: [UInt8]
     package let nameEnds: [Int]
+
+    /// For a shaped layout, each position's kind; empty for a layout of names only.
+    @usableFromInline package let kinds: [RowValueKind]
+    /// For a shaped layout, each position's payload offset in the buffer, in words; empty otherwise.
+    @usableFromInline package let offsets: [Int]
+    /// For a shaped layout, the words its rows' payloads take.
+    @usableFromInline package let words: Int
+    /// For a shaped layout, whether a payload holds a reference (a string's or bytes'), which a buffer releases.
+    @usableFromInline package let holdsReferences: Bool
+    /// For a shaped layout, the layout of names only it was shaped from (the header of its rows of other kinds).
+    @usableFromInline package let unshaped: RowLayout?
+
+    /// For a shaped layout, each position's offset in words shifted left by 8 and its kind's raw value, one `Int` a
+    /// position (nil otherwise): what a buffer's reads walk, loaded without the reference counting of the arrays.
+    @usableFromInline package let shape: UnsafeMutablePointer<Int>?
+    /// The number of names, stored (read by every walk of a buffer's values).
+    @usableFromInline package let slots: Int
+
+    /// Whether the layout names its positions' kinds (``shaped(like:)``).
+    @inlinable @usableFromInline package var isShaped: Bool { self.unshaped != nil }
 
     /// A layout of these names, which must be distinct.
     package init(names: [String]) {
@@ -40,10 +66,68 @@ package final class RowLayout: Sendable {
         }
         self.nameBytes = nameBytes
         self.nameEnds = nameEnds
+        self.kinds = []
+        self.offsets = []
+        self.words = 0
+        self.holdsReferences = false
+        self.unshaped = nil
+        self.shape = nil
+        self.slots = names.count
+    }
+
+    deinit {
+        self.shape?.deallocate()
+    }
+
+    private init(_ base: RowLayout, kinds: [RowValueKind]) {
+        self.names = base.names
+        self.positions = base.positions
+        self.nameBytes = base.nameBytes
+        self.nameEnds = base.nameEnds
+        var offsets: [Int] = []
+        offsets.reserveCapacity(kinds.count)
+        var words = 0
+        for kind in kinds {
+            offsets.append(words)
+            words += kind.words
+        }
+        self.kinds = kinds
+        self.offsets = offsets
+        self.words = words
+        self.holdsReferences = kinds.contains { $0.holdsReference }
+        self.unshaped = base
+        let shape = UnsafeMutablePointer<Int>.allocate(capacity: max(kinds.count, 1))
+        for i in kinds.indices { (shape + i).initialize(to: offsets[i] << 8 | Int(kinds[i].rawValue)) }
+        self.shape = shape
+        self.slots = kinds.count
+    }
+
+    /// This layout's names shaped by the kinds of `values` (one per name): the layout that a reader gives the rows it
+    /// reads after a first one, so that those of the same kinds — with the same columns set and unset, the usual
+    /// case — keep their payloads only.
+    package func shaped(like values: UnsafeBufferPointer<Value>) -> RowLayout {
+        precondition(values.count == self.count, "a row has \(values.count) values for \(self.count) names")
+        let base = self.unshaped ?? self
+        return RowLayout(base, kinds: values.map(RowValueKind.init))
+    }
+
+    /// ``shaped(like:)`` of an array of values.
+    package func shaped(like values: [Value]) -> RowLayout {
+        values.withUnsafeBufferPointer { self.shaped(like: $0) }
+    }
+
+    /// Whether `values` are of exactly this shaped layout's kinds.
+    @inline(__always)
+    func fits(_ values: UnsafeBufferPointer<Value>) -> Bool {
+        guard self.isShaped else { return false }
+        return self.kinds.withUnsafeBufferPointer { kinds in
+            for i in 0..<kinds.count where RowValueKind(values[i]) != kinds[i] { return false }
+            return true
+        }
     }
 
     /// The number of names.
-    package var count: Int { self.names.count }
+    @inlinable @usableFromInline package var count: Int { self.names.count }
 
     /// The position of `name`, or `nil` when the layout has no such name.
     @inline(__always)
@@ -61,50 +145,270 @@ package final class RowLayout: Sendable {
     }
 }
 
+// MARK: - RowValueKind
+
+/// The kind of a value as a compact row keeps it, and the words (8 bytes each) its payload takes there: none for
+/// null and the booleans (the kind says it all), two for a string, one for the rest.
+@usableFromInline package enum RowValueKind: UInt8, Sendable {
+    case null, int, double, string, falseBool, trueBool, bytes, timestamp
+
+    @inlinable @usableFromInline
+    package init(_ value: Value) {
+        switch value {
+        case .null: self = .null
+        case .int: self = .int
+        case .double: self = .double
+        case .string: self = .string
+        case .bool(let b): self = b ? .trueBool : .falseBool
+        case .bytes: self = .bytes
+        case .timestamp: self = .timestamp
+        }
+    }
+
+    @inlinable @usableFromInline
+    package var words: Int {
+        switch self {
+        case .null, .falseBool, .trueBool: 0
+        case .string: 2
+        case .int, .double, .bytes, .timestamp: 1
+        }
+    }
+
+    var holdsReference: Bool { self == .string || self == .bytes }
+
+    /// Writes `value`'s payload (of this kind) to uninitialized memory at `at`.
+    @inlinable @usableFromInline
+    package static func store(_ value: Value, at: UnsafeMutableRawPointer) {
+        switch value {
+        case .null, .bool: break
+        case .int(let i): at.storeBytes(of: i, as: Int64.self)
+        case .double(let d): at.storeBytes(of: d, as: Double.self)
+        case .string(let s): at.initializeMemory(as: String.self, repeating: s, count: 1)
+        case .bytes(let b): at.initializeMemory(as: [UInt8].self, repeating: b, count: 1)
+        case .timestamp(let t): at.storeBytes(of: t.microseconds, as: Int64.self)
+        }
+    }
+
+    /// The value whose payload of this kind is at `at`.
+    @inlinable @usableFromInline
+    package func load(at: UnsafeMutableRawPointer) -> Value {
+        switch self {
+        case .null: .null
+        case .int: .int(at.load(as: Int64.self))
+        case .double: .double(at.load(as: Double.self))
+        case .string: .string(at.assumingMemoryBound(to: String.self).pointee)
+        case .falseBool: .bool(false)
+        case .trueBool: .bool(true)
+        case .bytes: .bytes(at.assumingMemoryBound(to: [UInt8].self).pointee)
+        case .timestamp: .timestamp(Timestamp(microseconds: at.load(as: Int64.self)))
+        }
+    }
+
+    /// Ends the payload of this kind at `at` (releases a string's or bytes' storage).
+    @inlinable @usableFromInline
+    package func deinitialize(at: UnsafeMutableRawPointer) {
+        switch self {
+        case .string: at.assumingMemoryBound(to: String.self).deinitialize(count: 1)
+        case .bytes: at.assumingMemoryBound(to: [UInt8].self).deinitialize(count: 1)
+        case .null, .int, .double, .falseBool, .trueBool, .timestamp: break
+        }
+    }
+}
+
 // MARK: - RowValueBuffer
 
 /// A compact row's values: one per name of its layout, `.null` where the row has no value, in one allocation with
-/// the layout. Copy-on-write through `Row`, which mutates a buffer only while it holds the only reference.
-/// (Not `Sendable` itself, as no `ManagedBuffer` is: `Row.Storage` says why sharing one is safe.)
-package final class RowValueBuffer: ManagedBuffer<RowLayout, Value> {
-    /// A buffer of `layout.count` values, copied from `values` (which has exactly that many).
+/// the layout, each as its payload alone (an int's 8 bytes, a string's 16, nothing for null or a boolean) rather than
+/// as a `Value` (24 bytes whatever it holds). Where the payloads lie is said by the layout when it is shaped and the
+/// values are of its kinds (then the buffer holds nothing else), else by a byte of kind per position at the start of
+/// the buffer (in the first `(count + 7) / 8` words), each payload after the one before. Copy-on-write through
+/// `Row`, which mutates a buffer only while it holds the only reference. (Not `Sendable` itself, as no
+/// `ManagedBuffer` is: `Row.Storage` says why sharing one is safe.)
+@usableFromInline package final class RowValueBuffer: ManagedBuffer<RowLayout, UInt64> {
+    /// A buffer of `layout.count` values, copied from `values` (which has exactly that many): payloads only when
+    /// `layout` is shaped and `values` are of its kinds, with their kinds otherwise (and `layout`'s names only).
     static func make(_ layout: RowLayout, _ values: UnsafeBufferPointer<Value>) -> RowValueBuffer {
         precondition(values.count == layout.count, "a row has \(values.count) values for \(layout.count) names")
-        let buffer = unsafeDowncast(Self.create(minimumCapacity: layout.count) { _ in layout }, to: RowValueBuffer.self)
+        if layout.fits(values) {
+            let buffer = unsafeDowncast(Self.create(minimumCapacity: layout.words) { _ in layout }, to: Self.self)
+            buffer.withUnsafeMutablePointerToElements { elements in
+                let base = UnsafeMutableRawPointer(elements)
+                layout.offsets.withUnsafeBufferPointer { offsets in
+                    for i in 0..<values.count { RowValueKind.store(values[i], at: base + offsets[i] &* 8) }
+                }
+            }
+            return buffer
+        }
+        let names = layout.unshaped ?? layout
+        let tagWords = (values.count &+ 7) >> 3
+        var words = tagWords
+        for value in values { words &+= RowValueKind(value).words }
+        let buffer = unsafeDowncast(Self.create(minimumCapacity: words) { _ in names }, to: Self.self)
         buffer.withUnsafeMutablePointerToElements { elements in
-            if let base = values.baseAddress { elements.initialize(from: base, count: values.count) }
+            let base = UnsafeMutableRawPointer(elements)
+            var at = base + tagWords &* 8
+            for i in 0..<values.count {
+                let kind = RowValueKind(values[i])
+                base.storeBytes(of: kind.rawValue, toByteOffset: i, as: UInt8.self)
+                RowValueKind.store(values[i], at: at)
+                at += kind.words &* 8
+            }
         }
         return buffer
     }
 
     deinit {
-        _ = self.withUnsafeMutablePointers { header, elements in
-            elements.deinitialize(count: header.pointee.count)
+        if self.header.isShaped, !self.header.holdsReferences { return }
+        self.forEachPayload { kind, at in kind.deinitialize(at: at) }
+    }
+
+    @inlinable @usableFromInline package var layout: RowLayout { self.header }
+
+    /// Calls `body` with each position's kind and payload, in order.
+    @inlinable @usableFromInline
+    package func forEachPayload(_ body: (RowValueKind, UnsafeMutableRawPointer) throws -> Void) rethrows {
+        try self.withUnsafeMutablePointers { header, elements in
+            let base = UnsafeMutableRawPointer(elements)
+            // The layout without a retain and release around the walk: the buffer holds it.
+            try UnsafeRawPointer(header).load(as: Unmanaged<RowLayout>.self)._withUnsafeGuaranteedRef { layout in
+                let count = layout.slots
+                if let shape = layout.shape {
+                    for i in 0..<count {
+                        let entry = shape[i]
+                        try body(Self.kind(entry), base + (entry >> 8) &* 8)
+                    }
+                } else {
+                    var at = base + ((count &+ 7) >> 3) &* 8
+                    for i in 0..<count {
+                        let kind = Self.tag(base, i)
+                        try body(kind, at)
+                        at += kind.words &* 8
+                    }
+                }
+            }
         }
     }
 
-    var layout: RowLayout { self.header }
+    /// The kind in an entry of a shaped layout's `shape`.
+    @inlinable @usableFromInline
+    package static func kind(_ entry: Int) -> RowValueKind {
+        unsafeBitCast(UInt8(truncatingIfNeeded: entry), to: RowValueKind.self)
+    }
 
-    /// The values, `.null` for a name without one.
+    @inlinable @usableFromInline
+    package static func tag(_ base: UnsafeMutableRawPointer, _ position: Int) -> RowValueKind {
+        // Written by `make` from a `RowValueKind`.
+        unsafeBitCast(base.load(fromByteOffset: position, as: UInt8.self), to: RowValueKind.self)
+    }
+
+    /// The kind and payload of the value at `position`.
+    @inline(__always)
+    private func payload<R>(_ position: Int, _ body: (RowValueKind, UnsafeMutableRawPointer) -> R) -> R {
+        self.withUnsafeMutablePointers { header, elements in
+            let base = UnsafeMutableRawPointer(elements)
+            return UnsafeRawPointer(header).load(as: Unmanaged<RowLayout>.self)._withUnsafeGuaranteedRef { layout in
+                if let shape = layout.shape {
+                    precondition(position < layout.slots, "position \(position) of a row of \(layout.slots) values")
+                    let entry = shape[position]
+                    return body(Self.kind(entry), base + (entry >> 8) &* 8)
+                }
+                precondition(position < layout.count, "position \(position) of a row of \(layout.count) values")
+                var at = base + ((layout.count &+ 7) >> 3) &* 8
+                for i in 0..<position { at += Self.tag(base, i).words &* 8 }
+                return body(Self.tag(base, position), at)
+            }
+        }
+    }
+
+    /// Calls `body` with each position and its value (`.null` for a name without one), in order.
+    @inlinable @usableFromInline
+    package func forEachValue(_ body: (Int, Value) throws -> Void) rethrows {
+        var i = 0
+        try self.forEachPayload { kind, at in
+            try body(i, kind.load(at: at))
+            i &+= 1
+        }
+    }
+
+    /// The values, `.null` for a name without one, copied out for `body` to read by position.
     @inline(__always)
     func withValues<R>(_ body: (UnsafeBufferPointer<Value>) throws -> R) rethrows -> R {
-        try self.withUnsafeMutablePointers { header, elements in
-            try body(UnsafeBufferPointer(start: elements, count: header.pointee.count))
+        try withUnsafeTemporaryAllocation(of: Value.self, capacity: self.layout.count) { values in
+            var i = 0
+            self.forEachPayload { kind, at in
+                (values.baseAddress! + i).initialize(to: kind.load(at: at))
+                i &+= 1
+            }
+            defer { values.baseAddress?.deinitialize(count: i) }
+            return try body(UnsafeBufferPointer(values))
         }
     }
 
+    /// The number of values that are not null.
+    var nonNullCount: Int {
+        var count = 0
+        self.forEachPayload { kind, _ in if kind != .null { count &+= 1 } }
+        return count
+    }
+
+    /// The value at `position`.
     @inline(__always)
     subscript(position: Int) -> Value {
-        get {
-            self.withUnsafeMutablePointerToElements { $0[position] }
-        }
-        set {
-            self.withUnsafeMutablePointerToElements { $0[position] = newValue }
+        self.payload(position) { kind, at in kind.load(at: at) }
+    }
+
+    /// Sets the value at `position` in place when it is of the kind the one there is (the caller holds the only
+    /// reference); `false`, changing nothing, when it is not.
+    func replaceInPlace(_ position: Int, with value: Value) -> Bool {
+        self.payload(position) { kind, at in
+            guard RowValueKind(value) == kind else { return false }
+            kind.deinitialize(at: at)
+            RowValueKind.store(value, at: at)
+            return true
         }
     }
 
-    /// A copy (for a write to a shared buffer).
-    func copy() -> RowValueBuffer {
-        self.withValues { RowValueBuffer.make(self.layout, $0) }
+    /// A new buffer of these values with `value` at `position`.
+    func replacing(_ position: Int, with value: Value) -> RowValueBuffer {
+        self.withValues { values in
+            withUnsafeTemporaryAllocation(of: Value.self, capacity: values.count) { copy in
+                _ = copy.initialize(fromContentsOf: values)
+                defer { _ = copy.deinitialize() }
+                copy[position] = value
+                return RowValueBuffer.make(self.layout, UnsafeBufferPointer(copy))
+            }
+        }
+    }
+}
+
+// MARK: - RowShaper
+
+/// The layout a reader gives the rows it reads with one layout of names: shaped like the first row (``RowLayout/
+/// shaped(like:)``), and shaped again like a later row when that many rows in a row have not fitted it (a first row
+/// unlike the others; a column that is null from some point on), so that most rows keep their payloads only.
+package struct RowShaper {
+    /// After this many rows in a row that do not fit the shaped layout, the next is shaped anew.
+    static let misfitsBeforeReshaping = 64
+
+    private var layout: RowLayout
+    private var misfits = 0
+
+    /// A shaper of rows with `layout`'s names.
+    package init(_ layout: RowLayout) {
+        self.layout = layout
+    }
+
+    /// The layout to make the row of `values` (one per name) with.
+    @inline(__always)
+    package mutating func layout(for values: UnsafeBufferPointer<Value>) -> RowLayout {
+        if self.layout.fits(values) {
+            self.misfits = 0
+        } else if !self.layout.isShaped || self.misfits >= Self.misfitsBeforeReshaping {
+            self.layout = self.layout.shaped(like: values)
+            self.misfits = 0
+        } else {
+            self.misfits += 1
+        }
+        return self.layout
     }
 }

@@ -94,11 +94,9 @@ public struct WriteOperation: Sendable, Hashable {
 
     private static func dictionary(of buffer: RowValueBuffer) -> [String: Value] {
         let names = buffer.layout.names
-        return buffer.withValues { values in
-            var dictionary = [String: Value](minimumCapacity: values.count)
-            for (i, value) in values.enumerated() { dictionary[names[i]] = value }
-            return dictionary
-        }
+        var dictionary = [String: Value](minimumCapacity: names.count)
+        buffer.forEachValue { i, value in dictionary[names[i]] = value }
+        return dictionary
     }
 
     /// The number of attributes set (`values.count`).
@@ -112,9 +110,7 @@ public struct WriteOperation: Sendable, Hashable {
     package func forEachValue(_ body: (String, Value) throws -> Void) rethrows {
         if let compact = self.compact {
             let names = compact.layout.names
-            try compact.withValues { values in
-                for i in values.indices { try body(names[i], values[i]) }
-            }
+            try compact.forEachValue { i, value in try body(names[i], value) }
         } else {
             for (name, value) in self.dictionary { try body(name, value) }
         }

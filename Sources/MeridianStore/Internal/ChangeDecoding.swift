@@ -223,11 +223,14 @@ enum ChangeDecoding {
         let layout: RowLayout
         /// The row being read, reused for every row.
         private var values: [Value]
+        /// The layout shaped by the rows read (``MeridianCore/RowShaper``).
+        private var shaper: RowShaper
 
         init(_ entity: EntitySchema) {
             self.entity = entity
             self.layout = RowLayout(names: entity.attributes.map(\.name))
             self.values = Array(repeating: .null, count: entity.attributes.count)
+            self.shaper = RowShaper(self.layout)
         }
 
         /// A reader of a planned entity: its layout made once per store.
@@ -235,6 +238,7 @@ enum ChangeDecoding {
             self.entity = plan.schema
             self.layout = plan.layout
             self.values = Array(repeating: .null, count: plan.schema.attributes.count)
+            self.shaper = RowShaper(self.layout)
         }
 
         /// The row `statement` stands on (a cursor of it is being iterated), its values read with the entity's
@@ -259,7 +263,9 @@ enum ChangeDecoding {
                 if !typed.fits { misfits += 1 }
                 self.values[i] = typed.value
             }
-            return MeridianCore.Row(id: id, layout: self.layout, values: self.values)
+            return self.values.withUnsafeBufferPointer { values in
+                MeridianCore.Row(id: id, layout: self.shaper.layout(for: values), values: values)
+            }
         }
     }
 }
