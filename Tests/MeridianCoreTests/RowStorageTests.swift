@@ -98,13 +98,17 @@ import Testing
         #expect(compact.changedAttributes(from: dictionary).isEmpty)
     }
 
-    @Test("a row of a shaped layout's kinds keeps its payloads only: three values in 32 bytes")
+    @Test("a row of a shaped layout's kinds keeps its payloads only, at the layout's offsets")
     func shapedPayloads() {
         let layout = RowLayout(names: ["title", "stamp", "qty", "gone", "on"])
         let values: [Value] = [.string("row 1"), .int(7), .double(2.5), .null, .bool(true)]
         let shaped = layout.shaped(like: values)
-        #expect(shaped.words == 4)  // a string's two words, an int's and a double's; none for null and a boolean
+        #expect(shaped.words == 5)  // a string's two words, an int's, a double's and a boolean's; none for null
         #expect(shaped.offsets == [0, 2, 3, 4, 4])
+        // A boolean is one kind whatever its value: the rows of a boolean column fit one shaped layout.
+        let off = Row(id: "f", layout: shaped, values: [.string("row 2"), .int(8), .double(1), .null, .bool(false)])
+        #expect(off.withCompactValues { kept, _ in kept === shaped } == true)
+        #expect(off["on"] == .bool(false))
         let row = Row(id: "r", layout: shaped, values: values)
         #expect(row.withCompactValues { kept, _ in kept === shaped } == true)
         // Other kinds, with the same layout: the row keeps its kinds itself, under the layout of names only.

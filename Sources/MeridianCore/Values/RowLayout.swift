@@ -148,9 +148,10 @@
 // MARK: - RowValueKind
 
 /// The kind of a value as a compact row keeps it, and the words (8 bytes each) its payload takes there: none for
-/// null and the booleans (the kind says it all), two for a string, one for the rest.
+/// null, two for a string, one for the rest. (A boolean is one kind whatever its value, so that rows of a boolean
+/// column fit one shaped layout.)
 @usableFromInline package enum RowValueKind: UInt8, Sendable {
-    case null, int, double, string, falseBool, trueBool, bytes, timestamp
+    case null, int, double, string, bool, bytes, timestamp
 
     @inlinable @usableFromInline
     package init(_ value: Value) {
@@ -159,7 +160,7 @@
         case .int: self = .int
         case .double: self = .double
         case .string: self = .string
-        case .bool(let b): self = b ? .trueBool : .falseBool
+        case .bool: self = .bool
         case .bytes: self = .bytes
         case .timestamp: self = .timestamp
         }
@@ -168,9 +169,9 @@
     @inlinable @usableFromInline
     package var words: Int {
         switch self {
-        case .null, .falseBool, .trueBool: 0
+        case .null: 0
         case .string: 2
-        case .int, .double, .bytes, .timestamp: 1
+        case .int, .double, .bool, .bytes, .timestamp: 1
         }
     }
 
@@ -180,8 +181,9 @@
     @inlinable @usableFromInline
     package static func store(_ value: Value, at: UnsafeMutableRawPointer) {
         switch value {
-        case .null, .bool: break
+        case .null: break
         case .int(let i): at.storeBytes(of: i, as: Int64.self)
+        case .bool(let b): at.storeBytes(of: b ? 1 : 0, as: UInt64.self)
         case .double(let d): at.storeBytes(of: d, as: Double.self)
         case .string(let s): at.initializeMemory(as: String.self, repeating: s, count: 1)
         case .bytes(let b): at.initializeMemory(as: [UInt8].self, repeating: b, count: 1)
@@ -197,8 +199,7 @@
         case .int: .int(at.load(as: Int64.self))
         case .double: .double(at.load(as: Double.self))
         case .string: .string(at.assumingMemoryBound(to: String.self).pointee)
-        case .falseBool: .bool(false)
-        case .trueBool: .bool(true)
+        case .bool: .bool(at.load(as: UInt64.self) != 0)
         case .bytes: .bytes(at.assumingMemoryBound(to: [UInt8].self).pointee)
         case .timestamp: .timestamp(Timestamp(microseconds: at.load(as: Int64.self)))
         }
@@ -210,7 +211,7 @@
         switch self {
         case .string: at.assumingMemoryBound(to: String.self).deinitialize(count: 1)
         case .bytes: at.assumingMemoryBound(to: [UInt8].self).deinitialize(count: 1)
-        case .null, .int, .double, .falseBool, .trueBool, .timestamp: break
+        case .null, .int, .double, .bool, .timestamp: break
         }
     }
 }
@@ -218,7 +219,7 @@
 // MARK: - RowValueBuffer
 
 /// A compact row's values: one per name of its layout, `.null` where the row has no value, in one allocation with
-/// the layout, each as its payload alone (an int's 8 bytes, a string's 16, nothing for null or a boolean) rather than
+/// the layout, each as its payload alone (an int's 8 bytes, a string's 16, nothing for null) rather than
 /// as a `Value` (24 bytes whatever it holds). Where the payloads lie is said by the layout when it is shaped and the
 /// values are of its kinds (then the buffer holds nothing else), else by a byte of kind per position at the start of
 /// the buffer (in the first `(count + 7) / 8` words), each payload after the one before. Copy-on-write through
