@@ -7,15 +7,19 @@ import Testing
 @Suite struct DeltaWireEncodingTests {
     /// ``dictionaryRows`` and the same rows in the compact form a store's read or a decoded message gives (a layout
     /// naming an absent attribute too, so a `.null` position is skipped), and a compact row whose one name is long
-    /// enough for a two-byte length: the compact form is written by position from its layout's key bytes.
+    /// enough for a two-byte length: the compact form is written by position from its layout's key bytes. The compact
+    /// rows twice: with their kinds in the buffer, and with a layout shaped like them (payloads only).
     static let rows: [(row: Row, version: Int64)] =
-        dictionaryRows + dictionaryRows.map { (compact($0.row), $0.version) } + [
+        dictionaryRows + dictionaryRows.map { (compact($0.row), $0.version) }
+        + dictionaryRows.map { (compact($0.row, shaped: true), $0.version) } + [
             (compact(Row(id: "k", values: [String(repeating: "n", count: 200): .int(1)])), 2)
         ]
 
-    static func compact(_ row: Row) -> Row {
+    static func compact(_ row: Row, shaped: Bool = false) -> Row {
         let names = ["absent"] + row.values.keys.sorted()
-        return Row(id: row.id, layout: RowLayout(names: names), values: names.map { row.values[$0] ?? .null })
+        let values = names.map { row.values[$0] ?? .null }
+        let layout = RowLayout(names: names)
+        return Row(id: row.id, layout: shaped ? layout.shaped(like: values) : layout, values: values)
     }
 
     static let dictionaryRows: [(row: Row, version: Int64)] = [
@@ -41,7 +45,8 @@ import Testing
 
     @Test("entered, left and updated rows decode to the message built field by field")
     func matchesSwiftProtobuf() throws {
-        #expect(Self.rows.count { $0.row.withCompactValues { _, _ in } != nil } == Self.dictionaryRows.count + 1)
+        #expect(Self.rows.count { $0.row.withCompactValues { _, _ in } != nil } == 2 * Self.dictionaryRows.count + 1)
+        #expect(Self.rows.count { $0.row.withCompactValues { layout, _ in layout.isShaped } == true } == 4)
         var expected = Meridian_V1_SubscriptionDelta()
         expected.subscriptionID = "sub"
         expected.entered = Self.rows.map { Meridian_V1_Row($0.row, version: $0.version) }
