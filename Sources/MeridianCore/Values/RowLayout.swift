@@ -22,10 +22,6 @@
     package let nameBytes: [UInt8]
     package let nameEnds: [Int]
 
-    /// For a shaped layout, each position's kind; empty for a layout of names only.
-    @usableFromInline package let kinds: [RowValueKind]
-    /// For a shaped layout, each position's payload offset in the buffer, in words; empty otherwise.
-    @usableFromInline package let offsets: [Int]
     /// For a shaped layout, the words its rows' payloads take.
     @usableFromInline package let words: Int
     /// For a shaped layout, whether a payload holds a reference (a string's or bytes'), which a buffer releases.
@@ -41,6 +37,17 @@
 
     /// Whether the layout names its positions' kinds (``shaped(like:)``).
     @inlinable @usableFromInline package var isShaped: Bool { self.unshaped != nil }
+
+    /// For a shaped layout, each position's kind (from `shape`); empty for a layout of names only.
+    var kinds: [RowValueKind] {
+        guard let shape = self.shape else { return [] }
+        return (0..<self.slots).map { RowValueBuffer.kind(shape[$0]) }
+    }
+    /// For a shaped layout, each position's payload offset in the buffer, in words (from `shape`); empty otherwise.
+    var offsets: [Int] {
+        guard let shape = self.shape else { return [] }
+        return (0..<self.slots).map { shape[$0] >> 8 }
+    }
 
     /// A layout of these names, which must be distinct.
     package init(names: [String]) {
@@ -66,8 +73,6 @@
         }
         self.nameBytes = nameBytes
         self.nameEnds = nameEnds
-        self.kinds = []
-        self.offsets = []
         self.words = 0
         self.holdsReferences = false
         self.unshaped = nil
@@ -84,20 +89,15 @@
         self.positions = base.positions
         self.nameBytes = base.nameBytes
         self.nameEnds = base.nameEnds
-        var offsets: [Int] = []
-        offsets.reserveCapacity(kinds.count)
+        let shape = UnsafeMutablePointer<Int>.allocate(capacity: max(kinds.count, 1))
         var words = 0
-        for kind in kinds {
-            offsets.append(words)
+        for (i, kind) in kinds.enumerated() {
+            (shape + i).initialize(to: words << 8 | Int(kind.rawValue))
             words += kind.words
         }
-        self.kinds = kinds
-        self.offsets = offsets
         self.words = words
         self.holdsReferences = kinds.contains { $0.holdsReference }
         self.unshaped = base
-        let shape = UnsafeMutablePointer<Int>.allocate(capacity: max(kinds.count, 1))
-        for i in kinds.indices { (shape + i).initialize(to: offsets[i] << 8 | Int(kinds[i].rawValue)) }
         self.shape = shape
         self.slots = kinds.count
     }
@@ -119,11 +119,9 @@
     /// Whether `values` are of exactly this shaped layout's kinds.
     @inline(__always)
     func fits(_ values: UnsafeBufferPointer<Value>) -> Bool {
-        guard self.isShaped else { return false }
-        return self.kinds.withUnsafeBufferPointer { kinds in
-            for i in 0..<kinds.count where RowValueKind(values[i]) != kinds[i] { return false }
-            return true
-        }
+        guard let shape = self.shape else { return false }
+        for i in 0..<self.slots where RowValueKind(values[i]) != RowValueBuffer.kind(shape[i]) { return false }
+        return true
     }
 
     /// The number of names.
@@ -232,11 +230,10 @@
         precondition(values.count == layout.count, "a row has \(values.count) values for \(layout.count) names")
         if layout.fits(values) {
             let buffer = unsafeDowncast(Self.create(minimumCapacity: layout.words) { _ in layout }, to: Self.self)
-            buffer.withUnsafeMutablePointerToElements { elements in
-                let base = UnsafeMutableRawPointer(elements)
-                layout.offsets.withUnsafeBufferPointer { offsets in
-                    for i in 0..<values.count { RowValueKind.store(values[i], at: base + offsets[i] &* 8) }
-                }
+            var i = 0
+            buffer.forEachPayload { _, at in
+                RowValueKind.store(values[i], at: at)
+                i &+= 1
             }
             return buffer
         }
@@ -334,6 +331,12 @@
     /// The values, `.null` for a name without one, copied out for `body` to read by position.
     @inline(__always)
     func withValues<R>(_ body: (UnsafeBufferPointer<Value>) throws -> R) rethrows -> R {
+        try self.withValueCopy { try body(UnsafeBufferPointer($0)) }
+    }
+
+    /// The values copied out on the stack, for `body` to read or change by position.
+    @inline(__always)
+    private func withValueCopy<R>(_ body: (UnsafeMutableBufferPointer<Value>) throws -> R) rethrows -> R {
         try withUnsafeTemporaryAllocation(of: Value.self, capacity: self.layout.count) { values in
             var i = 0
             self.forEachPayload { kind, at in
@@ -341,7 +344,7 @@
                 i &+= 1
             }
             defer { values.baseAddress?.deinitialize(count: i) }
-            return try body(UnsafeBufferPointer(values))
+            return try body(values)
         }
     }
 
@@ -371,13 +374,9 @@
 
     /// A new buffer of these values with `value` at `position`.
     func replacing(_ position: Int, with value: Value) -> RowValueBuffer {
-        self.withValues { values in
-            withUnsafeTemporaryAllocation(of: Value.self, capacity: values.count) { copy in
-                _ = copy.initialize(fromContentsOf: values)
-                defer { _ = copy.deinitialize() }
-                copy[position] = value
-                return RowValueBuffer.make(self.layout, UnsafeBufferPointer(copy))
-            }
+        self.withValueCopy { values in
+            values[position] = value
+            return RowValueBuffer.make(self.layout, UnsafeBufferPointer(values))
         }
     }
 }
