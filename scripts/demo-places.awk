@@ -101,7 +101,12 @@ END {
         tx = operation()
         if (rand() < 0.2) tx = tx operation()
         send(tx)
-        if (failures > 20) { print "demo writer: meridian apply keeps failing; see " errlog > "/dev/stderr"; exit 1 }
+        if (failures > 20) {
+            print "demo writer: meridian apply keeps failing; its last errors (all in " errlog "):" > "/dev/stderr"
+            close("/dev/stderr")
+            system("tail -n 5 \"" errlog "\" >&2")
+            exit 1
+        }
         system("sleep " interval)
     }
 }

@@ -81,15 +81,32 @@ db="$data/demo.sqlite"
 rm -f "$db" "$db-wal" "$db-shm" "$data/watch.jsonl" "$data/watch-bob.jsonl" "$data/writer.log"
 
 # ---- cleanup: stop what we started, by pid, newest first ----
+# Each is sent SIGTERM and given 15 s to exit (the server's graceful shutdown, given 5 s below, is the longest);
+# whatever still runs then is killed and named, so that the demo always ends.
 pids=()
+names=()
+started() { pids+=("$1"); names+=("$2"); }
 cleanup() {
     local status=$?
     trap - EXIT INT TERM
     for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
         kill -TERM "${pids[$i]}" 2>/dev/null || true
     done
-    for pid in "${pids[@]}"; do
-        wait "$pid" 2>/dev/null || true
+    local waited=0 running
+    while [ "$waited" -lt 150 ]; do
+        running=0
+        for pid in ${pids[@]+"${pids[@]}"}; do kill -0 "$pid" 2>/dev/null && running=1; done
+        [ "$running" = 0 ] && break
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+    for ((i = 0; i < ${#pids[@]}; i++)); do
+        if kill -0 "${pids[$i]}" 2>/dev/null; then
+            echo "demo: ${names[$i]} (pid ${pids[$i]}) did not stop within 15 s of SIGTERM; killed" >&2
+            kill -KILL "${pids[$i]}" 2>/dev/null || true
+            [ "$status" = 0 ] && status=1
+        fi
+        wait "${pids[$i]}" 2>/dev/null || true
     done
     [ -n "${tty_state:-}" ] && stty "$tty_state" 2>/dev/null || true
     exit "$status"
@@ -123,8 +140,8 @@ if [ "$users" = 1 ]; then
     admin_args+=(--admin-token-file "$data/admin-token")
 fi
 "$server_bin" --db "$db" --schema "$schema" --listen "127.0.0.1:$port" "${admin_args[@]}" \
-    ${server_args[@]+"${server_args[@]}"} >"$data/server.out" 2>"$data/server.log" &
-pids+=($!)
+    --shutdown-timeout 5s ${server_args[@]+"${server_args[@]}"} >"$data/server.out" 2>"$data/server.log" &
+started $! meridian-server
 address=""
 status_page=""
 for _ in $(seq 1 200); do
@@ -148,7 +165,7 @@ awk -v n="$points" -v seed=7400 -f scripts/demo-places.awk -v mode=generate >"$d
 log "starting the writer (~$rate transactions/s: moves, renames, inserts, deletes)"
 awk -v mode=write -v seed="$RANDOM" -v rate="$rate" -v meridian="$meridian" -v errlog="$data/writer.log" \
     -f scripts/demo-places.awk "$data/places.csv" &
-pids+=($!)
+started $! "the writer"
 
 # ---- what to type in another terminal ----
 if [ "$users" = 1 ]; then
@@ -194,7 +211,7 @@ fi
 watch_args=(watch Point --sort category,title --section category)
 if [ "$users" = 1 ]; then
     "$meridian" "${watch_args[@]}" --format jsonl --token "$bob_token" >"$data/watch-bob.jsonl" 2>>"$data/writer.log" &
-    pids+=($!)
+    started $! "bob's meridian watch"
     watch_args+=(--token "$alice_token")
 fi
 if [ "$view" = table ]; then
@@ -202,13 +219,13 @@ if [ "$view" = table ]; then
     log "the live view starts in 5 s (these instructions are also in $data/instructions.txt)"
     sleep 5
     "$meridian" "${watch_args[@]}" --format table &
-    pids+=($!)
+    started $! "meridian watch"
 else
     "$meridian" "${watch_args[@]}" --format jsonl >"$data/watch.jsonl" 2>>"$data/writer.log" &
-    pids+=($!)
+    started $! "meridian watch"
     if [ "$view" = jsonl ]; then
         tail -n +1 -f "$data/watch.jsonl" &
-        pids+=($!)
+        started $! "the watch stream's tail"
     else
         log "watch stream: $data/watch.jsonl"
     fi
