@@ -7,9 +7,9 @@ import Testing
 
 @Suite struct SlotIndexTests {
     @Test(
-        "the index answers as a dictionary would through random inserts, replacements, removals and growth",
-        arguments: [0, 1, 2, 3, 4])
-    func randomOperations(hashing: Int) {
+        "the index answers as a dictionary would through random inserts, replacements, removals and growth, from empty or from a fill's index",
+        arguments: [0, 1, 2, 3, 4], [false, true])
+    func randomOperations(hashing: Int, filled: Bool) {
         // 0: String's hash; 1: four hash values (long probe runs, equal hash bits for different ids); 2: one value;
         // 3: the largest value, whose home is the last bucket (every probe run wraps past it to the first); 4: the
         // two ends, runs from the last bucket and from the first meeting.
@@ -21,13 +21,21 @@ import Testing
             case 3: { _ in .max }
             default: { $0.utf8.last! % 2 == 0 ? 0 : .max }
             }
-        var rng = SplitMix64(seed: 0x51_07 &+ UInt64(hashing))
+        var rng = SplitMix64(seed: 0x51_07 &+ UInt64(hashing) &+ (filled ? 0x100 : 0))
         var index = SlotIndex(hash: hash)
         var expected: [String: Int32] = [:]
         // The "tree": the id in each slot (nil: free), and the free slots, reused as the tree reuses them.
         var table: [String?] = []
         var free: [Int32] = []
         let ids = (0..<(hashing == 0 ? 400 : 60)).map { "id\($0)" }
+        if filled {
+            // A fill: half the ids, shuffled, at the slots 0..<n.
+            table = ids.shuffled(using: &rng).prefix(ids.count / 2).map { $0 }
+            index = SlotIndex(distinct: table.count, idOf: { table[Int($0)]! }, hash: hash)
+            for (slot, id) in table.enumerated() { expected[id!] = Int32(slot) }
+            #expect(index.count == table.count)
+            for id in ids { #expect(index.slot(for: id) { table[Int($0)]! } == expected[id], "\(id) after the fill") }
+        }
         for step in 0..<6_000 {
             let id = ids.randomElement(using: &rng)!
             if let slot = expected[id], Int.random(in: 0..<3, using: &rng) == 0 {
@@ -85,6 +93,20 @@ import Testing
         index.insert(1_000, for: "r1000") { more[Int($0)] }
         #expect(index.storageBytes > reserved * 3 / 2)
         for (i, id) in more.enumerated() { #expect(index.slot(for: id) { more[Int($0)] } == Int32(i)) }
+    }
+
+    @Test("an index made for a fill's ids at once answers as one they were inserted into one by one, at any size")
+    func filledAtOnce() {
+        for n in [0, 1, 7, 8, 1_000, 70_000] {
+            let ids = (0..<n).map { "r\($0)" }.shuffled()
+            let filled = SlotIndex(distinct: n) { ids[Int($0)] }
+            var inserted = SlotIndex()
+            inserted.reserveCapacity(n)
+            for (i, id) in ids.enumerated() { inserted.insert(Int32(i), for: id) { ids[Int($0)] } }
+            #expect(filled.count == n && filled.storageBytes == inserted.storageBytes)
+            for (i, id) in ids.enumerated() { #expect(filled.slot(for: id) { ids[Int($0)] } == Int32(i)) }
+            #expect(filled.slot(for: "absent") { ids[Int($0)] } == nil)
+        }
     }
 
     /// A free slot for `id` in the table (a reused one when there is one).

@@ -335,14 +335,7 @@ public struct LiveResults: Sendable {
 
     /// The id index of `ordered` given the slots 0..<n in order (an emptied tree's slots for them).
     private static func index(of ordered: [Row]) -> SlotIndex {
-        var slots = SlotIndex()
-        slots.reserveCapacity(ordered.count)
-        for (i, row) in ordered.enumerated() {
-            guard slots.insert(SlotIndex.Slot(i), for: row.id, idOf: { ordered[Int($0)].id }) == nil else {
-                preconditionFailure("the rows filled in name id \(row.id) twice")
-            }
-        }
-        return slots
+        SlotIndex(distinct: ordered.count) { ordered[Int($0)].id }
     }
 
     /// Rows in the results' order.
