@@ -144,6 +144,13 @@ import Testing
             ["id"]
         ),
         (
+            // "é" as an e and a combining accent: canonically equivalent to the precomposed "é", which Swift's
+            // strings, and so every client's cache, would take for the same id.
+            .insert("Item", id: "cafe\u{301}", ["title": "a"]),
+            "operation 1 (insert Item 'cafe\u{301}'): the id is not in Unicode normalization form C (NFC): Swift compares strings by canonical equivalence, so ids that differ only in normalization would be one row to every client; write its NFC form",
+            ["id"]
+        ),
+        (
             .update("Item", id: "x", ["title": nil]),
             "operation 1 (update Item 'x'): attribute 'title' is required and cannot be nil", ["title"]
         ),
@@ -169,6 +176,23 @@ import Testing
             #expect(error?.attributes == attributes)
             let seq = try await store.latestSeq()
             #expect(seq == 0)
+        }
+    }
+
+    @Test("an id in normalization form C is taken whatever its characters; its decomposed twin is refused, not stored")
+    func normalizedIDs() async throws {
+        try await withStore(.inMemory) { store in
+            try await store.apply([
+                .insert("Item", id: "caf\u{E9}", ["title": "a"]), .insert("Item", id: "東京", ["title": "b"]),
+            ])
+            let seq = try await store.latestSeq()
+            // SQLite would keep it as a second row; Swift's strings, and every client, would take it for the first.
+            let error = await #expect(throws: StoreError.self) {
+                try await store.apply([.insert("Item", id: "cafe\u{301}", ["title": "c"])])
+            }
+            #expect(error?.code == .validation)
+            #expect(try await store.latestSeq() == seq)
+            #expect(try await store.snapshot(entity: "Item").rows.count == 2)
         }
     }
 

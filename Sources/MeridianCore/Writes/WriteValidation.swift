@@ -114,6 +114,13 @@ extension Schema {
             guard !id.utf8.contains(0) else {
                 throw refuse(.validation, "the id contains a NUL character (U+0000), which ids may not hold", ["id"])
             }
+            guard id.isNormalizedID else {
+                throw refuse(
+                    .validation,
+                    "the id is not in Unicode normalization form C (NFC): Swift compares strings by canonical "
+                        + "equivalence, so ids that differ only in normalization would be one row to every client; "
+                        + "write its NFC form", ["id"])
+            }
         } else if operation.kind != .insert || entity.idPolicy != .auto {
             let why = operation.kind == .insert ? " (\(entity.name)'s id policy is 'client')" : ""
             throw refuse(.validation, "an id is required\(why)", ["id"])

@@ -120,7 +120,7 @@ enum OperationValidation {
         func quick(_ operation: WriteOperation, index: Int, positions: inout Positions) -> PreparedOperation? {
             guard let entity = self.entities[operation.entity] else { return nil }
             if let given = operation.id {
-                guard !given.isEmpty, !given.utf8.contains(0) else { return nil }
+                guard !given.isEmpty, !given.utf8.contains(0), given.isNormalizedID else { return nil }
             } else {
                 guard operation.kind == .insert, entity.schema.idPolicy == .auto else { return nil }
             }

@@ -38,6 +38,13 @@ struct WriteValidationAgreementTests {
                 "operation 0 (insert Point 'n\u{0}1'): the id contains a NUL character (U+0000), which ids may not hold",
             applyLine: #"{"op": "insert", "entity": "Point", "id": "n\u00001", "values": {"title": "A"}}"#),
         Case(
+            name: "an id not in normalization form C",
+            operation: WriteOperation(kind: .insert, entity: "Point", id: "cafe\u{301}", values: ["title": "A"]),
+            code: "validation",
+            message:
+                "operation 0 (insert Point 'cafe\u{301}'): the id is not in Unicode normalization form C (NFC): Swift compares strings by canonical equivalence, so ids that differ only in normalization would be one row to every client; write its NFC form",
+            applyLine: #"{"op": "insert", "entity": "Point", "id": "cafe\u0301", "values": {"title": "A"}}"#),
+        Case(
             name: "an empty id",
             operation: WriteOperation(kind: .update, entity: "Point", id: "", values: ["title": "A"]),
             // The CLI refuses an empty id itself, as bad input naming the line (exit 2, docs/cli.md).
