@@ -36,6 +36,7 @@ extension Store {
 
     /// Creates the store's tables in an empty file, or checks and migrates the recorded schema, in one transaction.
     static func prepareSchema(_ writer: any DatabaseWriter, schema: Schema, path: String, logger: Logger) throws {
+        try StoreDDL.checkObjectNames(schema)
         do {
             try writer.write { db in
                 guard try SchemaRecord.exists(db) else {

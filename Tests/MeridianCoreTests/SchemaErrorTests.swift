@@ -352,6 +352,60 @@ let invalidSchemaCases: [InvalidSchemaCase] = [
             """,
         expected: #"test.yaml:8:9: duplicateName: Point: index 'title' is declared twice"#),
     InvalidSchemaCase(
+        name: "entities differing only in letter case",
+        text: """
+            version: 1
+            entities:
+              Point:
+                attributes:
+                  title: string
+              point:
+                attributes:
+                  name: string
+            """,
+        expected:
+            #"test.yaml:6:3: duplicateName: entity 'point' differs from 'Point' only in letter case: SQLite's names ignore case, so they would be one table"#
+    ),
+    InvalidSchemaCase(
+        name: "attributes differing only in letter case",
+        text: """
+            version: 1
+            entities:
+              Point:
+                attributes:
+                  title: string
+                  Title: string
+            """,
+        expected:
+            #"test.yaml:6:7: duplicateName: Point: attribute 'Title' differs from 'title' only in letter case: SQLite's names ignore case, so they would be one column"#
+    ),
+    InvalidSchemaCase(
+        name: "indexes differing only in letter case",
+        text: """
+            version: 1
+            entities:
+              Point:
+                attributes:
+                  title: string
+                indexes:
+                  - { name: byTitle, attributes: [title] }
+                  - { name: BYTITLE, attributes: [title], unique: true }
+            """,
+        expected:
+            #"test.yaml:8:9: duplicateName: Point: index 'BYTITLE' differs from 'byTitle' only in letter case: SQLite's names ignore case, so they would be one index"#
+    ),
+    InvalidSchemaCase(
+        name: "a reserved prefix in capitals",
+        text: """
+            version: 1
+            entities:
+              Meridian_Log:
+                attributes:
+                  title: string
+            """,
+        expected: #"test.yaml:3:3: invalidName: entity name 'Meridian_Log' uses a reserved prefix (meridian_, sqlite_)"#
+    ),
+    InvalidSchemaCase(
         name: "unknown derived kind",
         text: """
             version: 1

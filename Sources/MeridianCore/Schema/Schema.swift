@@ -30,10 +30,12 @@ public struct Schema: Sendable, Hashable {
         self.version = version
         self.entities = entities
         self.indexByName = [:]
+        var folded: [String: String] = [:]
         for (i, entity) in entities.enumerated() {
             guard self.indexByName[entity.name] == nil else {
                 throw SchemaError(.duplicateName, "entity '\(entity.name)' is declared twice")
             }
+            try Identifier.checkFolded(entity.name, "entity", in: &folded, what: "one table")
             self.indexByName[entity.name] = i
             try entity.validate()
         }
@@ -132,10 +134,15 @@ public struct EntitySchema: Sendable, Hashable {
         guard Identifier.isValid(self.name) else {
             throw SchemaError(.invalidName, "entity name '\(self.name)' is not an identifier ([A-Za-z_][A-Za-z0-9_]*)")
         }
-        guard !self.name.hasPrefix("meridian_"), !self.name.hasPrefix("sqlite_") else {
+        let lowered = self.name.lowercased()
+        guard !lowered.hasPrefix("meridian_"), !lowered.hasPrefix("sqlite_") else {
             throw SchemaError(.invalidName, "entity name '\(self.name)' uses a reserved prefix (meridian_, sqlite_)")
         }
         var seen: Set<String> = []
+        // SQLite's names ignore letter case: attributes, derived attributes and indexes differing only in it would be
+        // one column or one index.
+        var folded: [String: String] = [:]
+        var foldedIndexes: [String: String] = [:]
         for attribute in self.attributes {
             guard Identifier.isValid(attribute.name) else {
                 throw SchemaError(
@@ -149,6 +156,8 @@ public struct EntitySchema: Sendable, Hashable {
             guard seen.insert(attribute.name).inserted else {
                 throw SchemaError(.duplicateName, "\(self.name).\(attribute.name): attribute is declared twice")
             }
+            try Identifier.checkFolded(
+                attribute.name, "\(self.name): attribute", in: &folded, what: "one column")
             if let value = attribute.defaultValue {
                 guard value.isValid else {
                     throw SchemaError(.invalidDefault, "\(self.name).\(attribute.name): default is NaN")
@@ -175,6 +184,7 @@ public struct EntitySchema: Sendable, Hashable {
             guard indexNames.insert(index.name).inserted else {
                 throw SchemaError(.duplicateName, "\(self.name): index '\(index.name)' is declared twice")
             }
+            try Identifier.checkFolded(index.name, "\(self.name): index", in: &foldedIndexes, what: "one index")
             for name in index.attributes where !self.hasQueryableAttribute(name) {
                 throw SchemaError(
                     .unknownAttribute, "\(self.name): index '\(index.name)' names unknown attribute '\(name)'")
@@ -315,6 +325,22 @@ package enum Identifier {
     package static func isValid(_ name: String) -> Bool {
         guard let first = name.utf8.first, isStart(first) else { return false }
         return name.utf8.allSatisfy { isStart($0) || ($0 >= 48 && $0 <= 57) }
+    }
+
+    /// Records `name` in `folded` (lowercased name → the name as declared), refusing one that differs from a name
+    /// already there only in letter case: SQLite (and so the store) takes names case-insensitively, so the two would be
+    /// `what` ("one table") — the file could not be prepared. `kind` starts the message ("entity", "Point: attribute").
+    static func checkFolded(
+        _ name: String, _ kind: String, in folded: inout [String: String], what: String
+    ) throws(SchemaError) {
+        let key = name.lowercased()
+        if let other = folded[key], other != name {
+            throw SchemaError(
+                .duplicateName,
+                "\(kind) '\(name)' differs from '\(other)' only in letter case: SQLite's names ignore case, so they "
+                    + "would be \(what)")
+        }
+        folded[key] = name
     }
 
     /// Whether `name` is reserved (case-insensitively) or starts with Meridian's `_meridian`/`meridian_` prefix.

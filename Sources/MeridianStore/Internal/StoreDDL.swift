@@ -128,6 +128,27 @@ enum StoreDDL {
         return "CREATE TABLE \(quoted(entity.name)) (\(columns.joined(separator: ", ")))"
     }
 
+    /// Refuses a schema two of whose tables and indexes would have one SQLite name (which ignores letter case): the
+    /// schema checks names within their kind, but an index is named `Entity__index`, so entity `A__b` and an index `b`
+    /// of entity `A` would be one name.
+    static func checkObjectNames(_ schema: Schema) throws(StoreError) {
+        var named: [String: String] = [:]
+        func claim(_ name: String, _ what: String) throws(StoreError) {
+            if let other = named.updateValue(what, forKey: name.lowercased()) {
+                throw StoreError(
+                    .validation,
+                    "the schema's \(other) and its \(what) would both be the SQLite table or index '\(name)' (SQLite's "
+                        + "names ignore letter case): rename one")
+            }
+        }
+        for entity in schema.entities { try claim(entity.name, "entity '\(entity.name)'") }
+        for entity in schema.entities {
+            for index in entity.indexes {
+                try claim("\(entity.name)__\(index.name)", "index '\(entity.name).\(index.name)'")
+            }
+        }
+    }
+
     static func indexName(_ entity: EntitySchema, _ index: Index) -> String {
         quoted("\(entity.name)__\(index.name)")
     }

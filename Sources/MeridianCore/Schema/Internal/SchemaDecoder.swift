@@ -48,7 +48,9 @@ struct SchemaDecoder {
             expecting: "a mapping from entity names to entities"
         )
         var entities: [EntitySchema] = []
+        var foldedEntities: [String: String] = [:]
         for entry in entityEntries.entries {
+            try self.checkFolded(entry.key, "entity", in: &foldedEntities, what: "one table", at: entry.keyNode)
             entities.append(try self.entity(entry))
         }
         var schema: Schema
@@ -59,6 +61,17 @@ struct SchemaDecoder {
         }
         schema.access = try self.accessPolicy(auth: top["auth"], entities: entityEntries, schema: schema)
         return schema
+    }
+
+    /// ``Identifier/checkFolded(_:_:in:what:)`` with the error placed at `node`.
+    func checkFolded(
+        _ name: String, _ kind: String, in folded: inout [String: String], what: String, at node: Yams.Node
+    ) throws(SchemaError) {
+        do {
+            try Identifier.checkFolded(name, kind, in: &folded, what: what)
+        } catch {
+            throw self.error(error.code, error.message, at: node)
+        }
     }
 
     // MARK: Entities
@@ -72,7 +85,7 @@ struct SchemaDecoder {
                 at: entry.keyNode
             )
         }
-        guard !name.hasPrefix("meridian_"), !name.hasPrefix("sqlite_") else {
+        guard !name.lowercased().hasPrefix("meridian_"), !name.lowercased().hasPrefix("sqlite_") else {
             throw self.error(
                 .invalidName,
                 "entity name '\(name)' uses a reserved prefix (meridian_, sqlite_)",
@@ -108,7 +121,11 @@ struct SchemaDecoder {
             expecting: "a mapping from attribute names to types"
         )
         var attributes: [Attribute] = []
+        var foldedAttributes: [String: String] = [:]
         for attributeEntry in attributeFields.entries {
+            try self.checkFolded(
+                attributeEntry.key, "\(name): attribute", in: &foldedAttributes, what: "one column",
+                at: attributeEntry.keyNode)
             attributes.append(try self.attribute(attributeEntry, entity: name))
         }
         let types = Dictionary(uniqueKeysWithValues: attributes.map { ($0.name, $0.type) })
@@ -122,11 +139,13 @@ struct SchemaDecoder {
                     at: indexesEntry.value
                 )
             }
+            var foldedIndexes: [String: String] = [:]
             for item in items {
                 let index = try self.index(item, entity: name, types: types)
                 guard !indexes.contains(where: { $0.name == index.name }) else {
                     throw self.error(.duplicateName, "\(name): index '\(index.name)' is declared twice", at: item)
                 }
+                try self.checkFolded(index.name, "\(name): index", in: &foldedIndexes, what: "one index", at: item)
                 indexes.append(index)
             }
         }
