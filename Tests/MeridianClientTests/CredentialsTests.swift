@@ -14,7 +14,7 @@ import Testing
 struct CredentialsTests {
     /// A server that verifies HS256 tokens (no leeway), and a signer for them.
     static func withAuthenticatedServer<R: Sendable>(
-        auditLog: String? = nil, _ body: (Int, Store, SigningKey) async throws -> R
+        auditLog: String? = nil, leeway: Duration = .seconds(2), _ body: (Int, Store, SigningKey) async throws -> R
     ) async throws -> R {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("meridian-cred-\(UUID())").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -23,7 +23,7 @@ struct CredentialsTests {
         try String(repeating: "c", count: 40).write(toFile: secret, atomically: true, encoding: .utf8)
         let authenticator = Authenticator(
             // A little leeway, as in production: on a loaded machine the refresh may go out late.
-            tokens: TokenVerifier(keys: try await VerificationKeys.load(contentsOf: secret), leeway: .seconds(2)),
+            tokens: TokenVerifier(keys: try await VerificationKeys.load(contentsOf: secret), leeway: leeway),
             apiKeys: nil)
         let signer = try await SigningKey.load(contentsOf: secret)
         let store = try Store.temporary(schema: try Schema.parse(yaml: TestServer.schemaYAML))
@@ -41,7 +41,10 @@ struct CredentialsTests {
 
     @Test("a provider's short-lived tokens refresh the open stream in place: no reconnection, no missed change")
     func refreshInPlace() async throws {
-        try await Self.withAuthenticatedServer { port, store, signer in
+        // A 5 s token is refreshed 1 s before it expires (a fifth of its life); with 4 s of leeway the refresh may come
+        // 5 s late before the server ends the stream — under the whole suite on two cores, 3 s (2 s of leeway) was
+        // sometimes not enough. The first token still lapses (expiry and leeway) well inside the 12 s below.
+        try await Self.withAuthenticatedServer(leeway: .seconds(4)) { port, store, signer in
             let calls = Mutex(0)
             let credentials = Credentials.provider {
                 calls.withLock { $0 += 1 }
@@ -56,7 +59,8 @@ struct CredentialsTests {
                 let points = try await container.controller(for: FetchRequest(entity: "Point"))
                 try await points.waitUntilLoaded()
                 try await store.apply([.insert("Point", id: "before", ["title": "before"])])
-                // Past two tokens' expiry (and the leeway): the stream must still be the first one.
+                // Past the first token's expiry and leeway (9 s), and the second's expiry: the stream must still be
+                // the first one.
                 try await Task.sleep(for: .seconds(12))
                 let seq = try await store.apply([.insert("Point", id: "after", ["title": "after"])]).seq
                 await container.context.waitUntilApplied(seq)
