@@ -140,12 +140,20 @@ extension ApplyRequestWireDecoding {
                 idBytes = text.utf8.count
             case (4, 2):
                 guard let body = reader.lengthDelimited(),
-                    let (name, value) = SyncResponseWireDecoding.mapEntry(
+                    let (key, value) = SyncResponseWireDecoding.mapEntryKey(
                         body, missing: Value.null, value: self.coreValue)
                 else {
                     return nil
                 }
-                scratch.names.append(name)
+                // The previous operation's name at this place, when the bytes are its (the usual case: one shape
+                // for a whole transaction), so that no `String` is made of every name of every operation.
+                let place = scratch.names.count
+                if let layout = scratch.layout, let found = layout.position(ofUTF8: key, hint: place) {
+                    scratch.names.append(layout.names[found])
+                } else {
+                    guard let name = SyncResponseWireDecoding.string(key) else { return nil }
+                    scratch.names.append(name)
+                }
                 scratch.values.append(value)
             case (5, 0):
                 guard let raw = reader.varint() else { return nil }

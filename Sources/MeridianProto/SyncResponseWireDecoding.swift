@@ -243,6 +243,20 @@ package enum SyncResponseWireDecoding {
         _ bytes: UnsafeRawBufferPointer, missing: Decoded, value decode: (UnsafeRawBufferPointer) -> Decoded?,
         entry: (String, Decoded) -> Bool
     ) -> (id: String, version: Int64)? {
+        self.row(bytes, missing: missing, value: decode) { (key: UnsafeRawBufferPointer, value: Decoded) in
+            guard let name = Self.string(key) else { return false }
+            return entry(name, value)
+        }
+    }
+
+    /// ``row(_:missing:value:entry:)`` handing `entry` each name as the message's UTF-8 bytes, not checked (valid only
+    /// inside the call): a reader that matches names it knows compares bytes instead of making a `String` of every
+    /// name of every row, and checks only a name it does not know.
+    @inline(__always)
+    static func row<Decoded>(
+        _ bytes: UnsafeRawBufferPointer, missing: Decoded, value decode: (UnsafeRawBufferPointer) -> Decoded?,
+        entry: (UnsafeRawBufferPointer, Decoded) -> Bool
+    ) -> (id: String, version: Int64)? {
         var reader = Reader(bytes)
         var id = ""
         var version: Int64 = 0
@@ -257,8 +271,8 @@ package enum SyncResponseWireDecoding {
                 version = Int64(bitPattern: raw)
             case (3, 2):
                 guard let body = reader.lengthDelimited(),
-                    let (name, value) = self.mapEntry(body, missing: missing, value: decode),
-                    entry(name, value)
+                    let (key, value) = self.mapEntryKey(body, missing: missing, value: decode),
+                    entry(key, value)
                 else { return nil }
             default:
                 return nil
@@ -321,8 +335,15 @@ package enum SyncResponseWireDecoding {
             var next = 0
             let fields = SyncResponseWireDecoding.row(
                 bytes, missing: Value.null, value: ApplyRequestWireDecoding.coreValue
-            ) { name, value in
+            ) { (key: UnsafeRawBufferPointer, value: Value) in
                 let position: Int
+                // The layout's names, matched by their bytes: no `String` made of a name the layout has.
+                if let found = self.layout.position(ofUTF8: key, hint: next) {
+                    self.values[found] = value
+                    next = found + 1
+                    return true
+                }
+                guard let name = SyncResponseWireDecoding.string(key) else { return false }
                 if let found = self.layout.position(of: name, hint: next) {
                     position = found
                 } else if let found = self.added.firstIndex(of: name) {
@@ -396,15 +417,26 @@ package enum SyncResponseWireDecoding {
     static func mapEntry<Decoded>(
         _ bytes: UnsafeRawBufferPointer, missing: Decoded, value decode: (UnsafeRawBufferPointer) -> Decoded?
     ) -> (String, Decoded)? {
+        guard let (key, value) = self.mapEntryKey(bytes, missing: missing, value: decode),
+            let name = Self.string(key)
+        else { return nil }
+        return (name, value)
+    }
+
+    /// ``mapEntry(_:missing:value:)`` with the key as its UTF-8 bytes in the message, not checked (empty when absent).
+    @inline(__always)
+    static func mapEntryKey<Decoded>(
+        _ bytes: UnsafeRawBufferPointer, missing: Decoded, value decode: (UnsafeRawBufferPointer) -> Decoded?
+    ) -> (UnsafeRawBufferPointer, Decoded)? {
         var reader = Reader(bytes)
-        var key = ""
+        var key = UnsafeRawBufferPointer(start: nil, count: 0)
         var value = missing
         var hasValue = false
         while !reader.atEnd {
             guard let (field, wireType) = reader.tag() else { return nil }
             switch (field, wireType) {
             case (1, 2):
-                guard let name = reader.string() else { return nil }
+                guard let name = reader.lengthDelimited() else { return nil }
                 key = name
             case (2, 2):
                 guard !hasValue, let body = reader.lengthDelimited(), let decoded = decode(body) else { return nil }
@@ -504,10 +536,15 @@ package enum SyncResponseWireDecoding {
         /// ASCII (ids, most text) is taken as it is: `String(validating:as:)` looks up generic metadata at run time
         /// on every call, 3.8% of a benchmark client's CPU (measured with perf).
         mutating func string() -> String? {
-            guard let body = self.lengthDelimited() else { return nil }
-            if UTF8Bytes.isASCII(body) { return String(decoding: body, as: UTF8.self) }
-            return String(validating: body, as: UTF8.self)
+            self.lengthDelimited().flatMap(SyncResponseWireDecoding.string)
         }
+    }
+
+    /// A string of UTF-8 bytes; `nil` when they are not valid UTF-8 (see ``Reader/string()``).
+    @inline(__always)
+    static func string(_ body: UnsafeRawBufferPointer) -> String? {
+        if UTF8Bytes.isASCII(body) { return String(decoding: body, as: UTF8.self) }
+        return String(validating: body, as: UTF8.self)
     }
 }
 

@@ -166,6 +166,27 @@ import Testing
         #expect(shapeFor([.int(7), .string("z")]) === second)
     }
 
+    @Test("a layout finds a name by its UTF-8 bytes at the hint, elsewhere among a few names, and nothing else")
+    func positionOfBytes() {
+        func position(_ layout: RowLayout, _ key: String, hint: Int) -> Int? {
+            Array(key.utf8).withUnsafeBytes { layout.position(ofUTF8: $0, hint: hint) }
+        }
+        let small = RowLayout(names: ["title", "qty", "q", "", "café"])
+        #expect(position(small, "qty", hint: 1) == 1)
+        #expect(position(small, "qty", hint: 0) == 1, "found past a wrong hint")
+        #expect(position(small, "qty", hint: 99) == 1, "a hint past the end")
+        #expect(position(small, "q", hint: 1) == 2, "a prefix of the hint's name is not it")
+        #expect(position(small, "qtyy", hint: 1) == nil)
+        #expect(position(small, "", hint: 0) == 3)
+        #expect(position(small, "caf\u{E9}", hint: 0) == 4)
+        #expect(position(small, "cafe\u{301}", hint: 4) == nil, "other bytes: left to the lookup by String")
+        #expect(position(RowLayout(names: []), "title", hint: 0) == nil)
+        // More names than are scanned: the hint alone; the caller looks the others up by String.
+        let large = RowLayout(names: (0..<20).map { "a\($0)" })
+        #expect(position(large, "a7", hint: 7) == 7)
+        #expect(position(large, "a7", hint: 6) == nil)
+    }
+
     @Test("rows of two layouts, or of one layout, compare and hash by their values alone")
     func layoutsDoNotShow() {
         let first = RowLayout(names: ["x", "y"])

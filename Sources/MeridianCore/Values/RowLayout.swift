@@ -134,6 +134,26 @@
         return self.names.firstIndex(of: name)
     }
 
+    /// The position of the name whose UTF-8 bytes are `key`, trying `hint` first, then every name of a layout of up to
+    /// `scannedNames` names; `nil` when none has exactly those bytes (a caller then looks the name up as a `String`,
+    /// which also finds a name spelled in other but equivalent bytes, and larger layouts' names).
+    @inline(__always)
+    package func position(ofUTF8 key: UnsafeRawBufferPointer, hint: Int) -> Int? {
+        self.nameBytes.withUnsafeBytes { names -> Int? in
+            func matches(_ i: Int) -> Bool {
+                let start = i == 0 ? 0 : self.nameEnds[i - 1]
+                let end = self.nameEnds[i]
+                guard end - start == key.count else { return false }
+                for j in 0..<key.count where names[start + j] != key[j] { return false }
+                return true
+            }
+            if hint < self.slots, matches(hint) { return hint }
+            guard self.slots <= Self.scannedNames else { return nil }
+            for i in 0..<self.slots where i != hint && matches(i) { return i }
+            return nil
+        }
+    }
+
     /// The position of `name`, trying `hint` first (rows of one shape usually list their attributes in one order, so
     /// the i-th attribute read is usually at position i): one string comparison instead of a hash lookup.
     @inline(__always)
