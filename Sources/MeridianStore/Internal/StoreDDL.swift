@@ -144,13 +144,18 @@ enum StoreDDL {
         for entity in schema.entities { try claim(entity.name, "entity '\(entity.name)'") }
         for entity in schema.entities {
             for index in entity.indexes {
-                try claim("\(entity.name)__\(index.name)", "index '\(entity.name).\(index.name)'")
+                try claim(sqliteIndexName(entity, index), "index '\(entity.name).\(index.name)'")
             }
         }
     }
 
     static func indexName(_ entity: EntitySchema, _ index: Index) -> String {
-        quoted("\(entity.name)__\(index.name)")
+        quoted(sqliteIndexName(entity, index))
+    }
+
+    /// The SQLite name of an entity's index, unquoted: `Entity__index`.
+    static func sqliteIndexName(_ entity: EntitySchema, _ index: Index) -> String {
+        "\(entity.name)__\(index.name)"
     }
 
     static func createIndex(_ entity: EntitySchema, _ index: Index) -> String {

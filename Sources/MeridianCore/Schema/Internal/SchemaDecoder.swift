@@ -85,7 +85,8 @@ struct SchemaDecoder {
                 at: entry.keyNode
             )
         }
-        guard !name.lowercased().hasPrefix("meridian_"), !name.lowercased().hasPrefix("sqlite_") else {
+        let lowered = name.lowercased()
+        guard !lowered.hasPrefix("meridian_"), !lowered.hasPrefix("sqlite_") else {
             throw self.error(
                 .invalidName,
                 "entity name '\(name)' uses a reserved prefix (meridian_, sqlite_)",
