@@ -195,6 +195,49 @@ import Testing
         }
     }
 
+    @Test(
+        "keys are compared by their bytes, in one group commit as across commits: a precomposed and a decomposed é are two keys"
+    )
+    func keysByBytes() async throws {
+        try await withStore(.file) { store in
+            // Rounds of 16 pairs of keys that Swift's `==` takes for one string and SQLite for two, each pair's two
+            // transactions different, all 32 sent at once, until a pair shares a group commit.
+            var grouped = false
+            for round in 0..<10 where !grouped {
+                let key = { @Sendable (i: Int) -> String in
+                    (i < 16 ? "caf\u{E9}" : "cafe\u{301}") + ":\(round):\(i % 16)"
+                }
+                let id = { @Sendable (i: Int) -> String in "\(i < 16 ? "p" : "d")\(round)-\(i % 16)" }
+                let insert = { @Sendable (i: Int) -> [WriteOperation] in
+                    [.insert("Tag", id: id(i), ["name": .string("\(i)")])]
+                }
+                let results = await withTaskGroup(of: (Int, Result<CommitResult, StoreError>).self) { group in
+                    for i in 0..<32 {
+                        group.addTask {
+                            do {
+                                return (i, .success(try await store.apply(insert(i), idempotencyKey: key(i))))
+                            } catch {
+                                return (i, .failure(error as! StoreError))
+                            }
+                        }
+                    }
+                    return await group.reduce(into: [Int: Result<CommitResult, StoreError>]()) { $0[$1.0] = $1.1 }
+                }
+                var seqs: [Int: Int64] = [:]
+                for i in 0..<32 {
+                    let result = try #require(results[i]).get()
+                    #expect(result.rows.map(\.id) == [id(i)], "transaction \(i) of round \(round)")
+                    // Its retry is answered with its own commit, not its twin's.
+                    #expect(try await store.apply(insert(i), idempotencyKey: key(i)) == result)
+                    seqs[i] = result.seq
+                }
+                grouped = (0..<16).contains { seqs[$0] == seqs[$0 + 16] }
+            }
+            #expect(grouped, "no round put a pair of keys in one group commit")
+            #expect(try await tableState(store, "Tag").count >= 32)
+        }
+    }
+
     @Test("a key longer than 128 bytes is a validation error; pruning the commit forgets its key")
     func limitsAndPruning() async throws {
         try await withStore(.file) { store in

@@ -206,7 +206,9 @@ final class GroupCommitter: Sendable {
             try db.inCachedTransaction(.immediate) {
                 if shapes.recorded != nil { first = try Store.latestSeq(db) + 1 }
                 for pending in batch {
-                    let knownKey = pending.idempotencyKey.map { shapes.keys[$0.key] != nil } ?? true
+                    let knownKey =
+                        pending.idempotencyKey.map { shapes.keys[TransactionExecutor.Shapes.KeyBytes($0.key)] != nil }
+                        ?? true
                     let recordedBefore = shapes.recorded?.count
                     do {
                         var outcome = TransactionExecutor.Outcome(rows: [], replayedSeq: nil)
@@ -222,7 +224,9 @@ final class GroupCommitter: Sendable {
                         shapes.forget()
                         // Its savepoint is rolled back: so are its entries, and the key it kept.
                         if let recordedBefore { shapes.recorded?.removeSubrange(recordedBefore...) }
-                        if !knownKey { shapes.keys[pending.idempotencyKey!.key] = nil }
+                        if !knownKey {
+                            shapes.keys[TransactionExecutor.Shapes.KeyBytes(pending.idempotencyKey!.key)] = nil
+                        }
                         outcomes.append(.failure(error))
                         // Some SQLite errors (disk full, I/O) abort the whole transaction: fail the batch.
                         if !db.isInsideTransaction { throw error }

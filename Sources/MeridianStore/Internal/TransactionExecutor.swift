@@ -53,7 +53,7 @@ enum TransactionExecutor {
                     pending.operations, policy: pending.policy, authorizer: pending.authorizer, db: db, shapes: &shapes),
                 replayedSeq: nil)
         }
-        if let kept = shapes.keys[key] {
+        if let kept = shapes.keys[Shapes.KeyBytes(key)] {
             guard kept.digest == digest else { throw Self.reusedKey(key, seq: nil) }
             return Outcome(rows: kept.rows, replayedSeq: nil)
         }
@@ -69,7 +69,7 @@ enum TransactionExecutor {
         }
         let rows = try run(
             pending.operations, policy: pending.policy, authorizer: pending.authorizer, db: db, shapes: &shapes)
-        shapes.keys[key] = (rows, digest)
+        shapes.keys[Shapes.KeyBytes(key)] = (rows, digest)
         return Outcome(rows: rows, replayedSeq: nil)
     }
 
@@ -85,6 +85,7 @@ enum TransactionExecutor {
     /// digests, before it commits.
     static func recordKeys(_ shapes: Shapes, seq: Int64, db: Database) throws {
         for (key, kept) in shapes.keys {
+            let key = key.text
             let json = String(decoding: try JSONEncoder().encode(kept.rows.map(RecordedRow.init)), as: UTF8.self)
             try db.cachedStatement(sql: "INSERT INTO meridian_applied (key, seq, rows, digest) VALUES (?, ?, ?, ?)")
                 .execute(arguments: [key, seq, json, Data(kept.digest)])
@@ -426,7 +427,24 @@ enum TransactionExecutor {
         /// then write one statement of eight entries.
         var pendingInserts: [(entity: String, id: String)] = []
         /// The idempotency keys of the group's applied transactions, with their rows (see ``recordKeys(_:seq:db:)``).
-        var keys: [String: (rows: [WrittenRow], digest: [UInt8])] = [:]
+        var keys: [KeyBytes: (rows: [WrittenRow], digest: [UInt8])] = [:]
+
+        /// An idempotency key compared and hashed by its UTF-8 bytes, as `meridian_applied`'s `key = ?` compares it:
+        /// Swift's `==` on `String` takes a precomposed and a decomposed "é" for one string, where SQLite sees two
+        /// keys, and a group commit must not answer the second as a repeat of the first (nor refuse it) when a
+        /// group of its own would commit it.
+        struct KeyBytes: Hashable {
+            let text: String
+
+            init(_ text: String) { self.text = text }
+
+            static func == (a: Self, b: Self) -> Bool { a.text.utf8.elementsEqual(b.text.utf8) }
+
+            func hash(into hasher: inout Hasher) {
+                hasher.combine(self.text.utf8.count)
+                for byte in self.text.utf8 { hasher.combine(byte) }
+            }
+        }
         var insert: (entity: String, columns: [String], statement: Statement)?
         var update: (entity: String, columns: [String], statement: Statement)?
         /// The entries written so far, in the log's order, when the group's commit is to be kept in memory for the
