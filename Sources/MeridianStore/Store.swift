@@ -196,6 +196,7 @@ public final class Store: Sendable {
         configuration: Configuration = Configuration(),
         logger: Logger = Logger(label: "meridian.store")
     ) throws -> Store {
+        let existed = FileManager.default.fileExists(atPath: path)
         let pool: DatabasePool
         do {
             pool = try DatabasePool(path: path, configuration: configuration.grdb())
@@ -221,9 +222,24 @@ public final class Store: Sendable {
             }
             throw StoreError(.io, "cannot open the store at '\(path)'", cause: error)
         }
-        try prepareSchema(pool, schema: schema, path: path, logger: logger)
+        do {
+            try prepareSchema(pool, schema: schema, path: path, logger: logger)
+        } catch {
+            if !existed { removeUnprepared(pool, path: path) }
+            throw error
+        }
         return Store(
             writer: pool, schema: schema, path: path, configuration: configuration, logger: logger, ownedDirectory: nil)
+    }
+
+    /// Removes the file that a failed ``open(path:schema:configuration:logger:)`` created (its WAL and shared-memory
+    /// index too), so that a refused schema leaves nothing behind — unless something wrote a table into it
+    /// meanwhile (another process opening the same new path).
+    private static func removeUnprepared(_ pool: DatabasePool, path: String) {
+        let empty = (try? pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") }) == 0
+        try? pool.close()
+        guard empty else { return }
+        for file in [path, path + "-wal", path + "-shm"] { try? FileManager.default.removeItem(atPath: file) }
     }
 
     /// Creates a store in a new, unique temporary directory, removed when the store is deinitialized.

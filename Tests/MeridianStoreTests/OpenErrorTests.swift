@@ -33,6 +33,13 @@ import Testing
             error?.message
                 == "the schema's entity 'A__B' and its index 'A.b' would both be the SQLite table or index 'A__b' "
                 + "(SQLite's names ignore letter case): rename one", "\(error?.message ?? "")")
+        // The file it created for the refused schema is gone, with its WAL and shared-memory index.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == [])
+        // A store that existed keeps its file when a later open refuses the schema.
+        try Store.open(path: directory + "/store.sqlite", schema: Fixtures.schema()).close()
+        #expect(throws: StoreError.self) { try Store.open(path: directory + "/store.sqlite", schema: schema) }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).contains("store.sqlite"))
+        try Store.open(path: directory + "/store.sqlite", schema: Fixtures.schema()).close()
     }
 
     @Test("opening a store under a file that is not a directory says so")
