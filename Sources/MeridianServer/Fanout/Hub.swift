@@ -379,7 +379,14 @@ final class Hub: Sendable {
     ) throws {
         let end = batch.throughSeq
         var byEntity: [String: [Change]] = [:]
-        for change in batch.changes { byEntity[change.entity, default: []].append(change) }
+        if let entity = batch.changes.first?.entity,
+            batch.changes.indices.allSatisfy({ batch.changes[$0].entity == entity })
+        {
+            // One entity, the usual commit: its changes are the batch's array, not each change copied into another.
+            byEntity[entity] = batch.changes
+        } else {
+            for change in batch.changes { byEntity[change.entity, default: []].append(change) }
+        }
         var nets: [String: [NetChange]] = [:]
         func netChanges(_ entity: String) -> [NetChange] {
             if let cached = nets[entity] { return cached }

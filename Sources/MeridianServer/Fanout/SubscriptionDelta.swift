@@ -22,18 +22,24 @@ struct NetChange: Sendable {
     var version: Int64
 
     /// The net changes of `changes` (in seq order) for one entity, in order of first appearance.
-    static func of(_ changes: some Sequence<Change>) -> [NetChange] {
+    ///
+    /// Each change is read in place, field by field (`changes[i].id`): `for change in` copied every change — its id,
+    /// its entity's name, its images and its changed attributes retained and released — before its fields were
+    /// copied again into the net change.
+    static func of(_ changes: some Collection<Change>) -> [NetChange] {
         var out: [NetChange] = []
         out.reserveCapacity(changes.underestimatedCount)
         // While every change is an insert, each is a row of its own (an id is inserted again only after a delete of
         // it), so no ids are indexed: a commit of inserts is most of a bulk load's fan-out, where hashing every id
         // cost a sixth of the deltas' work. The first other change indexes the ids so far.
         var index: [String: Int]?
-        for change in changes {
+        for i in changes.indices {
             if index == nil {
-                if change.kind == .insert {
+                if changes[i].kind == .insert {
                     out.append(
-                        NetChange(id: change.id, before: change.before, after: change.after, version: change.version))
+                        NetChange(
+                            id: changes[i].id, before: changes[i].before, after: changes[i].after,
+                            version: changes[i].version))
                     continue
                 }
                 // `init(minimumCapacity:)`: a dictionary's `reserveCapacity` is not inlinable, and runs unspecialized.
@@ -41,13 +47,15 @@ struct NetChange: Sendable {
                 for (i, net) in out.enumerated() { ids[net.id] = i }
                 index = ids
             }
-            if let i = index![change.id] {
-                out[i].after = change.after
-                out[i].version = change.version
+            if let known = index![changes[i].id] {
+                out[known].after = changes[i].after
+                out[known].version = changes[i].version
             } else {
-                index![change.id] = out.count
+                index![changes[i].id] = out.count
                 out.append(
-                    NetChange(id: change.id, before: change.before, after: change.after, version: change.version))
+                    NetChange(
+                        id: changes[i].id, before: changes[i].before, after: changes[i].after,
+                        version: changes[i].version))
             }
         }
         return out

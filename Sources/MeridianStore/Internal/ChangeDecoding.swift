@@ -9,7 +9,9 @@ enum ChangeDecoding {
     /// What reading a change of each entity needs, made once per store (a read of a 1-row commit spent more on
     /// building its SQL and its row layout than SQLite spent running it).
     struct Plans: Sendable {
-        struct Entity: Sendable {
+        /// A class: the fan-out's read hands an entity's plan to every entry it makes a change of, and copying a
+        /// struct of four references retained each of them.
+        final class Entity: Sendable {
             let schema: EntitySchema
             /// The entity's attributes in order, shared by every row read.
             let layout: RowLayout
@@ -20,6 +22,13 @@ enum ChangeDecoding {
             /// ``currentRows(of:at:in:plans:db:misfits:)``'s query: the inserts' log entries in a seq range joined
             /// to the entity's table.
             let currentRowsSQL: String
+
+            init(schema: EntitySchema, layout: RowLayout, insertDefaults: [Value]?, currentRowsSQL: String) {
+                self.schema = schema
+                self.layout = layout
+                self.insertDefaults = insertDefaults
+                self.currentRowsSQL = currentRowsSQL
+            }
         }
 
         let entities: [String: Entity]

@@ -137,18 +137,22 @@ final class RecentCommits: Sendable {
         var changes: [Change] = []
         changes.reserveCapacity(Int(latest - seq))
         var misfits = 0
-        // The last entity's plan: a commit's entries are mostly of one entity (each look-up copied the plan out of
-        // the dictionary).
-        var plan: (name: String, plan: ChangeDecoding.Plans.Entity?)?
+        // The last entity's plan: a commit's entries are mostly of one entity (a look-up hashes its name).
+        var planEntity: SharedEntity?
+        var plan: ChangeDecoding.Plans.Entity?
         for commit in commits {
             let committedAt = Timestamp(microseconds: commit.committedAt)
             for offset in Int(max(0, seq + 1 - commit.first))..<commit.entries.count {
-                let entity = commit.entries[offset].op.entity.name
-                if plan?.name != entity { plan = (entity, plans.entities[entity]) }
+                // The plan looked up again only for another entity's schema (compared by identity, not by name).
+                let entity = commit.entries[offset].op.shared
+                if planEntity !== entity {
+                    planEntity = entity
+                    plan = plans.entities[entity.schema.name]
+                }
                 guard
                     let change = Self.change(
                         commit.entries[offset], seq: commit.first + Int64(offset), committedAt: committedAt,
-                        plan: plan!.plan, misfits: &misfits)
+                        plan: plan, misfits: &misfits)
                 else { return nil }
                 changes.append(change)
             }
@@ -162,14 +166,16 @@ final class RecentCommits: Sendable {
     private static func change(
         _ entry: Entry, seq: Int64, committedAt: Timestamp, plan: ChangeDecoding.Plans.Entity?, misfits: inout Int
     ) -> Change? {
-        let entity = entry.op.entity
+        // The entity's schema by reference: an `EntitySchema` copied out retains and releases its five arrays.
+        let shared = entry.op.shared
         switch entry.kind {
         case .insert:
             guard let plan, let row = self.insertedRow(entry.op, plan) else { return nil }
             return Change(
-                seq: seq, entity: entity.name, id: entry.op.id, kind: .insert, version: entry.version, before: nil,
-                after: row, changedAttributes: [], committedAt: committedAt)
+                seq: seq, entity: shared.schema.name, id: entry.op.id, kind: .insert, version: entry.version,
+                before: nil, after: row, changedAttributes: [], committedAt: committedAt)
         case .update, .delete:
+            let entity = shared.schema
             return try? ChangeDecoding.change(
                 seq: seq, entity: entity.name, id: entry.op.id, kind: entry.kind, version: entry.version,
                 before: entry.before, after: entry.after, typedBy: entity, committedAt: committedAt,
