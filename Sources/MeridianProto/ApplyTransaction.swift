@@ -100,6 +100,8 @@ extension ApplyRequestWireDecoding {
         var layout: RowLayout?
         var names: [String] = []
         var values: [Value] = []
+        /// Where each of `names` is in `layout`, when its bytes were found there; -1 when it was not.
+        var positions: [Int] = []
         /// Where values are put in another layout's order, and which of its positions are set.
         var placed: [Value] = []
         var filled: [Bool] = []
@@ -119,6 +121,7 @@ extension ApplyRequestWireDecoding {
         var expectedVersion: Int64?
         scratch.names.removeAll(keepingCapacity: true)
         scratch.values.removeAll(keepingCapacity: true)
+        scratch.positions.removeAll(keepingCapacity: true)
         while !reader.atEnd {
             guard let (field, wireType) = reader.tag() else { return nil }
             switch (field, wireType) {
@@ -150,9 +153,11 @@ extension ApplyRequestWireDecoding {
                 let place = scratch.names.count
                 if let layout = scratch.layout, let found = layout.position(ofUTF8: key, hint: place) {
                     scratch.names.append(layout.names[found])
+                    scratch.positions.append(found)
                 } else {
                     guard let name = SyncResponseWireDecoding.string(key) else { return nil }
                     scratch.names.append(name)
+                    scratch.positions.append(-1)
                 }
                 scratch.values.append(value)
             case (5, 0):
@@ -187,6 +192,11 @@ extension ApplyRequestWireDecoding {
     /// kept for the next. `nil` when a name repeats (the names and values are then left as they came).
     static func layout(of scratch: inout OperationScratch) -> RowLayout? {
         if let layout = scratch.layout {
+            // Every name found in the layout by its bytes: their positions say whether they are its names, and
+            // where each value goes, without comparing or hashing a name again.
+            if scratch.positions.count == layout.count, !scratch.positions.contains(-1) {
+                if self.place(&scratch, as: layout) { return layout }
+            }
             if layout.names == scratch.names { return layout }
             if layout.count == scratch.names.count, self.reorder(&scratch, as: layout) { return layout }
         }
@@ -199,6 +209,37 @@ extension ApplyRequestWireDecoding {
         let layout = RowLayout(names: names)
         scratch.layout = layout
         return layout
+    }
+
+    /// Puts the values gathered in `scratch` at the layout positions their names were found at (`positions`, one per
+    /// name, none -1, as many as the layout has), when each position is found once; else leaves them as they are and
+    /// returns `false`. The values are moved into place cycle by cycle, none copied (`positions` is used up).
+    private static func place(_ scratch: inout OperationScratch, as layout: RowLayout) -> Bool {
+        let count = layout.count
+        // Each position once (a name given twice is not a permutation).
+        if count <= 64 {
+            var seen: UInt64 = 0
+            for position in scratch.positions {
+                guard position < count, seen & (1 << UInt64(position)) == 0 else { return false }
+                seen |= 1 << UInt64(position)
+            }
+        } else {
+            scratch.filled.removeAll(keepingCapacity: true)
+            scratch.filled.append(contentsOf: repeatElement(false, count: count))
+            for position in scratch.positions {
+                guard position < count, !scratch.filled[position] else { return false }
+                scratch.filled[position] = true
+            }
+        }
+        for i in 0..<count {
+            // The value at `i` belongs at `positions[i]`: swapped there, the one that comes to `i` is placed next.
+            while scratch.positions[i] != i {
+                let target = scratch.positions[i]
+                scratch.values.swapAt(i, target)
+                scratch.positions.swapAt(i, target)
+            }
+        }
+        return true
     }
 
     /// Puts the values gathered in `scratch` in the order of `layout`, which has as many names, when those are the

@@ -122,4 +122,40 @@ import Testing
         #expect(try merged.operations.get() == (try ApplyTransaction(decoded).operations.get()))
         #expect(try merged.operations.get().first?.values == ["qty": .int(2), "title": .string("a")])
     }
+
+    @Test("operations of one shape whose names come in another order share its layout, each value at its own name")
+    func reorderedNames() throws {
+        // Map entries in the order given (swift-protobuf writes a map in its dictionary's order, which varies).
+        func field(_ number: UInt8, _ body: [UInt8]) -> [UInt8] { [number << 3 | 2, UInt8(body.count)] + body }
+        func string(_ number: UInt8, _ text: String) -> [UInt8] { field(number, Array(text.utf8)) }
+        func operation(_ id: String, _ entries: [(String, Int64)]) -> [UInt8] {
+            var bytes: [UInt8] = [0x08, 0x01] + string(2, "Bench") + string(3, id)
+            for (name, value) in entries {
+                bytes += field(4, string(1, name) + field(2, [0x10, UInt8(value)]))
+            }
+            return bytes
+        }
+        let operations: [[(String, Int64)]] = [
+            [("a", 1), ("b", 2), ("c", 3)],
+            [("c", 6), ("a", 4), ("b", 5)],
+            [("b", 8), ("c", 9), ("a", 7)],
+            [("a", 10), ("b", 11), ("c", 12)],
+            // As many names as the layout, one of them twice: the last value wins, and the layout is not shared.
+            [("b", 13), ("a", 14), ("b", 15)],
+            [("a", 16), ("c", 18), ("b", 17)],
+        ]
+        let request = operations.enumerated().flatMap { field(1, operation("r\($0)", $1)) }
+        let plain = try #require(request.withUnsafeBytes { ApplyRequestWireDecoding.plainTransaction($0) })
+        let read = try plain.operations.get()
+        let decoded = try ApplyTransaction(Meridian_V1_ApplyRequest(serializedBytes: request)).operations.get()
+        #expect(read == decoded)
+        for (i, entries) in operations.enumerated() {
+            var expected: [String: Value] = [:]
+            for (name, value) in entries { expected[name] = .int(value) }
+            #expect(read[i].values == expected, "operation \(i)")
+        }
+        let layouts = read.map { $0.withCompactValues { layout, _ in ObjectIdentifier(layout) } }
+        #expect(layouts[0] != nil && [1, 2, 3, 5].allSatisfy { layouts[$0] == layouts[0] }, "\(layouts)")
+        #expect(layouts[4] != layouts[0])
+    }
 }
