@@ -111,7 +111,7 @@ extension Schema {
         }
         if let id = operation.id {
             guard !id.isEmpty else { throw refuse(.validation, "the id is empty", ["id"]) }
-            guard !id.utf8.contains(0) else {
+            guard !UTF8Bytes.containsNUL(id) else {
                 throw refuse(.validation, "the id contains a NUL character (U+0000), which ids may not hold", ["id"])
             }
             guard id.isNormalizedID else {
@@ -141,7 +141,7 @@ extension Schema {
                 throw refuse(.unknownAttribute, why, [name])
             }
             guard value.isValid else { throw refuse(.validation, "attribute '\(name)' is NaN", [name]) }
-            if case .string(let text) = value, text.utf8.contains(0) {
+            if case .string(let text) = value, UTF8Bytes.containsNUL(text) {
                 // SQLite's text functions (LIKE, and the C strings custom functions receive) stop at a NUL, so the
                 // same predicate could select such a row in memory and not in SQL.
                 throw refuse(

@@ -120,7 +120,7 @@ enum OperationValidation {
         func quick(_ operation: WriteOperation, index: Int, positions: inout Positions) -> PreparedOperation? {
             guard let entity = self.entities[operation.entity] else { return nil }
             if let given = operation.id {
-                guard !given.isEmpty, !given.utf8.contains(0), given.isNormalizedID else { return nil }
+                guard !given.isEmpty, !UTF8Bytes.containsNUL(given), given.isNormalizedID else { return nil }
             } else {
                 guard operation.kind == .insert, entity.schema.idPolicy == .auto else { return nil }
             }
@@ -176,7 +176,7 @@ enum OperationValidation {
                     values.append(.null)
                     continue
                 case (.string(let text), .string):
-                    guard !text.utf8.contains(0) else { return nil }
+                    guard !UTF8Bytes.containsNUL(text) else { return nil }
                     values.append(value)
                 case (.double(let d), .double):
                     guard !d.isNaN else { return nil }
