@@ -123,6 +123,16 @@ public struct WriteOperation: Sendable, Hashable {
         return try compact.withValues { try body(compact.layout, $0) }
     }
 
+    /// ``withCompactValues(_:)`` for the store's validation, which runs in another module: not generic, because a
+    /// generic function that is not inlinable runs unspecialized there and instantiated its generic metadata at
+    /// every call (a tenth of the store's quick validation of a write, perf). `false`, without calling `body`, for an
+    /// operation that keeps a dictionary.
+    package func readCompactValues(_ body: (RowLayout, UnsafeBufferPointer<Value>) -> Void) -> Bool {
+        guard let compact = self.compact else { return false }
+        compact.withValues { body(compact.layout, $0) }
+        return true
+    }
+
     /// The value set for `name`, or `nil` when the operation does not set it.
     package func value(named name: String) -> Value? {
         if let compact = self.compact {

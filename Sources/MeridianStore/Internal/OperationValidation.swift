@@ -132,9 +132,10 @@ enum OperationValidation {
                     index: index, kind: .delete, shared: entity.shared, id: id, columns: [], values: [],
                     expectedVersion: operation.expectedVersion)
             }
-            let checked = operation.withCompactValues { layout, given in
+            var checked: PreparedOperation?
+            _ = operation.readCompactValues { layout, given in
                 let at = positions.of(layout, in: entity)
-                return self.check(operation, index: index, entity: entity, id: id, count: given.count) { i in
+                checked = self.check(operation, index: index, entity: entity, id: id, count: given.count) { i in
                     // Not `nil`: `Value` is expressible by `nil`, which would read as a value set to null.
                     at[i] < 0 ? Value?.none : given[at[i]]
                 }
