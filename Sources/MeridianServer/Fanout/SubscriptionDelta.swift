@@ -44,7 +44,7 @@ struct NetChange: Sendable {
                 }
                 // `init(minimumCapacity:)`: a dictionary's `reserveCapacity` is not inlinable, and runs unspecialized.
                 var ids = [String: Int](minimumCapacity: max(out.count, changes.underestimatedCount))
-                for (i, net) in out.enumerated() { ids[net.id] = i }
+                for (position, net) in out.enumerated() { ids[net.id] = position }
                 index = ids
             }
             if let known = index![changes[i].id] {
