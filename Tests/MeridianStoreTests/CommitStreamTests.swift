@@ -85,30 +85,33 @@ import Testing
             let yielded = Mutex<[Int64]>([])
             let reader = Task { for await seq in commits { yielded.withLock { $0.append(seq) } } }
             defer { reader.cancel() }
-            let deadline = ContinuousClock.now + .seconds(60)
-            func wait(until done: () -> Bool) async throws {
+            // Each wait has a minute of its own (they shared one, which a loaded full run used up), and says so
+            // when it runs out rather than leaving the expectations after it to fail.
+            func wait(for what: String, until done: () -> Bool) async throws {
+                let deadline = ContinuousClock.now + .seconds(60)
                 while !done(), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+                if !done() { Issue.record("waited a minute in vain for \(what)") }
             }
-            try await wait { yielded.withLock { $0 } == [0] }
+            try await wait(for: "the first seq") { yielded.withLock { $0 } == [0] }
             // Handled: offered, never yielded. The answer may come before the follower ran: wait for it.
             let a = try await store.apply([.insert("Tag", id: "a", ["name": "x"])]).seq
-            try await wait { offered.withLock { $0 } == [a] }
+            try await wait(for: "a to be offered") { offered.withLock { $0 } == [a] }
             #expect(offered.withLock { $0 } == [a])
             // Declined: offered, then yielded — and the handled one before it was not.
             handles.store(false, ordering: .relaxed)
             let b = try await store.apply([.insert("Tag", id: "b", ["name": "x"])]).seq
-            try await wait { yielded.withLock { $0.last } == b }
+            try await wait(for: "b to be yielded") { yielded.withLock { $0.last } == b }
             #expect(yielded.withLock { $0 } == [0, b])
             #expect(offered.withLock { $0 } == [a, b])
             // Handled again: nothing is yielded for it (a reader would have had it within the pause).
             handles.store(true, ordering: .relaxed)
             let c = try await store.apply([.insert("Tag", id: "c", ["name": "x"])]).seq
-            try await wait { offered.withLock { $0 }.count == 3 }
+            try await wait(for: "c to be offered") { offered.withLock { $0 }.count == 3 }
             try await Task.sleep(for: .milliseconds(100))
             #expect(yielded.withLock { $0 } == [0, b])
             handles.store(false, ordering: .relaxed)
             let d = try await store.apply([.insert("Tag", id: "d", ["name": "x"])]).seq
-            try await wait { yielded.withLock { $0.last } == d }
+            try await wait(for: "d to be yielded") { yielded.withLock { $0.last } == d }
             #expect(yielded.withLock { $0 } == [0, b, d])
             #expect(offered.withLock { $0 } == [a, b, c, d])
             #expect(observedFirst.withLock { $0 })
