@@ -102,8 +102,7 @@ extension ApplyRequestWireDecoding {
         var values: [Value] = []
         /// Where each of `names` is in `layout`, when its bytes were found there; -1 when it was not.
         var positions: [Int] = []
-        /// Where values are put in another layout's order, and which of its positions are set.
-        var placed: [Value] = []
+        /// Which of a layout's positions are set, for a layout of more than 64 names.
         var filled: [Bool] = []
     }
 
@@ -192,12 +191,8 @@ extension ApplyRequestWireDecoding {
     /// kept for the next. `nil` when a name repeats (the names and values are then left as they came).
     static func layout(of scratch: inout OperationScratch) -> RowLayout? {
         if let layout = scratch.layout {
-            // Every name found in the layout by its bytes: their positions say whether they are its names, and
-            // where each value goes, without comparing or hashing a name again.
-            if scratch.positions.count == layout.count, !scratch.positions.contains(-1) {
-                if self.place(&scratch, as: layout) { return layout }
-            }
-            if layout.names == scratch.names { return layout }
+            // The positions found by the names' bytes say where each value goes; only a name not found so is
+            // looked up again.
             if layout.count == scratch.names.count, self.reorder(&scratch, as: layout) { return layout }
         }
         let names = scratch.names
@@ -243,21 +238,14 @@ extension ApplyRequestWireDecoding {
     }
 
     /// Puts the values gathered in `scratch` in the order of `layout`, which has as many names, when those are the
-    /// names gathered, each once; else leaves them as they are and returns `false`.
+    /// names gathered, each once; else leaves them as they are and returns `false`. A name whose bytes were not found
+    /// in the layout while it was read (an equivalent spelling, a layout of more than 8 names) is looked up here.
     private static func reorder(_ scratch: inout OperationScratch, as layout: RowLayout) -> Bool {
-        let count = layout.count
-        scratch.placed.removeAll(keepingCapacity: true)
-        scratch.placed.append(contentsOf: repeatElement(Value.null, count: count))
-        scratch.filled.removeAll(keepingCapacity: true)
-        scratch.filled.append(contentsOf: repeatElement(false, count: count))
-        for (i, name) in scratch.names.enumerated() {
-            guard let position = layout.position(of: name), !scratch.filled[position] else { return false }
-            scratch.filled[position] = true
-            scratch.placed[position] = scratch.values[i]
+        for (i, name) in scratch.names.enumerated() where scratch.positions[i] < 0 {
+            guard let position = layout.position(of: name) else { return false }
+            scratch.positions[i] = position
         }
-        // Every position filled once: the same names. (The names stay in their order; only the values are used.)
-        swap(&scratch.values, &scratch.placed)
-        return true
+        return self.place(&scratch, as: layout)
     }
 
     /// A wire `Value` in Core terms (no case set: null, as the protocol says); `nil` for NaN or anything unusual.
