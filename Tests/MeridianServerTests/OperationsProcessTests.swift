@@ -137,6 +137,9 @@ struct OperationsProcessTests {
         let (status, text) = try await runPython(
             script, [String(port), String(server.process.processIdentifier)], errors: true)
         #expect(status == 0, "\(text)")
+        // The script sends the SIGTERM; one that failed before it did (grpcio missing, a refused call) would leave the
+        // server running and the wait below hanging the whole test run: it is stopped here instead.
+        if status != 0 { kill(server.process.processIdentifier, SIGTERM) }
         // NOT_SERVING arriving at all says the server sent it before it exited; whether it still runs when the
         // script reads the message is the reader's timing (it once read it after the exit, on a loaded machine).
         let lines = text.split(separator: "\n").map {

@@ -56,17 +56,30 @@ final class ServerProcess: Sendable {
         await readLine(self.stdout.fileHandleForReading)
     }
 
-    /// Waits for the process to exit; returns its status and everything it wrote to stderr.
-    func wait() async -> (status: Int32, stderr: String) {
+    /// Waits for the process to exit; returns its status and everything it wrote to stderr. A server still running
+    /// after `limit` is killed and the wait recorded as an issue: a test whose server never stops (the signal that
+    /// should stop it was never sent) fails instead of hanging the whole run (a time limit cannot end this wait).
+    func wait(limit: Duration = .seconds(120)) async -> (status: Int32, stderr: String) {
         let handle = self.stderr.fileHandleForReading
         let process = self.process
-        return await withCheckedContinuation { continuation in
+        let killed = Mutex(false)
+        let pid = process.processIdentifier
+        let timer = DispatchWorkItem {
+            guard process.isRunning else { return }
+            killed.withLock { $0 = true }
+            kill(pid, SIGKILL)
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(limit.nanoseconds)), execute: timer)
+        let result = await withCheckedContinuation { continuation in
             Thread.detachNewThread {
                 let text = String(decoding: handle.remainingData(), as: UTF8.self)
                 process.waitUntilExit()
                 continuation.resume(returning: (process.terminationStatus, text))
             }
         }
+        timer.cancel()
+        if killed.withLock({ $0 }) { Issue.record("meridian-server was still running after \(limit): killed") }
+        return result
     }
 
     /// Runs `meridian-server` with `arguments` to completion.
