@@ -3,7 +3,8 @@
 // The network side of a container: one gRPC HTTP/2 connection at a time, and on it the Sync stream (fed to the
 // context, message by message, in order), the writer (the context's queued transactions, pipelined over one
 // ApplyStream that stays open) and a watchdog
-// (no message for three heartbeat intervals means the connection is lost). Any of the three ending ends the session;
+// (no message for three heartbeat intervals, counted while the watchdog itself wakes on time, means the connection
+// is lost: SilenceWatch). Any of the three ending ends the session;
 // the loop then waits (exponential backoff with jitter) and reconnects, resuming from the applied seq.
 
 internal import Foundation
@@ -168,6 +169,7 @@ struct SyncConnection: Sendable {
                 outbound: outboundContinuation, clientName: self.clientName, maxMessageBytes: self.maxMessageBytes)
             let options = self.callOptions
             let lastHeard = LockedValue(ContinuousClock.now)
+            let welcomed = LockedValue(false)
             let context = self.context
 
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -193,6 +195,7 @@ struct SyncConnection: Sendable {
                                         case .welcome(let welcome)? = response.kind
                                     {
                                         first = false
+                                        welcomed.set(true)
                                         onEstablished()
                                         if let schema = await context.schema,
                                             schema.fingerprint != welcome.schemaFingerprint
@@ -258,12 +261,17 @@ struct SyncConnection: Sendable {
                     }
                 }
                 group.addTask {
+                    // The watchdog: the server's heartbeat interval once this stream's Welcome said it (the context
+                    // still holds the previous connection's until then), and silence counted as SilenceWatch says.
+                    // Before it, a wake every quarter second, so that the interval is taken up soon after it.
+                    var watch = SilenceWatch(start: .now)
                     while true {
-                        let interval = await context.heartbeatIntervalMilliseconds
-                        let period = Duration.milliseconds(interval == 0 ? 5_000 : Int64(interval))
-                        try await Task.sleep(for: period)
-                        let silence = ContinuousClock.now - lastHeard.value
-                        if silence > period * 3 {
+                        let isWelcomed = welcomed.value
+                        let interval = isWelcomed ? await context.heartbeatIntervalMilliseconds : 0
+                        let period = interval == 0 ? SilenceWatch.handshakePeriod : .milliseconds(Int64(interval))
+                        let due = ContinuousClock.now + (isWelcomed ? period : min(period, .milliseconds(250)))
+                        try await Task.sleep(until: due)
+                        if let silence = watch.check(now: .now, due: due, lastHeard: lastHeard.value, period: period) {
                             throw ClientError(.unavailable, "no message from the server for \(silence)")
                         }
                     }
