@@ -59,4 +59,19 @@ struct SilenceWatchTests {
             now: self.at(4, .milliseconds(100)), due: self.at(4), lastHeard: self.start, period: self.period)
         #expect(lost != nil)
     }
+
+    @Test("wakes that are always late still find a silence of the limit: ten periods, and at least 30 s")
+    func alwaysLate() {
+        var watch = SilenceWatch(start: self.start)
+        // Every wake two periods late: none counts, until the silence reaches the limit (30 s for 200 ms periods).
+        var now = self.start
+        var lost: Duration?
+        while lost == nil, now - self.start < .seconds(60) {
+            let due = now + self.period
+            now = due + self.period * 2
+            lost = watch.check(now: now, due: due, lastHeard: self.start, period: self.period)
+        }
+        #expect(lost.map { $0 >= .seconds(30) && $0 < .seconds(31) } == true, "\(String(describing: lost))")
+        #expect(SilenceWatch.limit(period: .seconds(10)) == .seconds(100))
+    }
 }

@@ -7,7 +7,9 @@
 /// Silence is held against the server only while the watchdog wakes on time. One that wakes more than a period late
 /// was itself kept off the CPU — a loaded machine, a process stopped for a while — and so, most likely, was the task
 /// that reads the stream: the server's messages may be waiting unread. The silence before such a wake is not
-/// counted, and the connection counts as lost after three more periods heard nothing. (Counted from the last message
+/// counted, and the connection counts as lost after three more periods heard nothing — or once the silence reaches
+/// ``limit(period:)`` however late the wakes were, so that a peer gone for good is still found by a watchdog that
+/// never wakes on time (a very short interval on a loaded machine). (Counted from the last message
 /// alone, a client on a loaded machine took its own stall for the server's: with 200 ms heartbeats it dropped and
 /// reconnected a healthy stream every few seconds, each reconnection's resume costing the server and the client
 /// more.)
@@ -19,6 +21,11 @@ struct SilenceWatch: Sendable {
 
     /// How many periods of silence mean the connection is lost.
     static let periods = 3
+
+    /// The silence that means a lost connection however late the watchdog woke: ten periods, and at least 30 s.
+    static func limit(period: Duration) -> Duration {
+        max(.seconds(30), period * 10)
+    }
 
     /// Silence before this instant is not counted (a late wake's).
     private(set) var countedFrom: ContinuousClock.Instant
@@ -36,6 +43,7 @@ struct SilenceWatch: Sendable {
         now: ContinuousClock.Instant, due: ContinuousClock.Instant, lastHeard: ContinuousClock.Instant,
         period: Duration
     ) -> Duration? {
+        if now - lastHeard >= Self.limit(period: period) { return now - lastHeard }
         if now - due > period {
             // Starved: what was not heard meanwhile may not have been read.
             self.countedFrom = max(self.countedFrom, now)
