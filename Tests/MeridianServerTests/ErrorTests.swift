@@ -552,6 +552,50 @@ struct ErrorTests {
         }
     }
 
+    /// A stream that has not said Hello is not the hub's, whose Goodbye ends the others: the graceful shutdown must end
+    /// it too, or wait for its Hello timer.
+    @Test(
+        "a graceful shutdown says Goodbye to a Sync stream that has not said Hello, at once, not at its Hello timeout")
+    func syncStreamWithoutHelloEndsOnShutdown() async throws {
+        let store = try Fixtures.store()
+        let configuration = Fixtures.configuration { $0.helloTimeout = .seconds(90) }
+        try await withTestServer(store: store, configuration: configuration) { server, port in
+            try await withHTTP2Client(port: port) { client in
+                let meridian = Meridian_V1_Meridian.Client(wrapping: client)
+                try await withSyncStream(meridian) { silent in
+                    // A second stream on the same connection, welcomed: the first one's handler runs by then.
+                    try await withSyncStream(meridian) { other in
+                        other.hello()
+                        guard case .welcome = try await other.nextMessage().kind else {
+                            Issue.record("the second stream was not welcomed")
+                            return
+                        }
+                        server.beginGracefulShutdown()
+                        _ = try? await other.nextMessage()
+                    }
+                    let ended = try await withThrowingTaskGroup(of: Meridian_V1_SyncResponse.OneOf_Kind??.self) {
+                        group in
+                        group.addTask { try await silent.nextMessage().kind }
+                        // Timed from the shutdown, well inside the 90 s Hello timeout.
+                        group.addTask {
+                            try await Task.sleep(for: .seconds(45))
+                            return nil
+                        }
+                        let first = try await group.next()!
+                        group.cancelAll()
+                        return first
+                    }
+                    let kind = try #require(ended, "the stream without Hello was still open 45 s into the shutdown")
+                    guard case .goodbye(let goodbye)? = kind else {
+                        Issue.record("the stream ended with \(String(describing: kind)), not a Goodbye")
+                        return
+                    }
+                    #expect(goodbye.reason == "server shutting down")
+                }
+            }
+        }
+    }
+
     /// A graceful shutdown waits for every open call; a client may keep an `ApplyStream` open and idle for as long as it
     /// likes, so the server ends it.
     @Test("a graceful shutdown ends an idle ApplyStream UNAVAILABLE (SHUTTING_DOWN) after answering what it read")

@@ -62,12 +62,24 @@ struct SyncSession {
                         .limitExceeded,
                         "no Hello within \(helloTimeout.spoken) of opening the stream (--hello-timeout)")))
         }
-        defer { helloTimer.cancel() }
+        // A stream that has not said Hello is not the hub's yet, so the hub's Goodbye at a graceful shutdown does not
+        // reach it: it gets its Goodbye here, or the shutdown would wait for its Hello timer (10 s by default).
+        let shutdown = self.service.shutdown
+        let shutdownKey = shutdown.register {
+            guard !helloReceived.value else { return }
+            var response = Meridian_V1_SyncResponse()
+            var goodbye = Meridian_V1_Goodbye()
+            goodbye.reason = "server shutting down"
+            response.goodbye = goodbye
+            outbox.finish(with: response)
+        }
+        let helloWait = HelloWait(timer: helloTimer, shutdown: shutdown, shutdownKey: shutdownKey)
+        defer { helloWait.end() }
 
         do {
             try await self.runTasks(
                 requests: requests, writer: writer, outbox: outbox, jobs: jobs, chunkBytes: chunkBytes,
-                batchBytes: batchBytes, clientID: clientID, helloReceived: helloReceived, helloTimer: helloTimer)
+                batchBytes: batchBytes, clientID: clientID, helloReceived: helloReceived, helloWait: helloWait)
         } catch {
             await jobs.stop()
             throw error
@@ -83,7 +95,7 @@ struct SyncSession {
     private func runTasks(
         requests: RPCAsyncSequence<SyncInbound, any Error>, writer: RPCWriter<SyncOutbound>,
         outbox: ClientOutbox, jobs: ReadJobs, chunkBytes: LockedValue<Int>, batchBytes: LockedValue<Int?>,
-        clientID: LockedValue<Int?>, helloReceived: LockedValue<Bool>, helloTimer: Scheduled<Void>
+        clientID: LockedValue<Int?>, helloReceived: LockedValue<Bool>, helloWait: HelloWait
     ) async throws {
         let credentialWatch = self.access.caller == nil ? nil : CredentialWatch(self, outbox: outbox)
         credentialWatch?.start()
@@ -99,7 +111,7 @@ struct SyncSession {
                 do {
                     try await self.readLoop(
                         requests, outbox: outbox, jobs: jobs, chunkBytes: chunkBytes, batchBytes: batchBytes,
-                        clientID: clientID, helloReceived: helloReceived, helloTimer: helloTimer)
+                        clientID: clientID, helloReceived: helloReceived, helloWait: helloWait)
                 } catch {
                     readerFailure.set(error)
                     outbox.fail(with: error as? RPCError ?? RPCError(code: .unknown, message: "\(error)", cause: error))
@@ -143,7 +155,7 @@ struct SyncSession {
     private func readLoop(
         _ requests: RPCAsyncSequence<SyncInbound, any Error>, outbox: ClientOutbox,
         jobs: ReadJobs, chunkBytes: LockedValue<Int>, batchBytes: LockedValue<Int?>,
-        clientID: LockedValue<Int?>, helloReceived: LockedValue<Bool>, helloTimer: Scheduled<Void>
+        clientID: LockedValue<Int?>, helloReceived: LockedValue<Bool>, helloWait: HelloWait
     ) async throws {
         var client: Int? = nil
         // The number of Subscribes read per id: the epoch every message about the subscription carries.
@@ -153,7 +165,7 @@ struct SyncSession {
                 epochs = try await self.handleInChildTask(request, client: id, outbox: outbox, epochs: epochs)
             } else {
                 helloReceived.set(true)
-                helloTimer.cancel()
+                helloWait.end()
                 let id: Int
                 (id, epochs) = try await self.openInChildTask(
                     request, outbox: outbox, jobs: jobs, chunkBytes: chunkBytes, batchBytes: batchBytes,
@@ -451,4 +463,18 @@ struct Epochs: Sendable {
 
     /// The epoch of the latest Subscribe for `id` (0: none).
     subscript(_ id: String) -> UInt32 { self.counts[id] ?? 0 }
+}
+
+/// What waits for a stream's Hello: the timer that fails a stream without one (`--hello-timeout`), and the graceful
+/// shutdown's handler that says Goodbye to it. Both end at the Hello (the handler, registered with the shutdown, would
+/// otherwise stay for the stream's whole life).
+struct HelloWait {
+    let timer: Scheduled<Void>
+    let shutdown: ShutdownSignal
+    let shutdownKey: Int
+
+    func end() {
+        self.timer.cancel()
+        self.shutdown.unregister(self.shutdownKey)
+    }
 }
