@@ -21,17 +21,11 @@ struct QueryChunkTests {
         let chunks: [[UInt8]]
         let stall: Bool
 
-        struct Bytes: MessageSerializer, MessageDeserializer {
-            func serialize<Out: GRPCContiguousBytes>(_ message: [UInt8]) throws -> Out { Out(message) }
-            func deserialize<In: GRPCContiguousBytes>(_ bytes: In) throws -> [UInt8] {
-                bytes.withUnsafeBytes { Array($0) }
-            }
-        }
-
         func registerMethods<Transport: ServerTransport>(with router: inout RPCRouter<Transport>) {
             let (chunks, stall) = (self.chunks, self.stall)
             router.registerHandler(
-                forMethod: Meridian_V1_Meridian.Method.Query.descriptor, deserializer: Bytes(), serializer: Bytes(),
+                forMethod: Meridian_V1_Meridian.Method.Query.descriptor, deserializer: RawMessageBytes(),
+                serializer: RawMessageBytes(),
                 handler: { request, _ in
                     for try await _ in request.messages {}
                     return StreamingServerResponse { writer in

@@ -39,17 +39,11 @@ struct WatchdogTests {
         let schema: Schema
         let calls: Calls
 
-        struct Bytes: MessageSerializer, MessageDeserializer {
-            func serialize<Out: GRPCContiguousBytes>(_ message: [UInt8]) throws -> Out { Out(message) }
-            func deserialize<In: GRPCContiguousBytes>(_ bytes: In) throws -> [UInt8] {
-                bytes.withUnsafeBytes { Array($0) }
-            }
-        }
-
         func registerMethods<Transport: ServerTransport>(with router: inout RPCRouter<Transport>) {
             let (fingerprint, calls) = (self.schema.fingerprint, self.calls)
             router.registerHandler(
-                forMethod: Meridian_V1_Meridian.Method.Sync.descriptor, deserializer: Bytes(), serializer: Bytes(),
+                forMethod: Meridian_V1_Meridian.Method.Sync.descriptor, deserializer: RawMessageBytes(),
+                serializer: RawMessageBytes(),
                 handler: { request, _ in
                     let call = calls.next()
                     return StreamingServerResponse { writer in
