@@ -108,3 +108,31 @@ struct WatchdogTests {
         }
     }
 }
+
+@Suite("The connection's watchdog and a busy context", .timeLimit(.minutes(2)))
+struct BusyContextWatchdogTests {
+    @Test("a context busy for many heartbeat intervals with a message is not the server's silence: no reconnection")
+    func busyContext() async throws {
+        try await TestServer.with { port in
+            try await withConnectedContainer(port: port) { container in
+                let statuses = WatchdogTests.Statuses()
+                let watcher = Task {
+                    for await status in container.connectionStatusUpdates() {
+                        statuses.list.withLock { $0.append(status) }
+                    }
+                }
+                defer { watcher.cancel() }
+                let points = try await container.controller(for: try FetchRequest(entity: "Point"))
+                try await points.waitUntilLoaded()
+                // 200 ms heartbeats: the stream's reader hands the next one to the context and waits 1.5 s for it.
+                await container.context.occupy(for: .milliseconds(1_500))
+                // Then a write, seen through the same stream.
+                let seq = try await container.apply([.insert("Point", id: "after", ["title": "after"])]).seq
+                await container.context.waitUntilApplied(seq)
+                #expect(points.rows.map(\.id) == ["after"])
+                let seen = statuses.seen
+                #expect(!seen.contains(.waitingToReconnect), "the stream was reconnected: \(seen)")
+            }
+        }
+    }
+}

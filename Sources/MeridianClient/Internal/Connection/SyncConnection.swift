@@ -169,7 +169,10 @@ struct SyncConnection: Sendable {
                 outbound: outboundContinuation, clientName: self.clientName, maxMessageBytes: self.maxMessageBytes)
             let options = self.callOptions
             let lastHeard = LockedValue(ContinuousClock.now)
-            let welcomed = LockedValue(false)
+            // While the context takes a message, nothing is read: that time is the client's, not the server's silence.
+            let receivingMessage = LockedValue(false)
+            // The heartbeat interval this stream's Welcome announced (milliseconds), once it came.
+            let welcomedInterval = LockedValue<UInt32?>(nil)
             let context = self.context
 
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -195,7 +198,7 @@ struct SyncConnection: Sendable {
                                         case .welcome(let welcome)? = response.kind
                                     {
                                         first = false
-                                        welcomed.set(true)
+                                        welcomedInterval.set(welcome.heartbeatIntervalMs)
                                         onEstablished()
                                         if let schema = await context.schema,
                                             schema.fingerprint != welcome.schemaFingerprint
@@ -205,7 +208,12 @@ struct SyncConnection: Sendable {
                                         }
                                     }
                                     // Decoded here, off the context's actor: it receives domain events only.
+                                    receivingMessage.set(true)
                                     try await receiving.receive(try SyncEvent(message), in: &group)
+                                    // Heard again once taken (set before the flag is cleared: the watchdog reads
+                                    // the flag first).
+                                    lastHeard.set(.now)
+                                    receivingMessage.set(false)
                                 }
                                 try await group.waitForAll()
                             }
@@ -261,17 +269,18 @@ struct SyncConnection: Sendable {
                     }
                 }
                 group.addTask {
-                    // The watchdog: the server's heartbeat interval once this stream's Welcome said it (the context
-                    // still holds the previous connection's until then), and silence counted as SilenceWatch says.
-                    // Before it, a wake every quarter second, so that the interval is taken up soon after it.
+                    // The watchdog: the server's heartbeat interval once this stream's Welcome said it (read off
+                    // the Welcome by the reader, so that the watchdog never waits for the context, which may be
+                    // busy), and silence counted as SilenceWatch says. Before it, a wake every quarter second.
                     var watch = SilenceWatch(start: .now)
                     while true {
-                        let isWelcomed = welcomed.value
-                        let interval = isWelcomed ? await context.heartbeatIntervalMilliseconds : 0
+                        let interval = welcomedInterval.value ?? 0
                         let period = interval == 0 ? SilenceWatch.handshakePeriod : .milliseconds(Int64(interval))
-                        let due = ContinuousClock.now + (isWelcomed ? period : min(period, .milliseconds(250)))
+                        let due = ContinuousClock.now + (interval == 0 ? min(period, .milliseconds(250)) : period)
                         try await Task.sleep(until: due)
-                        if let silence = watch.check(now: .now, due: due, lastHeard: lastHeard.value, period: period) {
+                        let now = ContinuousClock.now
+                        let heard = receivingMessage.value ? now : lastHeard.value
+                        if let silence = watch.check(now: now, due: due, lastHeard: heard, period: period) {
                             throw ClientError(.unavailable, "no message from the server for \(silence)")
                         }
                     }
