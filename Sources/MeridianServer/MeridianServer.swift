@@ -212,7 +212,7 @@ public final class MeridianServer: Service, Sendable {
     /// Begins a graceful shutdown: stops accepting, says Goodbye to every stream, lets in-flight calls finish.
     public func beginGracefulShutdown() {
         self.shutdownRequested.withLock { $0 = true }
-        self.hub.beginShutdown(reason: "server shutting down")
+        self.hub.beginShutdown(reason: Hub.shutdownReason)
         self.service.shutdown.begin()
         self.grpc.withLock { $0 }?.beginGracefulShutdown()
     }

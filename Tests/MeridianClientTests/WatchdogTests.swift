@@ -31,6 +31,11 @@ struct WatchdogTests {
     final class Statuses: Sendable {
         let list = Mutex<[ConnectionStatus]>([])
         var seen: [ConnectionStatus] { self.list.withLock { $0 } }
+
+        /// Records `container`'s statuses until cancelled.
+        func follow(_ container: MeridianContainer) async {
+            for await status in container.connectionStatusUpdates() { self.list.withLock { $0.append(status) } }
+        }
     }
 
     /// Answers each Sync call with a Welcome announcing 200 ms heartbeats: the first at once, then nothing more; the
@@ -88,11 +93,7 @@ struct WatchdogTests {
             let statuses = Statuses()
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await container.run() }
-                group.addTask {
-                    for await status in container.connectionStatusUpdates() {
-                        statuses.list.withLock { $0.append(status) }
-                    }
-                }
+                group.addTask { await statuses.follow(container) }
                 defer { group.cancelAll() }
                 let deadline = ContinuousClock.now + .seconds(60)
                 while statuses.seen.filter({ $0 == .connected }).count < 2, ContinuousClock.now < deadline {
@@ -116,11 +117,7 @@ struct BusyContextWatchdogTests {
         try await TestServer.with { port in
             try await withConnectedContainer(port: port) { container in
                 let statuses = WatchdogTests.Statuses()
-                let watcher = Task {
-                    for await status in container.connectionStatusUpdates() {
-                        statuses.list.withLock { $0.append(status) }
-                    }
-                }
+                let watcher = Task { await statuses.follow(container) }
                 defer { watcher.cancel() }
                 let points = try await container.controller(for: try FetchRequest(entity: "Point"))
                 try await points.waitUntilLoaded()

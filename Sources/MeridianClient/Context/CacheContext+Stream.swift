@@ -82,7 +82,6 @@ extension CacheContext {
     func receive(_ event: SyncEvent) throws(ClientError) {
         switch event {
         case .welcome(let welcome):
-            self.heartbeatIntervalMilliseconds = welcome.heartbeatIntervalMilliseconds
             self.serverFingerprint = welcome.schemaFingerprint
             self.accessFingerprint = welcome.accessFingerprint.isEmpty ? nil : welcome.accessFingerprint
             self.logger.debug(

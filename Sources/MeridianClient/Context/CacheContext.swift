@@ -65,8 +65,6 @@ public actor CacheContext {
     var outbound: SyncOutbound?
     /// The last seq acknowledged on the open stream.
     var ackedSeq: Int64 = 0
-    /// The heartbeat interval the server announced (milliseconds; 0 before Welcome).
-    package internal(set) var heartbeatIntervalMilliseconds: UInt32 = 0
     /// The server's schema fingerprint from the last Welcome.
     package internal(set) var serverFingerprint: String?
     /// The server's fingerprint of this client's read rules from the last Welcome (empty without rules), echoed in

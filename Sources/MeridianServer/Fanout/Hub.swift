@@ -580,12 +580,12 @@ final class Hub: Sendable {
             state.shuttingDown = true
             return state.clients.values.map(\.outbox)
         }
-        var response = Meridian_V1_SyncResponse()
-        var goodbye = Meridian_V1_Goodbye()
-        goodbye.reason = reason
-        response.goodbye = goodbye
+        let response = Meridian_V1_SyncResponse.goodbye(reason)
         for outbox in outboxes { outbox.finish(with: response) }
     }
+
+    /// The reason of the graceful shutdown's Goodbye.
+    static let shutdownReason = "server shutting down"
 
     /// Sends due heartbeats (called periodically).
     func heartbeat() {

@@ -147,13 +147,10 @@ final class CredentialWatch: Sendable {
     private func end(_ caller: Caller, _ end: AccessControl.CredentialEnd) {
         let expired = end == .expired
         let why = expired ? "expired" : "was revoked"
-        var goodbye = Meridian_V1_Goodbye()
-        goodbye.reason =
+        let response = Meridian_V1_SyncResponse.goodbye(
             expired
-            ? "the stream's token expired; refresh it before it does, or open a new stream"
-            : "the stream's credential was revoked"
-        var response = Meridian_V1_SyncResponse()
-        response.goodbye = goodbye
+                ? "the stream's token expired; refresh it before it does, or open a new stream"
+                : "the stream's credential was revoked")
         self.outbox.fail(
             with: RPCError(
                 Meridian_V1_ErrorDetail(

@@ -67,11 +67,7 @@ struct SyncSession {
         let shutdown = self.service.shutdown
         let shutdownKey = shutdown.register {
             guard !helloReceived.value else { return }
-            var response = Meridian_V1_SyncResponse()
-            var goodbye = Meridian_V1_Goodbye()
-            goodbye.reason = "server shutting down"
-            response.goodbye = goodbye
-            outbox.finish(with: response)
+            outbox.finish(with: .goodbye(Hub.shutdownReason))
         }
         let helloWait = HelloWait(timer: helloTimer, shutdown: shutdown, shutdownKey: shutdownKey)
         defer { helloWait.end() }
@@ -463,6 +459,17 @@ struct Epochs: Sendable {
 
     /// The epoch of the latest Subscribe for `id` (0: none).
     subscript(_ id: String) -> UInt32 { self.counts[id] ?? 0 }
+}
+
+extension Meridian_V1_SyncResponse {
+    /// A `Goodbye` with `reason`.
+    static func goodbye(_ reason: String) -> Self {
+        var goodbye = Meridian_V1_Goodbye()
+        goodbye.reason = reason
+        var response = Self()
+        response.goodbye = goodbye
+        return response
+    }
 }
 
 /// What waits for a stream's Hello: the timer that fails a stream without one (`--hello-timeout`), and the graceful
