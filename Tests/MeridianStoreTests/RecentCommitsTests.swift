@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import MeridianCore
+import Synchronization
 import Testing
 
 @testable import MeridianStore
@@ -102,6 +103,66 @@ struct RecentCommitsTests {
             // for a failed transaction, whose entries go with its savepoint.
             #expect(reads > 40)
             #expect(fromMemory == reads, "\(fromMemory) of \(reads) reads from memory")
+        }
+    }
+
+    /// The fan-out's read of a commit may come before the committer is back from SQLite: the poller of the file's
+    /// data version sees the commit as soon as the COMMIT makes it visible, while the COMMIT still runs the WAL's
+    /// checkpoint. A read made there (the committer's `afterCommit` hook, right after the COMMIT returned) must find the
+    /// commit's entries in memory, whether the group commit went through in one piece or retried with savepoints.
+    @Test("a feed that reads a commit the moment it is visible reads it from memory")
+    func readAsSoonAsVisible() async throws {
+        try await withStore(.file) { store in
+            let feed = try store.changeFeed()
+            defer { feed.close() }
+            struct Seen {
+                var seq: Int64 = 0
+                var reads = 0
+                var fromMemory = 0
+                var failures: [String] = []
+            }
+            let seen = Mutex(Seen())
+            store.committer.afterCommit.withLock { hook in
+                hook = {
+                    let hits = store.recentCommits.hits
+                    let from = seen.withLock { $0.seq }
+                    do {
+                        let (kept, logged) = try feed.withTransaction { transaction in
+                            (
+                                try transaction.changes(after: from, entities: nil, limit: nil, recent: true),
+                                try transaction.changes(after: from, entities: nil, limit: nil, recent: false)
+                            )
+                        }
+                        let memory = store.recentCommits.hits > hits
+                        guard case .changes(let batch) = kept, case .changes(let log) = logged else { return }
+                        seen.withLock { seen in
+                            if !Self.same(batch.changes, log.changes) { seen.failures.append("\(batch) / \(log)") }
+                            guard batch.throughSeq > seen.seq else { return }
+                            seen.reads += 1
+                            if memory { seen.fromMemory += 1 }
+                            seen.seq = batch.throughSeq
+                        }
+                    } catch {
+                        seen.withLock { $0.failures.append("\(error)") }
+                    }
+                }
+            }
+            defer { store.committer.afterCommit.withLock { $0 = nil } }
+            var g = SplitMix64(seed: 41)
+            for _ in 0..<60 {
+                let transactions = (0..<Int.random(in: 1...4, using: &g)).map { _ in Self.transaction(&g) }
+                await withTaskGroup(of: Void.self) { group in
+                    for operations in transactions {
+                        group.addTask { _ = try? await store.apply(operations) }
+                    }
+                }
+            }
+            let result = seen.withLock { $0 }
+            #expect(result.failures.isEmpty, "\(result.failures.prefix(3))")
+            #expect(result.reads > 30)
+            #expect(
+                result.fromMemory == result.reads,
+                "\(result.reads - result.fromMemory) of \(result.reads) commits read back from the log")
         }
     }
 

@@ -76,9 +76,11 @@ final class RecentCommits: Sendable {
         }
     }
 
-    /// Keeps a commit's entries, the committer having just committed seqs `first...through`. Entries that do not
-    /// match the range (the committer's count and the log's disagree) are not kept, and neither is anything before
-    /// them: a reader then finds a gap and reads the log.
+    /// Keeps a commit's entries, the committer being about to commit seqs `first...through` (called inside the write
+    /// transaction, before its COMMIT: a reader that sees the commit must find them; one that does not see it yet is
+    /// not given them, see ``changes(after:through:plans:)``; ``withdraw(first:through:)`` takes them back if the
+    /// COMMIT fails). Entries that do not match the range (the committer's count and the log's disagree) are not
+    /// kept, and neither is anything before them: a reader then finds a gap and reads the log.
     func keep(_ entries: [Entry], first: Int64, through: Int64, committedAt: Int64) {
         self.state.withLock { state in
             guard state.enabled else { return }
@@ -99,6 +101,16 @@ final class RecentCommits: Sendable {
         }
     }
 
+    /// Takes back the entries kept for seqs `first...through`, whose COMMIT failed: no reader saw that commit, and
+    /// the next commit hands out the same seqs again.
+    func withdraw(first: Int64, through: Int64) {
+        self.state.withLock { state in
+            guard let last = state.commits.last, last.first == first, last.through == through else { return }
+            state.count -= last.entries.count
+            state.commits.removeLast()
+        }
+    }
+
     /// Lets go of the commits at or before `seq`.
     func drop(through seq: Int64) {
         self.state.withLock { Self.drop(through: seq, &$0) }
@@ -114,7 +126,8 @@ final class RecentCommits: Sendable {
     }
 
     /// The changes after `seq` through `latest`, when kept commits cover exactly that range; `nil` otherwise. Drops
-    /// the commits at or before `seq` (the feed reads forward).
+    /// the commits at or before `seq` (the feed reads forward). A commit kept whose COMMIT the reader's transaction
+    /// does not see lies after `latest`, and is not given.
     func changes(after seq: Int64, through latest: Int64, plans: ChangeDecoding.Plans) -> [Change]? {
         let commits = self.state.withLock { state -> [Commit]? in
             guard state.enabled else { return nil }
