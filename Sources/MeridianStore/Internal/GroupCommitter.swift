@@ -95,13 +95,13 @@ final class GroupCommitter: Sendable {
 
     /// Keeps a group commit's entries for the change feed (``RecentCommits``), from inside its transaction, just before
     /// its COMMIT: once the COMMIT has made the commit visible, the feed may read it at once — woken by the poller of
-    /// the file's data version, a write of which it saw, before this thread is back from SQLite, whose COMMIT also
-    /// runs the WAL's checkpoint (seen once 14 ms before this thread kept a 20,000-row commit's entries, on two busy
-    /// cores) — and must find its entries. Kept after the COMMIT,
-    /// a large commit's fan-out found them missing about every other time on a server that had run a while, and read
-    /// its rows back from SQLite (a quarter of the server's CPU for a 20,000-row `Apply`). A reader that does not see
-    /// the commit yet is not given it (``RecentCommits/changes(after:through:plans:)`` stops at the latest seq it
-    /// sees); a COMMIT that fails withdraws them.
+    /// the file's data version, which saw the write, before this thread is back from SQLite, whose COMMIT also runs
+    /// the WAL's checkpoint (seen once 14 ms before this thread kept a 20,000-row commit's entries, on two busy cores)
+    /// — and must find its entries. Kept after the COMMIT, a large commit's fan-out found them missing about every
+    /// other time on a server that had run a while, and read its rows back from SQLite (a quarter of the server's CPU
+    /// for a 20,000-row `Apply`). A reader that does not see the commit yet is not given it
+    /// (``RecentCommits/changes(after:through:plans:)`` stops at the latest seq it sees); a COMMIT that fails
+    /// withdraws them.
     ///
     /// - Returns: Whether anything was kept.
     private func keepForFeed(_ shapes: TransactionExecutor.Shapes, first: Int64, through seq: Int64) -> Bool {
