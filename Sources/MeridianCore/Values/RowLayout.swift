@@ -276,11 +276,15 @@
     }
 
     deinit {
-        if self.header.isShaped, !self.header.holdsReferences { return }
+        let layout = self.layout
+        if layout.isShaped, !layout.holdsReferences { return }
         self.forEachPayload { kind, at in kind.deinitialize(at: at) }
     }
 
-    @inlinable @usableFromInline package var layout: RowLayout { self.header }
+    /// Read through the header's pointer, not `header`: that is a stored `var` of a class, so every read of it was a
+    /// dynamic exclusivity check (`swift_beginAccess`, a thread-local look-up): about 2% of a watcher's CPU for a
+    /// 20,000-row change line, in every reader of a row's values.
+    @inlinable @usableFromInline package var layout: RowLayout { self.withUnsafeMutablePointerToHeader { $0.pointee } }
 
     /// Calls `body` with each position's kind and payload, in order.
     @inlinable @usableFromInline
