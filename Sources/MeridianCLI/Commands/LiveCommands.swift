@@ -55,9 +55,10 @@
                     switch format {
                     case .jsonl:
                         if first {
-                            Terminal.printLine(events.snapshot(seq: change.seq, list: list))
+                            Terminal.writeOut(bytes: events.snapshotBytes(seq: change.seq, list: list, line: true))
                         } else if !change.changeSet.isEmpty {
-                            Terminal.printLine(events.change(seq: change.seq, changeSet: change.changeSet))
+                            Terminal.writeOut(
+                                bytes: events.changeBytes(seq: change.seq, changeSet: change.changeSet, line: true))
                         }
                     case .table:
                         let now = ContinuousClock.now
@@ -189,7 +190,7 @@
                             recent.append(
                                 "\(event.kind) \(shown[event.id]?.title ?? event.annotation?.title ?? event.id)")
                         }
-                        if format == .jsonl, !out.bytes.isEmpty { Terminal.writeOut(bytes: out.bytes) }
+                        if format == .jsonl, !out.isEmpty { Terminal.writeOut(bytes: out.bytes) }
                         recent = Array(recent.suffix(20))
                     }
                     if format == .ascii {

@@ -7,26 +7,75 @@ internal import MeridianCore
 ///
 /// `meridian watch --format jsonl` writes one line per commit, 20,000 rows of it for a 20,000-row transaction; written
 /// into a `String` with a `String` made for every index and number, that was a quarter of the watcher's CPU.
-struct JSONBytes {
-    private(set) var bytes: [UInt8] = []
+struct JSONBytes: ~Copyable {
+    /// The bytes written so far are the first `count` of `capacity` bytes at `base` (its own allocation).
+    ///
+    /// Not an `[UInt8]`: each `append(contentsOf:)` to an array checks its uniqueness and capacity and goes through the
+    /// generic copy, about a fifth of a watcher's CPU writing a 20,000-row change line (perf); here an append is a
+    /// capacity check and a `memcpy`.
+    private var base: UnsafeMutableRawPointer
+    private(set) var count = 0
+    private var capacity: Int
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
     /// The attribute names of the last rows written, and their members' keys as written: `{"name":` for the first
     /// attribute, `,"name":` for each next one (escaped once for all the rows of an entity, not once per row).
     private var keys: (names: [String], bytes: [[UInt8]])?
 
-    init(capacity: Int) { self.bytes.reserveCapacity(capacity) }
+    init(capacity: Int) {
+        self.capacity = max(capacity, 64)
+        self.base = UnsafeMutableRawPointer.allocate(byteCount: self.capacity, alignment: 1)
+    }
+
+    deinit { self.base.deallocate() }
+
+    /// The bytes written so far.
+    var bytes: [UInt8] { [UInt8](UnsafeRawBufferPointer(start: self.base, count: self.count)) }
 
     /// The text written so far.
-    var text: String { String(decoding: self.bytes, as: UTF8.self) }
+    var text: String { String(decoding: UnsafeRawBufferPointer(start: self.base, count: self.count), as: UTF8.self) }
+
+    var isEmpty: Bool { self.count == 0 }
+
+    /// Room for `n` more bytes.
+    @inline(__always)
+    private mutating func reserve(_ n: Int) {
+        if self.count &+ n > self.capacity { self.grow(to: self.count + n) }
+    }
+
+    @inline(never)
+    private mutating func grow(to needed: Int) {
+        let capacity = max(needed, self.capacity * 2)
+        let base = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 1)
+        base.copyMemory(from: self.base, byteCount: self.count)
+        self.base.deallocate()
+        self.base = base
+        self.capacity = capacity
+    }
+
+    /// Appends `bytes` as they are.
+    @inline(__always)
+    private mutating func append(bytes: UnsafeRawBufferPointer) {
+        guard let source = bytes.baseAddress else { return }
+        self.reserve(bytes.count)
+        (self.base + self.count).copyMemory(from: source, byteCount: bytes.count)
+        self.count &+= bytes.count
+    }
+
+    @inline(__always)
+    private mutating func append(byte: UInt8) {
+        self.reserve(1)
+        self.base.storeBytes(of: byte, toByteOffset: self.count, as: UInt8.self)
+        self.count &+= 1
+    }
 
     /// Appends text as it is (JSON punctuation and member names the caller knows need no escape).
     mutating func append(_ text: StaticString) {
-        text.withUTF8Buffer { self.bytes.append(contentsOf: $0) }
+        self.append(bytes: UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
     /// Appends an integer in decimal.
     mutating func append(integer value: some BinaryInteger) {
-        if value < 0 { self.bytes.append(UInt8(ascii: "-")) }
+        if value < 0 { self.append(byte: UInt8(ascii: "-")) }
         var magnitude = UInt64(value.magnitude)
         // At most 20 digits (UInt64.max), written from the last.
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
@@ -36,7 +85,7 @@ struct JSONBytes {
                 digits[start] = UInt8(ascii: "0") + UInt8(magnitude % 10)
                 magnitude /= 10
             } while magnitude > 0
-            self.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[start...]))
+            self.append(bytes: UnsafeRawBufferPointer(UnsafeMutableBufferPointer(rebasing: digits[start...])))
         }
     }
 
@@ -44,29 +93,35 @@ struct JSONBytes {
     /// `\t` by name, other control characters and DEL as `\u00xx`, everything else as its UTF-8 bytes). Every byte
     /// that needs an escape is a whole scalar in UTF-8, so escaping bytes escapes the same scalars.
     mutating func append(string: String) {
-        self.bytes.append(UInt8(ascii: "\""))
+        self.append(byte: UInt8(ascii: "\""))
         var string = string
         string.withUTF8 { utf8 in
             var run = 0
             for (i, byte) in utf8.enumerated() where byte < 0x20 || byte == 0x7F || byte == 0x22 || byte == 0x5C {
-                self.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[run..<i]))
+                self.append(bytes: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: utf8[run..<i])))
                 run = i + 1
-                self.bytes.append(UInt8(ascii: "\\"))
+                self.append(byte: UInt8(ascii: "\\"))
                 switch byte {
-                case 0x22: self.bytes.append(UInt8(ascii: "\""))
-                case 0x5C: self.bytes.append(UInt8(ascii: "\\"))
-                case 0x0A: self.bytes.append(UInt8(ascii: "n"))
-                case 0x0D: self.bytes.append(UInt8(ascii: "r"))
-                case 0x09: self.bytes.append(UInt8(ascii: "t"))
+                case 0x22: self.append(byte: UInt8(ascii: "\""))
+                case 0x5C: self.append(byte: UInt8(ascii: "\\"))
+                case 0x0A: self.append(byte: UInt8(ascii: "n"))
+                case 0x0D: self.append(byte: UInt8(ascii: "r"))
+                case 0x09: self.append(byte: UInt8(ascii: "t"))
                 default:
                     self.append("u00")
-                    self.bytes.append(Self.hexDigits[Int(byte >> 4)])
-                    self.bytes.append(Self.hexDigits[Int(byte & 0xF)])
+                    self.append(byte: Self.hexDigits[Int(byte >> 4)])
+                    self.append(byte: Self.hexDigits[Int(byte & 0xF)])
                 }
             }
-            self.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[run...]))
+            self.append(bytes: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: utf8[run...])))
         }
-        self.bytes.append(UInt8(ascii: "\""))
+        self.append(byte: UInt8(ascii: "\""))
+    }
+
+    /// Appends text's UTF-8 bytes as they are.
+    private mutating func append(utf8 text: String) {
+        var text = text
+        text.withUTF8 { self.append(bytes: UnsafeRawBufferPointer($0)) }
     }
 
     /// Appends a value as `meridian`'s JSON output shows it: the text of `ValueRendering.json(value)`, which
@@ -79,9 +134,9 @@ struct JSONBytes {
         case .bool(let b): b ? self.append("true") : self.append("false")
         case .double, .timestamp, .bytes:
             switch ValueRendering.json(value) {
-            case .number(let text): self.bytes.append(contentsOf: text.utf8)
+            case .number(let text): self.append(utf8: text)
             case .string(let text): self.append(string: text)
-            case let other: self.bytes.append(contentsOf: other.text.utf8)
+            case let other: self.append(utf8: other.text)
             }
         }
     }
@@ -99,7 +154,7 @@ struct JSONBytes {
         }
         let keys = self.keys!.bytes
         for i in attributes.indices {
-            self.bytes.append(contentsOf: keys[i])
+            keys[i].withUnsafeBytes { self.append(bytes: $0) }
             // Not `row[name]`: the id is no attribute here, and the row's layout is usually the schema's order.
             self.append(value: row.value(of: attributes[i].name, hint: i))
         }
