@@ -38,6 +38,10 @@ package enum ApplyRequestWireDecoding {
             case (4, 2):
                 guard let key = reader.string() else { return nil }
                 request.idempotencyKey = key
+            case (5, 0):
+                // A bool, as swift-protobuf reads one: any varint but 0 is true.
+                guard let raw = reader.varint() else { return nil }
+                request.seqOnly = raw != 0
             default:
                 return nil
             }

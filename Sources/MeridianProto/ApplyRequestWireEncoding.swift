@@ -30,6 +30,7 @@ package enum ApplyRequestWireEncoding {
         }
         DeltaWireEncoding.appendString(field: 3, request.clientTag, to: &out)
         DeltaWireEncoding.appendString(field: 4, request.idempotencyKey, to: &out)
+        if request.seqOnly { out.append(contentsOf: [0x28, 0x01]) }
         return out
     }
 
@@ -51,6 +52,7 @@ package enum ApplyRequestWireEncoding {
         }
         if !request.clientTag.isEmpty { size += DeltaWireEncoding.fieldSize(request.clientTag.utf8.count) }
         if !request.idempotencyKey.isEmpty { size += DeltaWireEncoding.fieldSize(request.idempotencyKey.utf8.count) }
+        if request.seqOnly { size += 2 }
         return size
     }
 
@@ -147,12 +149,13 @@ package enum ApplyRequestWireEncoding {
 
 extension ApplyRequestWireEncoding {
     /// The bytes of the request ``Meridian_V1_ApplyRequest/init(_:policy:idempotencyKey:)`` would build from these
-    /// operations, written straight from them: no generated message, no map of wire values per row in between.
+    /// operations (with `seq_only` set when `seqOnly`), written straight from them: no generated message, no map of wire values per row in between.
     /// Byte for byte what ``encode(_:)`` writes for that message when the operations keep their values in
     /// dictionaries (the wire map is made with `mapValues`, so its entries come in the Core map's order); an
     /// operation kept compactly writes its entries in its layout's order (a map's order carries no meaning).
     package static func encode(
-        _ operations: [WriteOperation], policy: ConflictPolicy, clientTag: String = "", idempotencyKey: String = ""
+        _ operations: [WriteOperation], policy: ConflictPolicy, clientTag: String = "", idempotencyKey: String = "",
+        seqOnly: Bool = false
     ) -> [UInt8] {
         let policyValue = UInt64(Meridian_V1_ConflictPolicy(policy).rawValue)
         var operationSizes: [Int] = []
@@ -166,6 +169,7 @@ extension ApplyRequestWireEncoding {
         if policyValue != 0 { size += 1 + DeltaWireEncoding.varintSize(policyValue) }
         if !clientTag.isEmpty { size += DeltaWireEncoding.fieldSize(clientTag.utf8.count) }
         if !idempotencyKey.isEmpty { size += DeltaWireEncoding.fieldSize(idempotencyKey.utf8.count) }
+        if seqOnly { size += 2 }
         // Every length is known before its bytes are written, so the request is written into memory of its exact
         // size, byte by byte without `Array`'s checks (a third of the CLI's encoding was `append`'s capacity and
         // uniqueness checks, perf of a 1,000,000-row import).
@@ -183,6 +187,10 @@ extension ApplyRequestWireEncoding {
             }
             DeltaWireEncoding.appendString(field: 3, clientTag, to: &out)
             DeltaWireEncoding.appendString(field: 4, idempotencyKey, to: &out)
+            if seqOnly {
+                out.byte(0x28)
+                out.byte(0x01)
+            }
             initialized = out.written(from: buffer.baseAddress!)
             precondition(initialized == size, "an ApplyRequest's size was computed as \(size), \(initialized) written")
         }
@@ -250,7 +258,7 @@ struct WireCursor: WireOutput {
 }
 
 /// A `MessageSerializer` for messages already encoded: requests
-/// (``ApplyRequestWireEncoding/encode(_:policy:clientTag:idempotencyKey:)``) and the server's `Query` answers
+/// (``ApplyRequestWireEncoding/encode(_:policy:clientTag:idempotencyKey:seqOnly:)``) and the server's `Query` answers
 /// (``DeltaWireEncoding/queryResponse(seq:rowFields:last:)``).
 package struct EncodedMessageSerializer: MessageSerializer {
     package init() {}

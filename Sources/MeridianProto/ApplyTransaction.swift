@@ -4,7 +4,8 @@ package import MeridianCore
 
 /// An `ApplyRequest` as the server runs it: its operations in Core terms, or the error that says which one is not
 /// valid and why; its conflict policy, or why it is not one; the byte length of each operation's id (checked against
-/// `--max-id-bytes` before anything else), its client tag and its idempotency key.
+/// `--max-id-bytes` before anything else), its client tag, its idempotency key, and whether its answer is the seq
+/// alone (`seq_only`).
 ///
 /// ``ApplyRequestWireDecoding/transaction(_:)`` builds it straight from the request's bytes for the common valid
 /// request, without the generated message in between (decoding and converting were ~16% of the server's CPU in an
@@ -16,6 +17,7 @@ package struct ApplyTransaction: Sendable {
     package var idByteCounts: [Int]
     package var clientTag: String
     package var idempotencyKey: String
+    package var seqOnly: Bool
 
     /// How many operations the request holds (valid or not).
     package var operationCount: Int { self.idByteCounts.count }
@@ -23,13 +25,14 @@ package struct ApplyTransaction: Sendable {
     package init(
         operations: Result<[WriteOperation], ProtoConversionError>,
         policy: Result<ConflictPolicy, ProtoConversionError>,
-        idByteCounts: [Int], clientTag: String, idempotencyKey: String
+        idByteCounts: [Int], clientTag: String, idempotencyKey: String, seqOnly: Bool = false
     ) {
         self.operations = operations
         self.policy = policy
         self.idByteCounts = idByteCounts
         self.clientTag = clientTag
         self.idempotencyKey = idempotencyKey
+        self.seqOnly = seqOnly
     }
 
     /// The transaction of a decoded message.
@@ -38,7 +41,7 @@ package struct ApplyTransaction: Sendable {
             operations: Result { () throws(ProtoConversionError) in try request.decodedOperations() },
             policy: Result { () throws(ProtoConversionError) in try ConflictPolicy(request.conflictPolicy) },
             idByteCounts: request.operations.map(\.id.utf8.count), clientTag: request.clientTag,
-            idempotencyKey: request.idempotencyKey)
+            idempotencyKey: request.idempotencyKey, seqOnly: request.seqOnly)
     }
 }
 
@@ -58,6 +61,7 @@ extension ApplyRequestWireDecoding {
         var policy = ConflictPolicy.storeWins
         var clientTag = ""
         var idempotencyKey = ""
+        var seqOnly = false
         var scratch = OperationScratch()
         while !reader.atEnd {
             guard let (field, wireType) = reader.tag() else { return nil }
@@ -84,13 +88,17 @@ extension ApplyRequestWireDecoding {
             case (4, 2):
                 guard let key = reader.string() else { return nil }
                 idempotencyKey = key
+            case (5, 0):
+                // A bool, as swift-protobuf reads one: any varint but 0 is true.
+                guard let raw = reader.varint() else { return nil }
+                seqOnly = raw != 0
             default:
                 return nil
             }
         }
         return ApplyTransaction(
             operations: .success(operations), policy: .success(policy), idByteCounts: idByteCounts,
-            clientTag: clientTag, idempotencyKey: idempotencyKey)
+            clientTag: clientTag, idempotencyKey: idempotencyKey, seqOnly: seqOnly)
     }
 
     /// What reading a request's operations keeps from one to the next: the last layout of values' names (operations

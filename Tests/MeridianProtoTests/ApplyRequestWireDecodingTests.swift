@@ -29,6 +29,7 @@ import Testing
         request.conflictPolicy = Meridian_V1_ConflictPolicy(rawValue: Int.random(in: 0...2, using: &random))!
         if Bool.random(using: &random) { request.clientTag = "tag-\(Int.random(in: 0...9, using: &random))" }
         if Bool.random(using: &random) { request.idempotencyKey = "key ☕️ \(Int.random(in: 0...9, using: &random))" }
+        request.seqOnly = Bool.random(using: &random)
         return request
     }
 
@@ -81,7 +82,7 @@ import Testing
         #expect(policy.withUnsafeBytes { ApplyRequestWireDecoding.request($0) } == nil)
         let decoded = try policy.withUnsafeBytes { try ApplyRequestWireDecoding.decode($0) }
         #expect(decoded.conflictPolicy == .UNRECOGNIZED(7))
-        let unknownField: [UInt8] = [0x28, 0x01]
+        let unknownField: [UInt8] = [0x30, 0x01]  // field 6: none of ApplyRequest's
         #expect(unknownField.withUnsafeBytes { ApplyRequestWireDecoding.request($0) } == nil)
         #expect(throws: (any Error).self) {
             try [0x0A, 0x05, 0x01].withUnsafeBytes { try ApplyRequestWireDecoding.decode($0) }

@@ -73,10 +73,12 @@ import Testing
             let policy = Bool.random(using: &random) ? ConflictPolicy.storeWins : .clientWins
             let key = Bool.random(using: &random) ? "" : "key ☕️"
             let tag = Bool.random(using: &random) ? "" : "tag-1"
+            let seqOnly = Bool.random(using: &random)
             var message = Meridian_V1_ApplyRequest(operations, policy: policy, idempotencyKey: key)
             message.clientTag = tag
+            message.seqOnly = seqOnly
             let straight = ApplyRequestWireEncoding.encode(
-                operations, policy: policy, clientTag: tag, idempotencyKey: key)
+                operations, policy: policy, clientTag: tag, idempotencyKey: key, seqOnly: seqOnly)
             #expect(straight == (try ApplyRequestWireEncoding.encode(message)), "\(operations)")
             #expect(try Meridian_V1_ApplyRequest(serializedBytes: straight) == message)
         }

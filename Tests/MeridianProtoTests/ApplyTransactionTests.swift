@@ -15,6 +15,7 @@ import Testing
         var idByteCounts: [Int]
         var clientTag: String
         var idempotencyKey: String
+        var seqOnly: Bool
 
         init(_ transaction: ApplyTransaction) {
             switch transaction.operations {
@@ -28,6 +29,7 @@ import Testing
             self.idByteCounts = transaction.idByteCounts
             self.clientTag = transaction.clientTag
             self.idempotencyKey = transaction.idempotencyKey
+            self.seqOnly = transaction.seqOnly
         }
 
         var description: String {

@@ -221,6 +221,47 @@ struct ErrorTests {
     }
 
     @Test(
+        "Apply with seq_only answers the commit's seq alone, writes what it would without, and is rejected as always",
+        arguments: Wire.allCases)
+    func applySeqOnly(wire: Wire) async throws {
+        let store = try Fixtures.store()
+        try await onWire(wire, store: store) { client in
+            var request = Meridian_V1_ApplyRequest()
+            request.operations = (0..<3).map {
+                Meridian_V1_Operation(kind: .insert, entity: "Point", id: "s\($0)", values: ["title": "S"])
+            }
+            request.seqOnly = true
+            let answer = try await client.apply(request)
+            #expect(answer.result.seq > 0)
+            #expect(answer.result.rows.isEmpty)
+            let written = try await directQuery(store, Fixtures.fetch("Point"))
+            #expect(["s0", "s1", "s2"].allSatisfy { written[$0] != nil })
+            // Without it, the same kind of request is answered with one row per operation.
+            request.seqOnly = false
+            request.operations = [
+                Meridian_V1_Operation(kind: .insert, entity: "Point", id: "s3", values: ["title": "S"])
+            ]
+            let full = try await client.apply(request)
+            #expect(full.result.rows.map(\.id) == ["s3"])
+            #expect(full.result.rows.first?.version == 1)
+            // A replay of a committed key answers its seq alone too; a rejection names its operation as always.
+            request.idempotencyKey = "client-8:1"
+            request.operations = [
+                Meridian_V1_Operation(kind: .insert, entity: "Point", id: "s4", values: ["title": "S"])
+            ]
+            let keyed = try await client.apply(request)
+            request.seqOnly = true
+            let replay = try await client.apply(request)
+            #expect(replay.result.seq == keyed.result.seq)
+            #expect(replay.result.rows.isEmpty)
+            request.idempotencyKey = ""
+            let rejected = try await client.apply(request)
+            #expect(rejected.error.code == .alreadyExists)
+            #expect(rejected.error.operationIndex == 0)
+        }
+    }
+
+    @Test(
         "a stream that sends no Hello within --hello-timeout ends with LIMIT_EXCEEDED; one that does carries on",
         arguments: Wire.allCases)
     func helloTimeout(wire: Wire) async throws {

@@ -76,7 +76,9 @@ struct ImportCommand: AsyncParsableCommand {
             let done = Mutex(0)
             let answers: [Result<CommitResult, ClientError>]
             do {
-                answers = try await connection.applyPipelined(transactions, window: window) { index, answer in
+                // Answered with each commit's seq alone (the command prints counts and seqs, not rows).
+                answers = try await connection.applyPipelined(transactions, window: window, seqOnly: true) {
+                    index, answer in
                     guard case .success = answer else { return }
                     progress.update(
                         done: done.withLock { done in

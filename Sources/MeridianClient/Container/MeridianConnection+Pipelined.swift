@@ -23,6 +23,7 @@ extension MeridianConnection {
     ///   - transactions: The transactions, in order.
     ///   - policy: How conflicts with concurrent changes are settled, for every transaction.
     ///   - window: The most transactions sent and not yet answered (at least 1; 1 is one round trip each).
+    ///   - seqOnly: Whether each answer is its commit's seq alone (``apply(_:policy:idempotencyKey:seqOnly:)``).
     ///   - answered: Called with each transaction's index and answer, in order, as the answers arrive.
     /// - Returns: The answers of the transactions sent, in order: all of them, or a prefix that ends at or after the
     ///   first rejection.
@@ -30,6 +31,7 @@ extension MeridianConnection {
     ///   `answered`; a transaction sent and not answered may or may not have committed).
     public func applyPipelined(
         _ transactions: [[WriteOperation]], policy: ConflictPolicy = .storeWins, window: Int = 8,
+        seqOnly: Bool = false,
         answered: @escaping @Sendable (Int, Result<CommitResult, ClientError>) -> Void = { _, _ in }
     ) async throws(ClientError) -> [Result<CommitResult, ClientError>] {
         guard !transactions.isEmpty else { return [] }
@@ -40,7 +42,8 @@ extension MeridianConnection {
                 request: StreamingClientRequest<[UInt8]> { writer in
                     for operations in transactions {
                         guard await credits.acquire() else { return }
-                        try await writer.write(ApplyRequestWireEncoding.encode(operations, policy: policy))
+                        try await writer.write(
+                            ApplyRequestWireEncoding.encode(operations, policy: policy, seqOnly: seqOnly))
                     }
                 },
                 descriptor: Meridian_V1_Meridian.Method.ApplyStream.descriptor,

@@ -1435,6 +1435,11 @@ package nonisolated struct Meridian_V1_ApplyRequest: Sendable {
   /// (the Swift client: a random per-cache identity and the transaction's number). At most 128 bytes.
   package var idempotencyKey: String = String()
 
+  /// When true, a committed transaction is answered with its `ApplyResult.seq` alone and `rows` left empty: for a
+  /// client that needs neither generated ids nor versions (`meridian apply` and `meridian import`), which spares
+  /// the server writing, and the client reading, one `WrittenRow` per operation. Rejections are answered as always.
+  package var seqOnly: Bool = false
+
   package var unknownFields = SwiftProtobuf.UnknownStorage()
 
   package init() {}
@@ -1491,7 +1496,7 @@ package nonisolated struct Meridian_V1_ApplyResult: Sendable {
   /// The commit's seq. The client's own Sync stream delivers the commit's deltas in the Batch with this seq.
   package var seq: Int64 = 0
 
-  /// One entry per operation, in request order.
+  /// One entry per operation, in request order; none when the request set `seq_only`.
   package var rows: [Meridian_V1_WrittenRow] = []
 
   package var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -3149,7 +3154,7 @@ nonisolated extension Meridian_V1_Operation.Kind: SwiftProtobuf._ProtoNameProvid
 
 nonisolated extension Meridian_V1_ApplyRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   package static let protoMessageName: String = _protobuf_package + ".ApplyRequest"
-  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}operations\0\u{3}conflict_policy\0\u{3}client_tag\0\u{3}idempotency_key\0")
+  package static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}operations\0\u{3}conflict_policy\0\u{3}client_tag\0\u{3}idempotency_key\0\u{3}seq_only\0")
 
   package mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3161,6 +3166,7 @@ nonisolated extension Meridian_V1_ApplyRequest: SwiftProtobuf.Message, SwiftProt
       case 2: try { try decoder.decodeSingularEnumField(value: &self.conflictPolicy) }()
       case 3: try { try decoder.decodeSingularStringField(value: &self.clientTag) }()
       case 4: try { try decoder.decodeSingularStringField(value: &self.idempotencyKey) }()
+      case 5: try { try decoder.decodeSingularBoolField(value: &self.seqOnly) }()
       default: break
       }
     }
@@ -3179,6 +3185,9 @@ nonisolated extension Meridian_V1_ApplyRequest: SwiftProtobuf.Message, SwiftProt
     if !self.idempotencyKey.isEmpty {
       try visitor.visitSingularStringField(value: self.idempotencyKey, fieldNumber: 4)
     }
+    if self.seqOnly != false {
+      try visitor.visitSingularBoolField(value: self.seqOnly, fieldNumber: 5)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -3187,6 +3196,7 @@ nonisolated extension Meridian_V1_ApplyRequest: SwiftProtobuf.Message, SwiftProt
     if lhs.conflictPolicy != rhs.conflictPolicy {return false}
     if lhs.clientTag != rhs.clientTag {return false}
     if lhs.idempotencyKey != rhs.idempotencyKey {return false}
+    if lhs.seqOnly != rhs.seqOnly {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -152,6 +152,8 @@ final class MeridianService: RegistrableRPCService, Sendable {
         let pending: PendingCommit
         let operations: [WriteOperation]
         let clientTag: String
+        /// `ApplyRequest.seq_only`: answered with the seq alone.
+        let seqOnly: Bool
         let caller: Caller?
         let start: ContinuousClock.Instant
     }
@@ -198,8 +200,8 @@ final class MeridianService: RegistrableRPCService, Sendable {
                 author: caller?.identity.principal.subject)
             return .queued(
                 QueuedApply(
-                    pending: pending, operations: operations, clientTag: request.clientTag, caller: caller,
-                    start: start))
+                    pending: pending, operations: operations, clientTag: request.clientTag,
+                    seqOnly: request.seqOnly, caller: caller, start: start))
         } catch {
             return .answered(
                 self.rejection(error, operations: operations, caller: caller, clientTag: request.clientTag))
@@ -227,7 +229,7 @@ final class MeridianService: RegistrableRPCService, Sendable {
         response.clientTag = queued.clientTag
         var result = Meridian_V1_ApplyResult()
         result.seq = committed.seq
-        result.rows = committed.rows.map(Meridian_V1_WrittenRow.init)
+        if !queued.seqOnly { result.rows = committed.rows.map(Meridian_V1_WrittenRow.init) }
         response.result = result
         self.metrics.applyCommitted.increment()
         self.metrics.commits.increment()
