@@ -11,8 +11,8 @@ struct JSONBytes: ~Copyable {
     /// The bytes written so far are the first `count` of `capacity` bytes at `base` (its own allocation).
     ///
     /// Not an `[UInt8]`: each `append(contentsOf:)` to an array checks its uniqueness and capacity and goes through the
-    /// generic copy, about a fifth of a watcher's CPU writing a 20,000-row change line (perf); here an append is a
-    /// capacity check and a `memcpy`.
+    /// generic copy, much of this writer's fifth of a watcher's CPU for a 20,000-row change line (perf); here an
+    /// append is a capacity check and a `memcpy`.
     private var base: UnsafeMutableRawPointer
     private(set) var count = 0
     private var capacity: Int
@@ -70,7 +70,8 @@ struct JSONBytes: ~Copyable {
 
     /// Appends text as it is (JSON punctuation and member names the caller knows need no escape).
     mutating func append(_ text: StaticString) {
-        self.append(bytes: UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+        // `withUTF8Buffer`, not `utf8Start`: a static string made from one scalar has no pointer to read.
+        text.withUTF8Buffer { self.append(bytes: UnsafeRawBufferPointer($0)) }
     }
 
     /// Appends an integer in decimal.
