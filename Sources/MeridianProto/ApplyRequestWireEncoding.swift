@@ -149,10 +149,11 @@ package enum ApplyRequestWireEncoding {
 
 extension ApplyRequestWireEncoding {
     /// The bytes of the request ``Meridian_V1_ApplyRequest/init(_:policy:idempotencyKey:)`` would build from these
-    /// operations (with `seq_only` set when `seqOnly`), written straight from them: no generated message, no map of wire values per row in between.
-    /// Byte for byte what ``encode(_:)`` writes for that message when the operations keep their values in
-    /// dictionaries (the wire map is made with `mapValues`, so its entries come in the Core map's order); an
-    /// operation kept compactly writes its entries in its layout's order (a map's order carries no meaning).
+    /// operations (with `seq_only` set when `seqOnly`), written straight from them: no generated message, no map of
+    /// wire values per row in between. Byte for byte what ``encode(_:)`` writes for that message when the operations
+    /// keep their values in dictionaries (the wire map is made with `mapValues`, so its entries come in the Core
+    /// map's order); an operation kept compactly writes its entries in its layout's order (a map's order carries no
+    /// meaning).
     package static func encode(
         _ operations: [WriteOperation], policy: ConflictPolicy, clientTag: String = "", idempotencyKey: String = "",
         seqOnly: Bool = false
