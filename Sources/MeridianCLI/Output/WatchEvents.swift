@@ -17,16 +17,11 @@ struct WatchEvents: Sendable {
     let entity: EntitySchema
     let sectioned: Bool
 
-    /// The first line: the whole result at `seq`, as its text.
+    /// The first line: the whole result at `seq`, as UTF-8 bytes, followed by a newline when `line`.
     ///
     /// Written straight to UTF-8 bytes as the change lines are (a `JSON` tree of 300,000 rows, then its text through
-    /// `String` appends, took a third of a watcher's CPU until its first line).
-    func snapshot(seq: Int64, list: SectionedList<Row>) -> String {
-        String(decoding: self.snapshotBytes(seq: seq, list: list), as: UTF8.self)
-    }
-
-    /// ``snapshot(seq:list:)``'s text as UTF-8 bytes, followed by a newline when `line`: what the watcher writes,
-    /// without a `String` made of it (for a 20,000-row line, three copies of ~2 MB and a UTF-8 check).
+    /// `String` appends, took a third of a watcher's CPU until its first line), and written out as bytes, no `String`
+    /// made of them (for a 20,000-row line, three copies of ~2 MB and a UTF-8 check).
     func snapshotBytes(seq: Int64, list: SectionedList<Row>, line: Bool = false) -> [UInt8] {
         let rowCount = list.sections.reduce(0) { $0 + $1.elements.count }
         var out = JSONBytes(capacity: 64 + rowCount * (24 + 24 * self.entity.attributes.count))
@@ -63,17 +58,11 @@ struct WatchEvents: Sendable {
         out.append("]}")
     }
 
-    /// One applied commit batch, as its line's text.
+    /// One applied commit batch, as its line's UTF-8 bytes, followed by a newline when `line`.
     ///
     /// Written straight to UTF-8 bytes (``JSONBytes``), member by member in the order documented above, without a
     /// `JSON` value per row (a commit of 20,000 rows built 20,000 trees, each an array of members, only to write them
     /// once) or a `String` per number.
-    func change(seq: Int64, changeSet: ChangeSet<Row>) -> String {
-        String(decoding: self.changeBytes(seq: seq, changeSet: changeSet), as: UTF8.self)
-    }
-
-    /// ``change(seq:changeSet:)``'s text as UTF-8 bytes, followed by a newline when `line` (see
-    /// ``snapshotBytes(seq:list:line:)``).
     func changeBytes(seq: Int64, changeSet: ChangeSet<Row>, line: Bool = false) -> [UInt8] {
         let changes = changeSet.canonicalized()
         var out = JSONBytes(capacity: 64 + changes.rowChanges.count * (48 + 24 * self.entity.attributes.count))

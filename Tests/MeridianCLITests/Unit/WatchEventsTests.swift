@@ -259,3 +259,15 @@ struct SplitMix {
         return Int((z ^ (z >> 31)) % UInt64(bound))
     }
 }
+
+extension WatchEvents {
+    /// The snapshot line's text, without its newline.
+    func snapshot(seq: Int64, list: SectionedList<Row>) -> String {
+        String(decoding: self.snapshotBytes(seq: seq, list: list), as: UTF8.self)
+    }
+
+    /// A change line's text, without its newline.
+    func change(seq: Int64, changeSet: ChangeSet<Row>) -> String {
+        String(decoding: self.changeBytes(seq: seq, changeSet: changeSet), as: UTF8.self)
+    }
+}
