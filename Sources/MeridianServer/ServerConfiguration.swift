@@ -57,9 +57,9 @@ public struct ServerConfiguration: Sendable, Hashable {
     public var commitPollInterval: Duration = .milliseconds(5)
     /// After a lone commit of this server's (one transaction, none waiting to commit), the fan-out runs on the
     /// committing thread — one thread wake-up less before its clients have it — when its estimate is less than this:
-    /// the last run that found commits, per row change, times the commit's rows; otherwise, and for every other
-    /// commit, on its own thread. No commit starts while it runs there, so a costly fan-out (many clients, large
-    /// commits) stays on its thread. `.zero`: always on its own thread.
+    /// the last run that found commits, per row change (20 µs before any has), times the commit's rows; otherwise,
+    /// and for every other commit, on its own thread. No commit starts while it runs there, so a costly fan-out (many
+    /// clients, large commits) stays on its thread. `.zero`: always on its own thread.
     public var inlineFanoutBudget: Duration = .microseconds(250)
     /// How long the transport may hold a connection's written bytes to send them with later ones (grpc-swift's flush
     /// coalescing: sent at the latest after this, or once 64 KiB wait). `.zero`, the default: each write is sent at

@@ -322,6 +322,29 @@ struct FanoutTests {
         }
     }
 
+    /// Before any run has been timed, the estimate is ``FanoutThread/firstEstimatePerRow`` per row, not nothing: a new
+    /// server's first commit, when large, fans out on the fan-out's thread (it ran on the committing one whatever its
+    /// size). Small first commits still run inline (``largeCommitStaysOnThread()``'s first ones).
+    @Test("a new server's first commit, when large, fans out on the fan-out's thread")
+    func largeFirstCommitStaysOnThread() async throws {
+        let store = try Fixtures.store()
+        let configuration = Fixtures.configuration { $0.inlineFanoutBudget = .milliseconds(50) }
+        let metrics = TestMetrics()
+        try await withTestServer(store: store, configuration: configuration, metricsFactory: metrics) { _, port in
+            try await withHTTP2Client(port: port) { client in
+                try await withSyncStream(Meridian_V1_Meridian.Client(wrapping: client)) { stream in
+                    var mirror = try await Mirror.subscribed(stream, "all", Fixtures.fetch("Point"))
+                    // 5,000 rows at the first estimate's 20 µs a row: 100 ms, over the budget.
+                    let seq = try await commit(
+                        store, (0..<5_000).map { .insert("Point", id: "f\($0)", Fixtures.point("f")) })
+                    try await mirror.catchUp(stream, to: seq)
+                    #expect(mirror.results["all"]?.count == 5_000)
+                    #expect(metrics.counterTotal(label: "meridian_fanout_inline_runs_total") == 0)
+                }
+            }
+        }
+    }
+
     /// `flushDelay` reaches the transport: with nothing else written (no heartbeat due), a commit's Batch is held
     /// for the whole delay. (Off, the default, it goes at once; every other test runs so.)
     @Test("with a flush delay the transport holds a lone Batch for the delay")

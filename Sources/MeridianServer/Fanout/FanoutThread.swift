@@ -31,10 +31,19 @@ actor FanoutThread {
     private let hub: Hub
     private let feed: ChangeFeed
     private let gate = Mutex(Gate())
-    /// How long the last run that found commits took per row change it found, in nanoseconds.
-    private let lastRunPerRow = Atomic<Int64>(0)
+    /// How long the last run that found commits took per row change it found, in nanoseconds; before any such run,
+    /// ``firstEstimatePerRow``.
+    private let lastRunPerRow = Atomic<Int64>(FanoutThread.firstEstimatePerRow)
     /// Runs on the committing thread when its estimate is less (``ServerConfiguration/inlineFanoutBudget``).
     private let inlineBudget: Int64
+
+    /// The cost per row change assumed until a run has been timed: about what a small commit's run costs per row to
+    /// one client (a read of the commit and a Batch, well over 10 µs a row for a few rows; a large commit's costs a
+    /// couple of µs a row). Without it a fresh server's first commit looked free whatever its size: the first
+    /// 20,000-row `Apply` of a new server fanned out on the committing thread, and this thread, woken meanwhile by the
+    /// poll of the file's data version, waited on the gate for the whole run (perf: the kernel spinning on its
+    /// futex). With the default budget a first commit of up to 12 rows still runs inline.
+    static let firstEstimatePerRow: Int64 = 20_000
 
     nonisolated var unownedExecutor: UnownedSerialExecutor {
         self.loop.executor.asUnownedSerialExecutor()
