@@ -324,7 +324,7 @@ struct FanoutTests {
 
     /// Before any run has been timed, the estimate is ``FanoutThread/firstEstimatePerRow`` per row, not nothing: a new
     /// server's first commit, when large, fans out on the fan-out's thread (it ran on the committing one whatever its
-    /// size). Small first commits still run inline (``largeCommitStaysOnThread()``'s first ones).
+    /// size). Small commits on a new server still run inline (``largeCommitStaysOnThread()``).
     @Test("a new server's first commit, when large, fans out on the fan-out's thread")
     func largeFirstCommitStaysOnThread() async throws {
         let store = try Fixtures.store()
