@@ -137,3 +137,37 @@ extension Array {
         return low
     }
 }
+
+// MARK: - Sorting by id
+
+extension LiveResultsTests {
+    @Test("sorting by id on eight-byte prefixes gives the ids' byte order, stable, both ways")
+    func sortedByIDAgainstByteOrder() {
+        let seed = SplitMix64.seedFromEnvironment()
+        var rng = SplitMix64(seed: seed)
+        // Ids that share their first eight bytes or end inside them, NUL and non-ASCII bytes, equal ids (rows of
+        // one id keep their order), small and native strings.
+        let pieces = ["", "a", "b", "\u{0}", "é", "e\u{301}", "row-0000", "row-0001", "😀", "Z", "zz"]
+        for step in 0..<300 {
+            let count = Int.random(in: 0...80, using: &rng)
+            let rows = (0..<count).map { position in
+                let id = (0..<Int.random(in: 1...4, using: &rng)).map { _ in pieces.randomElement(using: &rng)! }
+                    .joined()
+                return Row(id: id, values: ["title": .int(Int64(position))])
+            }
+            for ascending in [true, false] {
+                let expected = rows.enumerated().sorted { a, b in
+                    let c = a.element.id.utf8Compare(b.element.id)
+                    return c != 0 ? (ascending ? c < 0 : c > 0) : a.offset < b.offset
+                }.map(\.element)
+                let sorted = LiveResults.sortedByID(rows, ascending: ascending)
+                guard sorted == expected else {
+                    Issue.record(
+                        "MERIDIAN_SEED=\(seed) step \(step) ascending \(ascending): \(sorted.map(\.id)) not \(expected.map(\.id))"
+                    )
+                    return
+                }
+            }
+        }
+    }
+}

@@ -296,31 +296,34 @@ struct ReplicaState: Sendable {
         for i in affected.indices where affected[i].isEmpty { affected[i].reserveCapacity(rows.count) }
         for row in rows {
             let id = row.row.id
-            // One look-up of the id in the cache for a row it holds, two for a new one (where the subscript with a
-            // default, and the cached row read back for the record, took two and three).
-            let position = cache.index(forKey: id)
-            let isNewMember = holdsCache ? position == nil : members.insert(id).inserted
-            if isNewMember, self.recordsChanges {
-                self.changes.memberships[MembershipKey(subscription: subscriptionID, id: id)] = true
+            // One look-up of the id in the cache, for a row it holds and for a new one (where the subscript with a
+            // default, and the cached row read back for the record, took two and three, and finding the id before
+            // inserting it hashed every new id twice: a bulk load's rows are all new).
+            var isNew = false
+            let stored = cache.updateValue(forKey: id, default: Self.fresh(row, seq: seq, marking: &isNew)) { cached in
+                let isNewMember = holdsCache ? isNew : members.insert(id).inserted
+                if isNewMember, self.recordsChanges {
+                    self.changes.memberships[MembershipKey(subscription: subscriptionID, id: id)] = true
+                }
+                let changed = Self.refresh(&cached, with: row, seq: seq, isNewMember: isNewMember)
+                return (changed: changed, isNewMember: isNewMember)
             }
-            let changed: Bool
-            if let position {
-                changed = Self.refresh(&cache.values[position], with: row, seq: seq, isNewMember: isNewMember)
-            } else {
-                var fresh = CachedRow(row: row.row, version: row.version, references: 0, seq: seq)
-                changed = Self.refresh(&fresh, with: row, seq: seq, isNewMember: isNewMember)
-                cache.updateValue(fresh, forKey: id)
-            }
-            if changed {
+            if stored.changed {
                 if self.recordsChanges { self.recordRow(entity, id, cache[id]) }
                 for i in affected.indices { affected[i].insert(id) }
-            } else if isNewMember, let own {
+            } else if stored.isNewMember, let own {
                 affected[own].insert(id)
             }
         }
         self.subscriptions.values[index].members = members
         if wasCached || !cache.isEmpty { self.rows[entity] = cache }
         for (i, id) in touched.enumerated() where existed[i] || !affected[i].isEmpty { work.affected[id] = affected[i] }
+    }
+
+    /// A row new to the cache, before ``refresh(_:with:seq:isNewMember:)`` stores `row` into it; sets `made`.
+    private static func fresh(_ row: VersionedRow, seq: Int64, marking made: inout Bool) -> CachedRow {
+        made = true
+        return CachedRow(row: row.row, version: row.version, references: 0, seq: seq)
     }
 
     /// Makes a staged snapshot's rows a subscription's first rows at once, when nothing of its entity is cached and

@@ -225,14 +225,12 @@ extension LiveResults {
         var merged: [Row] = []
         merged.reserveCapacity(order.count + incoming.count)
         var next = 0
-        // How the next incoming row compares with a staying one (negative when it comes first).
-        var ahead = incoming.isEmpty ? nil : self.ordering(of: incoming[0])
         for slot in order where !leaving[Int(slot)] {
             let row = self.tree[slot]
-            while let comesFirst = ahead, comesFirst(row) < 0 {
+            // The incoming rows that come before this staying one.
+            while next < incoming.count, self.compare(incoming[next], row) < 0 {
                 merged.append(incoming[next])
                 next += 1
-                ahead = next < incoming.count ? self.ordering(of: incoming[next]) : nil
             }
             merged.append(row)
         }

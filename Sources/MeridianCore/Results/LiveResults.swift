@@ -341,17 +341,8 @@ public struct LiveResults: Sendable {
     /// Rows in the results' order.
     func sorted(_ rows: consuming [Row]) -> [Row] {
         let keys = self.sortKeys
-        // Ordered by id alone (no sort given): the ids compared directly, no key values to extract; sorted in place
-        // (the caller's filtered array is its own), not into a second array of every row.
-        if keys.count == 1, self.sortKeyIsID[0] {
-            let ascending = keys[0].ascending
-            var rows = rows
-            rows.sort { a, b in
-                let c = a.id.utf8Compare(b.id)
-                return ascending ? c < 0 : c > 0
-            }
-            return rows
-        }
+        // Ordered by id alone (no sort given): the ids compared directly, no key values to extract.
+        if keys.count == 1, self.sortKeyIsID[0] { return Self.sortedByID(rows, ascending: keys[0].ascending) }
         // Sorted on extracted key values: no dictionary lookups inside the O(n log n) comparisons.
         var keyed: [(keys: [Value], row: Row)] = []
         keyed.reserveCapacity(rows.count)
@@ -364,6 +355,57 @@ public struct LiveResults: Sendable {
             return false
         }
         return keyed.map(\.row)
+    }
+
+    /// `rows` in the order of their ids' UTF-8 bytes (``Swift/String/utf8Compare(_:)``), ascending or descending;
+    /// rows of equal ids keep their order.
+    ///
+    /// Sorted as keys of two words, each id's first eight bytes read as a big-endian integer (zeros past the end of a
+    /// shorter id) and the row's position: two keys whose first words differ order their ids as the ids' bytes do,
+    /// so only ids that share their first eight bytes are compared whole. Sorting the rows themselves compared two
+    /// ids as strings at every step (each copied to the stack when small) and moved rows of three words: most of the
+    /// CPU of a 20,000-row batch's sort in a watching `meridian` (perf; docs/speed-of-light.md).
+    static func sortedByID(_ rows: consuming [Row], ascending: Bool) -> [Row] {
+        guard rows.count > 1 else { return rows }
+        var keys: [(prefix: UInt64, position: Int)] = []
+        keys.reserveCapacity(rows.count)
+        for (position, row) in rows.enumerated() { keys.append((Self.idPrefix(row.id), position)) }
+        rows.withUnsafeBufferPointer { rows in
+            keys.sort { a, b in
+                if a.prefix != b.prefix { return ascending ? a.prefix < b.prefix : a.prefix > b.prefix }
+                let c = rows[a.position].id.utf8Compare(rows[b.position].id)
+                if c != 0 { return ascending ? c < 0 : c > 0 }
+                return a.position < b.position
+            }
+        }
+        return keys.map { rows[$0.position] }
+    }
+
+    /// The first eight bytes of `id`'s UTF-8 as a big-endian integer, zeros past its end: for any two ids, a smaller
+    /// prefix means a smaller id in ``Swift/String/utf8Compare(_:)``'s order (only equal prefixes leave it open).
+    @inline(__always)
+    static func idPrefix(_ id: String) -> UInt64 {
+        var id = id
+        return id.withUTF8 { bytes in
+            var prefix: UInt64 = 0
+            for i in 0..<8 { prefix = prefix << 8 | UInt64(i < bytes.count ? bytes[i] : 0) }
+            return prefix
+        }
+    }
+
+    /// How `row` compares with `other` in the results' order, negative when `row` comes first: what
+    /// ``ordering(of:)`` gives, for a caller that compares many rows once each (a batch's merge), without the closure
+    /// and the array of key values made for every row.
+    func compare(_ row: Row, _ other: Row) -> Int {
+        let keys = self.sortKeys
+        for i in keys.indices {
+            let c =
+                self.sortKeyIsID[i]
+                ? row.id.utf8Compare(other.id)
+                : Value.compare(row.value(of: keys[i].attribute), other.value(of: keys[i].attribute))
+            if c != 0 { return keys[i].ascending ? c : -c }
+        }
+        return 0
     }
 
     /// The bytes the engine's own structures hold (tree, id index, sections), by capacity; the rows' ids and
