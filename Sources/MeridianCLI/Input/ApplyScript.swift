@@ -37,37 +37,55 @@ package enum ApplyScript {
     static func parse(
         _ text: String, schema: Schema, pieces: Int = ProcessInfo.processInfo.activeProcessorCount
     ) throws(CLIError) -> [(line: Int, operation: WriteOperation)] {
-        let lines = InputLines.split(text)
-        let pieceCount = max(1, min(pieces, lines.count / Self.linesPerPiece))
-        if pieceCount == 1 { return try Self.parse(lines[...], firstLine: 1, schema: schema) }
-        let size = (lines.count + pieceCount - 1) / pieceCount
-        let parsed = concurrently(pieceCount) { piece throws(CLIError) in
-            let start = piece * size
-            return try Self.parse(lines[start..<min(start + size, lines.count)], firstLine: start + 1, schema: schema)
+        var text = text
+        // The lines are read in place in the text's UTF-8, not copied each into a `String` of its own first (an
+        // allocation and a copy of every line before its reading, the CLI's memory written twice over).
+        let result = text.withUTF8 { bytes -> Result<[(line: Int, operation: WriteOperation)], CLIError> in
+            let lines = InputLines.ranges(bytes)
+            let pieceCount = max(1, min(pieces, lines.count / Self.linesPerPiece))
+            if pieceCount == 1 {
+                return Result { () throws(CLIError) in try Self.parse(bytes, lines[...], firstLine: 1, schema: schema) }
+            }
+            // Only read, and alive until every piece has returned (`concurrently` waits for them all).
+            nonisolated(unsafe) let input = bytes
+            let size = (lines.count + pieceCount - 1) / pieceCount
+            let parsed = concurrently(pieceCount) { piece throws(CLIError) in
+                let start = piece * size
+                return try Self.parse(
+                    input, lines[start..<min(start + size, lines.count)], firstLine: start + 1, schema: schema)
+            }
+            var operations: [(line: Int, operation: WriteOperation)] = []
+            operations.reserveCapacity(lines.count)
+            // In piece order: the first piece that failed holds the first bad line (every piece before it parsed whole).
+            for piece in parsed {
+                switch piece {
+                case .success(let part): operations.append(contentsOf: part)
+                case .failure(let error): return .failure(error)
+                }
+            }
+            return .success(operations)
         }
-        var operations: [(line: Int, operation: WriteOperation)] = []
-        operations.reserveCapacity(lines.count)
-        // In piece order: the first piece that failed holds the first bad line (every piece before it parsed whole).
-        for piece in parsed { operations.append(contentsOf: try piece.get()) }
-        return operations
+        return try result.get()
     }
 
-    /// Parses consecutive lines, the first of which is line `firstLine` (1-based) of the input.
+    /// Parses consecutive lines of `text` (their byte ranges), the first of which is line `firstLine` (1-based).
     private static func parse(
-        _ lines: ArraySlice<String>, firstLine: Int, schema: Schema
+        _ text: UnsafeBufferPointer<UInt8>, _ lines: ArraySlice<Range<Int>>, firstLine: Int, schema: Schema
     ) throws(CLIError) -> [(line: Int, operation: WriteOperation)] {
         var operations: [(line: Int, operation: WriteOperation)] = []
         operations.reserveCapacity(lines.count)
         var shapes = LineShapes(schema: schema)
-        for (offset, line) in lines.enumerated() {
-            if line.utf8.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) { continue }
+        for (offset, range) in lines.enumerated() {
+            let line = UnsafeBufferPointer(rebasing: text[range])
+            if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) { continue }
             let lineNumber = firstLine + offset
             if let operation = Self.parsePlainLine(line, &shapes) {
                 operations.append((lineNumber, operation))
                 continue
             }
             do {
-                operations.append((lineNumber, try Self.parseLine(line, schema: schema)))
+                let text = String(decoding: line, as: UTF8.self)
+                operations.append((lineNumber, try Self.parseLine(text, schema: schema)))
             } catch {
                 throw error.within("line \(lineNumber)")
             }
@@ -129,10 +147,13 @@ package enum ApplyScript {
     /// errors (`ApplyScriptTests` compares them). Strings are read by the same parser, escapes included.
     static func parsePlainLine(_ line: String, _ shapes: inout LineShapes) -> WriteOperation? {
         var line = line
-        return line.withUTF8 { bytes in
-            var parser = JSONParser(bytes)
-            return try? Self.parsePlain(&parser, &shapes)
-        }
+        return line.withUTF8 { Self.parsePlainLine($0, &shapes) }
+    }
+
+    /// ``parsePlainLine(_:_:)`` of a line's UTF-8 bytes (valid UTF-8: those of a `String`).
+    static func parsePlainLine(_ line: UnsafeBufferPointer<UInt8>, _ shapes: inout LineShapes) -> WriteOperation? {
+        var parser = JSONParser(line)
+        return try? Self.parsePlain(&parser, &shapes)
     }
 
     /// Why ``parsePlain(_:_:)`` gave up on a line (never shown: the generic way reads the line again).

@@ -8,15 +8,21 @@ enum InputLines {
     static func split(_ text: String) -> [String] {
         var text = text
         return text.withUTF8 { bytes in
-            var lines: [String] = []
-            var start = 0
-            for index in bytes.indices where bytes[index] == UInt8(ascii: "\n") {
-                let end = index > start && bytes[index - 1] == UInt8(ascii: "\r") ? index - 1 : index
-                lines.append(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self))
-                start = index + 1
-            }
-            lines.append(String(decoding: UnsafeBufferPointer(rebasing: bytes[start...]), as: UTF8.self))
-            return lines
+            Self.ranges(bytes).map { String(decoding: UnsafeBufferPointer(rebasing: bytes[$0]), as: UTF8.self) }
         }
+    }
+
+    /// Where the lines of ``split(_:)`` are in `bytes` (each without its LF or CR LF), for a reader that reads them
+    /// in place instead of copying each into a `String` of its own.
+    static func ranges(_ bytes: UnsafeBufferPointer<UInt8>) -> [Range<Int>] {
+        var lines: [Range<Int>] = []
+        var start = 0
+        for index in bytes.indices where bytes[index] == UInt8(ascii: "\n") {
+            let end = index > start && bytes[index - 1] == UInt8(ascii: "\r") ? index - 1 : index
+            lines.append(start..<end)
+            start = index + 1
+        }
+        lines.append(start..<bytes.count)
+        return lines
     }
 }
