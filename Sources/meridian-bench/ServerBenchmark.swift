@@ -143,6 +143,9 @@ enum ServerBenchmark {
         if parts[0] == "encode" {
             return self.encodeRows(max(1, parts.count > 1 ? Int(parts[1]) ?? 20_000 : 20_000))
         }
+        if parts[0] == "applyEncode" {
+            return self.encodeApply(max(1, parts.count > 1 ? Int(parts[1]) ?? 20_000 : 20_000))
+        }
         if parts[0] == "lone" {
             let calls = parts.count > 1 ? Int(parts[1]) ?? 1_000 : 1_000
             return try await self.loneSaves(calls: calls)
@@ -222,6 +225,35 @@ enum ServerBenchmark {
             "encode:\(count)", "delta ns/row", String(format: "%.1f", delta[10]), "merged delta ns/row",
             String(format: "%.1f", merged[10]), "snapshot chunk ns/row", String(format: "%.1f", chunk[10]), "bytes",
             bytes)
+    }
+
+    /// `MERIDIAN_BENCH_ONLY=applyEncode[:ROWS]`: the CLI's encoding of one `Apply` of ROWS insert operations shaped as
+    /// `meridian apply` reads the bulk case's lines (compact, one layout), in one piece and in one piece per core,
+    /// alternated, 21 times each; the median wall time of each in ms, and their ratio.
+    static func encodeApply(_ count: Int) {
+        let layout = RowLayout(names: ["title", "stamp", "qty"])
+        let operations = (0..<count).map { i in
+            [Value.string("row \(i)"), .int(Int64(i)), .int(Int64(i % 100))].withUnsafeBufferPointer {
+                WriteOperation(kind: .insert, entity: "Bench", id: "r\(i)", layout: layout, values: $0)
+            }
+        }
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        var times: [[Double]] = [[], []]
+        var bytes = [0, 0]
+        for _ in 0..<21 {
+            for (i, pieces) in [1, cores].enumerated() {
+                let start = ContinuousClock.now
+                let request = ApplyRequestWireEncoding.encode(
+                    operations, policy: .storeWins, clientTag: "", idempotencyKey: "", seqOnly: true, pieces: pieces)
+                times[i].append(Double((ContinuousClock.now - start).nanoseconds) / 1e6)
+                bytes[i] = request.count
+            }
+        }
+        let medians = times.map { $0.sorted()[10] }
+        print(
+            "applyEncode:\(count)", "one piece ms", String(format: "%.2f", medians[0]), "\(cores) pieces ms",
+            String(format: "%.2f", medians[1]), "ratio", String(format: "%.2f", medians[1] / medians[0]), "bytes",
+            bytes[0], bytes[1])
     }
 
     /// The latency cases' writer alone: 1-row commits at `rate` commits/s for 2 s into the same kind of store, no

@@ -41,34 +41,10 @@ import Testing
     @Test("2,000 random transactions of Core operations written straight: the bytes of their generated message")
     func straightFromCore() throws {
         var random = SplitMix64(seed: 19)
-        let names = ["title", "qty", "price", "on", "blob", "at", "note", "", "é"]
         for _ in 0..<2_000 {
             var operations: [WriteOperation] = []
             for _ in 0..<Int.random(in: 0...5, using: &random) {
-                var values: [String: Value] = [:]
-                for name in names where Int.random(in: 0..<3, using: &random) == 0 {
-                    values[name] =
-                        switch Int.random(in: 0..<7, using: &random) {
-                        case 0: .null
-                        case 1: .int([0, -1, 1 << 40, .min, .max].randomElement(using: &random)!)
-                        case 2: .double([0, -0.0, 1.5, .infinity, -1e300].randomElement(using: &random)!)
-                        case 3:
-                            .string(
-                                ["", "x", "Café ☕️", String(repeating: "a", count: 200)].randomElement(using: &random)!)
-                        case 4: .bool(Bool.random(using: &random))
-                        case 5: .bytes([[], [0], [255, 1, 2]].randomElement(using: &random)!)
-                        default:
-                            .timestamp(
-                                Timestamp(microseconds: Int64.random(in: -(1 << 50)...(1 << 50), using: &random)))
-                        }
-                }
-                let kind = [WriteOperation.Kind.insert, .update, .upsert, .delete].randomElement(using: &random)!
-                operations.append(
-                    WriteOperation(
-                        kind: kind, entity: ["", "Point", "Café"].randomElement(using: &random)!,
-                        id: [nil, "", "r1", "a-long-identifier-0123456789"].randomElement(using: &random)!,
-                        values: values,
-                        expectedVersion: [nil, 0, -1, 7, .max].randomElement(using: &random)!))
+                operations.append(Self.randomOperation(&random))
             }
             let policy = Bool.random(using: &random) ? ConflictPolicy.storeWins : .clientWins
             let key = Bool.random(using: &random) ? "" : "key ☕️"
@@ -81,6 +57,57 @@ import Testing
                 operations, policy: policy, clientTag: tag, idempotencyKey: key, seqOnly: seqOnly)
             #expect(straight == (try ApplyRequestWireEncoding.encode(message)), "\(operations)")
             #expect(try Meridian_V1_ApplyRequest(serializedBytes: straight) == message)
+        }
+    }
+
+    /// A random Core operation: any kind, entity and id (empty ones too), some of `names` set to values of every kind.
+    static func randomOperation(_ random: inout SplitMix64) -> WriteOperation {
+        let names = ["title", "qty", "price", "on", "blob", "at", "note", "", "é"]
+        var values: [String: Value] = [:]
+        for name in names where Int.random(in: 0..<3, using: &random) == 0 {
+            values[name] =
+                switch Int.random(in: 0..<7, using: &random) {
+                case 0: .null
+                case 1: .int([0, -1, 1 << 40, .min, .max].randomElement(using: &random)!)
+                case 2: .double([0, -0.0, 1.5, .infinity, -1e300].randomElement(using: &random)!)
+                case 3:
+                    .string(
+                        ["", "x", "Café ☕️", String(repeating: "a", count: 200)].randomElement(using: &random)!)
+                case 4: .bool(Bool.random(using: &random))
+                case 5: .bytes([[], [0], [255, 1, 2]].randomElement(using: &random)!)
+                default:
+                    .timestamp(
+                        Timestamp(microseconds: Int64.random(in: -(1 << 50)...(1 << 50), using: &random)))
+                }
+        }
+        let kind = [WriteOperation.Kind.insert, .update, .upsert, .delete].randomElement(using: &random)!
+        return WriteOperation(
+            kind: kind, entity: ["", "Point", "Café"].randomElement(using: &random)!,
+            id: [nil, "", "r1", "a-long-identifier-0123456789"].randomElement(using: &random)!,
+            values: values,
+            expectedVersion: [nil, 0, -1, 7, .max].randomElement(using: &random)!)
+    }
+
+    /// A request large enough to be encoded in pieces at once is the same bytes in one piece and in several, and those
+    /// of its generated message, wherever the pieces' edges fall.
+    @Test("large transactions encoded in pieces at once: the bytes of one piece and of their generated message")
+    func largeInPieces() throws {
+        var random = SplitMix64(seed: 23)
+        let threshold = ApplyRequestWireEncoding.concurrentOperations
+        for count in [threshold - 1, threshold, threshold + 1, 2 * threshold + 3, 3 * threshold + 7] {
+            let operations = (0..<count).map { _ in Self.randomOperation(&random) }
+            let key = Bool.random(using: &random) ? "" : "key ☕️"
+            var message = Meridian_V1_ApplyRequest(operations, policy: .clientWins, idempotencyKey: key)
+            message.seqOnly = true
+            let expected = try ApplyRequestWireEncoding.encode(message)
+            #expect(
+                ApplyRequestWireEncoding.encode(operations, policy: .clientWins, idempotencyKey: key, seqOnly: true)
+                    == expected, "\(count) operations, as the CLI encodes them")
+            for pieces in 1...4 {
+                let bytes = ApplyRequestWireEncoding.encode(
+                    operations, policy: .clientWins, clientTag: "", idempotencyKey: key, seqOnly: true, pieces: pieces)
+                #expect(bytes == expected, "\(count) operations in \(pieces) pieces")
+            }
         }
     }
 
