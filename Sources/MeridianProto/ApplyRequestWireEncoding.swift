@@ -179,7 +179,7 @@ extension ApplyRequestWireEncoding {
         let pieceCount = max(1, min(pieces, operations.count))
         let pieceLength = (operations.count + pieceCount - 1) / max(1, pieceCount)
         let pieces = (0..<pieceCount).map { piece in
-            (piece * pieceLength)..<min(operations.count, (piece + 1) * pieceLength)
+            min(operations.count, piece * pieceLength)..<min(operations.count, (piece + 1) * pieceLength)
         }
         var operationSizes = [Int](repeating: 0, count: operations.count)
         let pieceBytes: [Int]

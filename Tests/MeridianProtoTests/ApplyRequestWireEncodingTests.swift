@@ -94,7 +94,7 @@ import Testing
     func largeInPieces() throws {
         var random = SplitMix64(seed: 23)
         let threshold = ApplyRequestWireEncoding.concurrentOperations
-        for count in [threshold - 1, threshold, threshold + 1, 2 * threshold + 3, 3 * threshold + 7] {
+        for count in [0, 1, 5, threshold - 1, threshold, threshold + 1, 2 * threshold + 3, 3 * threshold + 7] {
             let operations = (0..<count).map { _ in Self.randomOperation(&random) }
             let key = Bool.random(using: &random) ? "" : "key ☕️"
             var message = Meridian_V1_ApplyRequest(operations, policy: .clientWins, idempotencyKey: key)

@@ -52,6 +52,11 @@ struct JSONBytes: ~Copyable {
         self.capacity = capacity
     }
 
+    /// Appends `bytes` (JSON text written elsewhere) as they are.
+    mutating func append(contentsOf bytes: [UInt8]) {
+        bytes.withUnsafeBytes { self.append(bytes: $0) }
+    }
+
     /// Appends `bytes` as they are.
     @inline(__always)
     private mutating func append(bytes: UnsafeRawBufferPointer) {

@@ -52,6 +52,44 @@ import Testing
         )
     }
 
+    /// A long change line writes its rows in pieces at once: the same line whatever the pieces, wherever their edges
+    /// fall (empty pieces too), and one JSON object with every row change.
+    @Test("a change line written in pieces at once is the line written in one")
+    func changeLineInPieces() throws {
+        let events = WatchEvents(entity: point, sectioned: true)
+        let count = WatchEvents.concurrentRows + 1_000
+        let old = (0..<count).map { i in
+            Row(id: "p\(i)", values: ["title": .string("t\(i % 97)"), "category": .int(Int64(i % 3))])
+        }
+        // Every third row deleted, every fifth retitled (an update or a move), and new rows inserted.
+        var new = old.enumerated().filter { $0.offset % 3 != 0 }.map { offset, row in
+            var row = row
+            if offset % 5 == 0 { row["title"] = .string("u\(offset % 89)") }
+            return row
+        }
+        new += (0..<count / 2).map { i in Row(id: "n\(i)", values: ["title": "new", "category": .int(Int64(i % 4))]) }
+        let changes = try ChangeSet<Row>.between(
+            old: Self.list(old, sectioned: true), new: Self.list(new, sectioned: true))
+        let one = events.changeBytes(seq: 9, changeSet: changes, line: true, pieces: 1)
+        // Compared as a Bool: a failure would print two ~1 MB byte arrays.
+        for pieces in 2...4 {
+            let same = events.changeBytes(seq: 9, changeSet: changes, line: true, pieces: pieces) == one
+            #expect(same, "\(pieces) pieces: not the line written in one")
+        }
+        let asWatched = events.changeBytes(seq: 9, changeSet: changes, line: true) == one
+        #expect(asWatched, "as the watcher writes it: not the line written in one")
+        let parsed = try JSON.parse(String(decoding: one.dropLast(), as: UTF8.self))
+        guard case .array(let rows)? = parsed["rows"] else { throw CLIError.badInput("no rows in the line") }
+        #expect(rows.count == changes.rowChanges.count && rows.count > WatchEvents.concurrentRows)
+        // A few row changes in more pieces than rows.
+        let small = try ChangeSet<Row>.between(
+            old: Self.list(Array(old.prefix(3)), sectioned: true), new: Self.list(Array(new.prefix(2)), sectioned: true)
+        )
+        #expect(
+            events.changeBytes(seq: 1, changeSet: small, line: false, pieces: 8)
+                == events.changeBytes(seq: 1, changeSet: small, line: false, pieces: 1))
+    }
+
     @Test("without a section key: one section named \"\", even when empty, and no section events")
     func unsectioned() throws {
         let events = WatchEvents(entity: point, sectioned: false)
