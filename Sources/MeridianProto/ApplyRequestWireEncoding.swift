@@ -177,22 +177,20 @@ extension ApplyRequestWireEncoding {
     ) -> [UInt8] {
         let policyValue = UInt64(Meridian_V1_ConflictPolicy(policy).rawValue)
         let pieceCount = max(1, min(pieces, operations.count))
-        let pieceLength = (operations.count + pieceCount - 1) / max(1, pieceCount)
+        let pieceLength = (operations.count + pieceCount - 1) / pieceCount
         let pieces = (0..<pieceCount).map { piece in
             min(operations.count, piece * pieceLength)..<min(operations.count, (piece + 1) * pieceLength)
         }
         var operationSizes = [Int](repeating: 0, count: operations.count)
         let pieceBytes: [Int]
         if pieceCount == 1 {
-            pieceBytes = [Self.size(operations, operations.indices, into: &operationSizes)]
+            pieceBytes = operationSizes.withUnsafeMutableBufferPointer { [Self.size(operations, $0.indices, into: $0)] }
         } else {
             pieceBytes = operationSizes.withUnsafeMutableBufferPointer { sizes in
                 // Each piece writes only its own operations' sizes.
                 nonisolated(unsafe) let sizes = sizes
-                return concurrently(pieceCount) { piece in
-                    var own = UnsafeMutableBufferPointer(rebasing: sizes[pieces[piece]])
-                    return Self.size(operations, pieces[piece], into: &own, offset: pieces[piece].lowerBound)
-                }.map { $0.get() }
+                return concurrently(pieceCount) { piece in Self.size(operations, pieces[piece], into: sizes) }
+                    .map { $0.get() }
             }
         }
         var size = pieceBytes.reduce(0, +)
@@ -238,27 +236,23 @@ extension ApplyRequestWireEncoding {
         }
     }
 
-    /// Requests of at least this many operations are sized and written in pieces at once (a piece of fewer costs
-    /// more in its hand-off to another thread than it saves; a bulk write's 20,000 rows took ~9 ms to encode on one).
+    /// Requests of at least this many operations are sized and written in pieces at once, up to one per core (a piece
+    /// of fewer costs more in its hand-off to another thread than it saves; a bulk write's 20,000 operations took
+    /// ~6–7 ms to encode on one core, `MERIDIAN_BENCH_ONLY=applyEncode`).
     package static let concurrentOperations = 4_096
 
-    /// Sizes `operations[range]` into `sizes` (at each operation's index minus `offset`); returns the bytes of their
-    /// fields (tag and length included).
+    /// Sizes `operations[range]` into `sizes` (at the same indices); returns the bytes of their fields (tag and length
+    /// included).
     private static func size(
-        _ operations: [WriteOperation], _ range: Range<Int>, into sizes: inout UnsafeMutableBufferPointer<Int>,
-        offset: Int
+        _ operations: [WriteOperation], _ range: Range<Int>, into sizes: UnsafeMutableBufferPointer<Int>
     ) -> Int {
         var bytes = 0
         for i in range {
             let operationSize = Self.operationSize(operations[i])
-            sizes[i - offset] = operationSize
+            sizes[i] = operationSize
             bytes += DeltaWireEncoding.fieldSize(operationSize)
         }
         return bytes
-    }
-
-    private static func size(_ operations: [WriteOperation], _ range: Range<Int>, into sizes: inout [Int]) -> Int {
-        sizes.withUnsafeMutableBufferPointer { Self.size(operations, range, into: &$0, offset: 0) }
     }
 
     /// Writes the fields of `operations[range]`, sized in `sizes`, at `start`: exactly `bytes` of them.

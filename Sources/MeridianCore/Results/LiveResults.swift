@@ -363,8 +363,8 @@ public struct LiveResults: Sendable {
     /// Sorted as keys of two words, each id's first eight bytes read as a big-endian integer (zeros past the end of a
     /// shorter id) and the row's position: two keys whose first words differ order their ids as the ids' bytes do,
     /// so only ids that share their first eight bytes are compared whole. Sorting the rows themselves compared two
-    /// ids as strings at every step (each copied to the stack when small) and moved rows of three words: most of the
-    /// CPU of a 20,000-row batch's sort in a watching `meridian` (perf; docs/speed-of-light.md).
+    /// ids as strings at every step (each copied to the stack when small) and moved whole rows: a 20,000-row batch's
+    /// sort in a watching `meridian` took about twice the samples it takes now (perf; docs/speed-of-light.md).
     static func sortedByID(_ rows: consuming [Row], ascending: Bool) -> [Row] {
         guard rows.count > 1 else { return rows }
         var keys: [(prefix: UInt64, position: Int)] = []
