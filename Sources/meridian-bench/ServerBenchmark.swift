@@ -146,6 +146,9 @@ enum ServerBenchmark {
         if parts[0] == "applyEncode" {
             return self.encodeApply(max(1, parts.count > 1 ? Int(parts[1]) ?? 20_000 : 20_000))
         }
+        if parts[0] == "sortByID" {
+            return self.sortByID(max(1, parts.count > 1 ? Int(parts[1]) ?? 20_000 : 20_000))
+        }
         if parts[0] == "lone" {
             let calls = parts.count > 1 ? Int(parts[1]) ?? 1_000 : 1_000
             return try await self.loneSaves(calls: calls)
@@ -254,6 +257,35 @@ enum ServerBenchmark {
             "applyEncode:\(count)", "one piece ms", String(format: "%.2f", medians[0]), "\(cores) pieces ms",
             String(format: "%.2f", medians[1]), "ratio", String(format: "%.2f", medians[1] / medians[0]), "bytes",
             bytes[0], bytes[1])
+    }
+
+    /// `MERIDIAN_BENCH_ONLY=sortByID[:ROWS]`: a controller's sort of ROWS rows by id (`LiveResults.sortedByID`, on
+    /// eight-byte prefixes) against sorting the rows themselves by `utf8Compare`, for two shapes of id in a shuffled
+    /// order: the bulk case's (`r123`) and the store's generated ones (time-ordered UUIDs made in one burst, which share
+    /// their first eight bytes); alternated 11 times, the median ms of each and their ratio.
+    static func sortByID(_ count: Int) {
+        var random = SplitMix64(seed: 7)
+        let shapes: [(String, [String])] = [
+            ("r<n>", (0..<count).map { "r\($0)" }), ("uuid", (0..<count).map { _ in RandomID.uuidString() }),
+        ]
+        for (shape, ids) in shapes {
+            let rows = ids.map { Row(id: $0, values: ["qty": .int(1)]) }.shuffled(using: &random)
+            var times: [[Double]] = [[], []]
+            for _ in 0..<11 {
+                var start = ContinuousClock.now
+                let prefixed = LiveResults.sortedByID(rows, ascending: true)
+                times[0].append(Double((ContinuousClock.now - start).nanoseconds) / 1e6)
+                start = ContinuousClock.now
+                var plain = rows
+                plain.sort { $0.id.utf8Compare($1.id) < 0 }
+                times[1].append(Double((ContinuousClock.now - start).nanoseconds) / 1e6)
+                precondition(prefixed == plain, "the two sorts disagree")
+            }
+            let medians = times.map { $0.sorted()[5] }
+            print(
+                "sortByID:\(count) \(shape)", "prefixed ms", String(format: "%.2f", medians[0]), "rows compared ms",
+                String(format: "%.2f", medians[1]), "ratio", String(format: "%.2f", medians[0] / medians[1]))
+        }
     }
 
     /// The latency cases' writer alone: 1-row commits at `rate` commits/s for 2 s into the same kind of store, no

@@ -365,7 +365,7 @@ public struct LiveResults: Sendable {
     /// so only ids that share their first eight bytes are compared whole. Sorting the rows themselves compared two
     /// ids as strings at every step (each copied to the stack when small) and moved whole rows: a 20,000-row batch's
     /// sort in a watching `meridian` took about twice the samples it takes now (perf; docs/speed-of-light.md).
-    static func sortedByID(_ rows: consuming [Row], ascending: Bool) -> [Row] {
+    package static func sortedByID(_ rows: consuming [Row], ascending: Bool) -> [Row] {
         guard rows.count > 1 else { return rows }
         var keys: [(prefix: UInt64, position: Int)] = []
         keys.reserveCapacity(rows.count)
