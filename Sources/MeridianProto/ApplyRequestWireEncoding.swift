@@ -177,10 +177,7 @@ extension ApplyRequestWireEncoding {
     ) -> [UInt8] {
         let policyValue = UInt64(Meridian_V1_ConflictPolicy(policy).rawValue)
         let pieceCount = max(1, min(pieces, operations.count))
-        let pieceLength = (operations.count + pieceCount - 1) / pieceCount
-        let pieces = (0..<pieceCount).map { piece in
-            min(operations.count, piece * pieceLength)..<min(operations.count, (piece + 1) * pieceLength)
-        }
+        let pieces = pieceRanges(operations.count, pieces: pieceCount)
         var operationSizes = [Int](repeating: 0, count: operations.count)
         let pieceBytes: [Int]
         if pieceCount == 1 {

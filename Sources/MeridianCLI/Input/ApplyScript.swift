@@ -48,11 +48,10 @@ package enum ApplyScript {
             }
             // Only read, and alive until every piece has returned (`concurrently` waits for them all).
             nonisolated(unsafe) let input = bytes
-            let size = (lines.count + pieceCount - 1) / pieceCount
+            let ranges = pieceRanges(lines.count, pieces: pieceCount)
             let parsed = concurrently(pieceCount) { piece throws(CLIError) in
-                let start = piece * size
-                return try Self.parse(
-                    input, lines[start..<min(start + size, lines.count)], firstLine: start + 1, schema: schema)
+                let range = ranges[piece]
+                return try Self.parse(input, lines[range], firstLine: range.lowerBound + 1, schema: schema)
             }
             var operations: [(line: Int, operation: WriteOperation)] = []
             operations.reserveCapacity(lines.count)

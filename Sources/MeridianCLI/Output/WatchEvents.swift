@@ -106,9 +106,9 @@ struct WatchEvents: Sendable {
         if pieceCount == 1 {
             self.write(rows, rows.indices, to: &out)
         } else {
-            let length = (rows.count + pieceCount - 1) / pieceCount
+            let ranges = pieceRanges(rows.count, pieces: pieceCount)
             let parts = concurrently(pieceCount) { piece -> [UInt8] in
-                let range = min(rows.count, piece * length)..<min(rows.count, (piece + 1) * length)
+                let range = ranges[piece]
                 var part = JSONBytes(capacity: range.count * (48 + 24 * self.entity.attributes.count))
                 if piece > 0, !range.isEmpty { part.append(",") }
                 self.write(rows, range, to: &part)

@@ -19,3 +19,11 @@ package func concurrently<Success: Sendable, Failure: Error>(
     }
     return results.map { $0! }
 }
+
+/// `0..<count` cut into `pieces` (at least one) consecutive ranges of equal length but the last, in order: how the
+/// callers of ``concurrently(_:_:)`` split their input. Trailing ranges are empty when `count` is short of `pieces`.
+package func pieceRanges(_ count: Int, pieces: Int) -> [Range<Int>] {
+    let pieceCount = max(1, pieces)
+    let length = (count + pieceCount - 1) / pieceCount
+    return (0..<pieceCount).map { min(count, $0 * length)..<min(count, ($0 + 1) * length) }
+}
